@@ -1,0 +1,1 @@
+"""Differentially private statistics for hybrid trust models."""

@@ -1,0 +1,18 @@
+"""Warnings and errors specific to skhybrid."""
+
+
+class PrivacyLeakWarning(UserWarning):
+    """A computation releases information about the data beyond its stated guarantee.
+
+    Raised, for example, when ``bounds=None`` makes an estimator derive the clipping
+    bounds from the data itself: the bounds then depend on the private values, so the
+    estimate is no longer differentially private. Give data-independent bounds to
+    silence it.
+    """
+
+
+class PrivacyBudgetWarning(UserWarning):
+    """A repeated release spends the privacy budget again."""
+
+
+__all__ = ["PrivacyBudgetWarning", "PrivacyLeakWarning"]

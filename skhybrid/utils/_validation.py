@@ -1,0 +1,238 @@
+"""Validation of per-sample privacy metadata, privacy parameters and clipping bounds.
+
+Every estimator calls these in ``fit``; they never modify their inputs in place.
+"""
+
+import numbers
+import warnings
+
+import numpy as np
+
+from ..exceptions import PrivacyLeakWarning
+
+_TRUST_GROUP_NAMES = {"tcm": True, "lm": False}
+
+
+def _as_1d(values, name, n_samples):
+    array = np.asarray(values)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional; got an array of shape {array.shape}")
+    if n_samples is not None and array.shape[0] != n_samples:
+        raise ValueError(
+            f"{name} must have one entry per sample: expected {n_samples}, got {array.shape[0]}"
+        )
+    return array
+
+
+def _first_bad(bad, array, name, expected):
+    index = int(np.flatnonzero(bad)[0])
+    raise ValueError(f"{name} must be {expected}; got {array[index]!r} at index {index}")
+
+
+def check_trust_group(trust_group, n_samples):
+    """Validate ``trust_group`` metadata and return a boolean mask of tcm users.
+
+    Parameters
+    ----------
+    trust_group : array-like of shape (n_samples,) or None
+        ``"tcm"`` / ``"lm"`` strings (case-insensitive) or booleans (True = tcm).
+        ``None`` means every sample is a tcm user.
+    n_samples : int
+        The number of samples the metadata must describe.
+
+    Returns
+    -------
+    is_tcm : ndarray of shape (n_samples,), dtype=bool
+        A new array; True for trusted-curator-model users.
+
+    Raises
+    ------
+    ValueError
+        Wrong length or shape, or an entry that is neither a trust-group name nor a
+        boolean (None, NaN, numbers, other strings); the message names the first bad
+        index and value.
+    """
+    if trust_group is None:
+        return np.ones(n_samples, dtype=bool)
+    array = _as_1d(trust_group, "trust_group", n_samples)
+    expected = "'tcm' or 'lm' (case-insensitive) or a boolean (True = tcm)"
+    if array.dtype.kind == "b":
+        return array.astype(bool, copy=True)
+    if array.dtype.kind == "U":
+        lowered = np.char.lower(array)
+        is_tcm = lowered == "tcm"
+        bad = ~(is_tcm | (lowered == "lm"))
+        if bad.any():
+            _first_bad(bad, array, "trust_group", expected)
+        return is_tcm
+    if array.dtype.kind != "O":
+        _first_bad(np.ones(array.shape[0], dtype=bool), array, "trust_group", expected)
+    # Object arrays (lists, pandas Series): accept str and bool entries only.
+    is_tcm = np.empty(array.shape[0], dtype=bool)
+    for index, value in enumerate(array.tolist()):
+        if isinstance(value, (bool, np.bool_)):
+            is_tcm[index] = bool(value)
+        elif isinstance(value, str) and value.lower() in _TRUST_GROUP_NAMES:
+            is_tcm[index] = _TRUST_GROUP_NAMES[value.lower()]
+        else:
+            raise ValueError(f"trust_group must be {expected}; got {value!r} at index {index}")
+    return is_tcm
+
+
+def check_epsilon(epsilon, n_samples=None, *, allow_inf=False, name="epsilon"):
+    """Validate privacy levels: finite and > 0, or ``np.inf`` where public data is allowed.
+
+    Parameters
+    ----------
+    epsilon : float or array-like of shape (n_samples,)
+        One privacy level, or one per sample.
+    n_samples : int or None, default=None
+        When given, ``epsilon`` must be array-like with this many entries.
+    allow_inf : bool, default=False
+        Whether ``np.inf`` (a public user, no noise) is accepted.
+    name : str, default="epsilon"
+        The name used in error messages.
+
+    Returns
+    -------
+    epsilon : float or ndarray of float64
+        A float for a scalar input, else a new float array.
+
+    Raises
+    ------
+    ValueError
+        For 0, negative, NaN, booleans, strings, ``np.inf`` where not allowed, or a
+        wrong length; the message names the first bad index and value.
+    """
+    expected = "> 0 and finite" + (" or np.inf (public data)" if allow_inf else "")
+    if n_samples is None and np.ndim(epsilon) == 0:
+        value = epsilon.item() if isinstance(epsilon, np.generic) else epsilon
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ValueError(f"{name} must be a real number {expected}; got {epsilon!r}")
+        value = float(value)
+        if not (value > 0) or (np.isinf(value) and not allow_inf):
+            hint = "" if allow_inf or not np.isinf(value) else (
+                "; this estimator does not accept public (epsilon = inf) users"
+            )
+            raise ValueError(f"{name} must be {expected}; got {epsilon!r}{hint}")
+        return value
+    array = _as_1d(epsilon, name, n_samples)
+    if array.dtype.kind == "b":
+        raise ValueError(f"{name} must be numeric, not boolean; got {array[0]!r} at index 0")
+    if array.dtype.kind == "O":
+        not_real = np.fromiter(
+            (isinstance(v, bool) or not isinstance(v, numbers.Real) for v in array.tolist()),
+            dtype=bool,
+            count=array.shape[0],
+        )
+        if not_real.any():
+            _first_bad(not_real, array, name, "a real number " + expected)
+    elif array.dtype.kind not in "iuf":
+        _first_bad(np.ones(array.shape[0], dtype=bool), array, name, "a real number " + expected)
+    values = array.astype(np.float64, copy=True)
+    bad = ~(values > 0)
+    if not allow_inf:
+        bad |= np.isinf(values)
+    if bad.any():
+        _first_bad(bad, array, name, expected)
+    return values
+
+
+def check_sample_epsilon(epsilon, default, n_samples, *, allow_inf=False):
+    """Per-sample privacy levels from the metadata, or the constructor's ``epsilon`` for all.
+
+    Parameters
+    ----------
+    epsilon : array-like of shape (n_samples,) or None
+        The ``epsilon`` metadata passed to ``fit``.
+    default : float
+        The estimator's ``epsilon`` parameter.
+    n_samples : int
+    allow_inf : bool, default=False
+
+    Returns
+    -------
+    epsilon : ndarray of shape (n_samples,)
+    """
+    if epsilon is None:
+        value = check_epsilon(default, allow_inf=allow_inf)
+        return np.full(n_samples, value)
+    return check_epsilon(epsilon, n_samples, allow_inf=allow_inf)
+
+
+def check_bounds(bounds, n_features):
+    """Validate data-independent clipping bounds.
+
+    Parameters
+    ----------
+    bounds : tuple (lower, upper)
+        Scalars or arrays of shape (n_features,); finite with lower < upper.
+    n_features : int
+
+    Returns
+    -------
+    lower, upper : ndarray of shape (n_features,)
+    """
+    try:
+        lower, upper = bounds
+    except (TypeError, ValueError):
+        raise ValueError(f"bounds must be a pair (lower, upper); got {bounds!r}") from None
+    arrays = []
+    for side, value in (("lower", lower), ("upper", upper)):
+        try:
+            array = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"bounds {side} must be numeric; got {value!r}") from None
+        if array.ndim > 1 or (array.ndim == 1 and array.shape[0] != n_features):
+            raise ValueError(
+                f"bounds {side} must be a scalar or have one entry per feature "
+                f"({n_features}); got shape {array.shape}"
+            )
+        if not np.all(np.isfinite(array)):
+            raise ValueError(f"bounds {side} must be finite; got {value!r}")
+        arrays.append(np.broadcast_to(array, (n_features,)).copy())
+    lower, upper = arrays
+    if np.any(lower >= upper):
+        index = int(np.flatnonzero(lower >= upper)[0])
+        raise ValueError(
+            f"bounds must satisfy lower < upper; got lower={lower[index]!r} >= "
+            f"upper={upper[index]!r} for feature {index}"
+        )
+    return lower, upper
+
+
+def resolve_bounds(bounds, X):
+    """Validated bounds, or bounds derived from ``X`` with a :class:`PrivacyLeakWarning`.
+
+    Deriving the bounds from the data makes them a non-private statistic of it; this
+    is offered for exploration only.
+
+    Parameters
+    ----------
+    bounds : tuple (lower, upper) or None
+    X : ndarray of shape (n_samples, n_features)
+
+    Returns
+    -------
+    lower, upper : ndarray of shape (n_features,)
+    """
+    n_features = X.shape[1]
+    if bounds is not None:
+        return check_bounds(bounds, n_features)
+    warnings.warn(
+        "bounds=None: the clipping bounds are taken from the data's minimum and maximum, "
+        "which leaks information about the data and voids the privacy guarantee. Pass "
+        "data-independent bounds=(lower, upper) to fit privately.",
+        PrivacyLeakWarning,
+        stacklevel=3,
+    )
+    lower = X.min(axis=0).astype(np.float64)
+    upper = X.max(axis=0).astype(np.float64)
+    # A constant feature still needs a range of positive width.
+    upper = np.where(upper > lower, upper, lower + 1.0)
+    return lower, upper
+
+
+def clip_to_bounds(X, lower, upper):
+    """Clip raw values to the bounds; returns a new array, never modifies ``X``."""
+    return np.clip(X, lower, upper)
