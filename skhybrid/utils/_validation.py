@@ -14,7 +14,13 @@ _TRUST_GROUP_NAMES = {"tcm": True, "lm": False}
 
 
 def _as_1d(values, name, n_samples):
-    array = np.asarray(values)
+    if isinstance(values, (list, tuple)):
+        # Keep each entry's own type: np.asarray would turn [True, 1.0] into floats and
+        # [1.0, ""] into strings, hiding which entry is bad.
+        array = np.empty(len(values), dtype=object)
+        array[:] = values
+    else:
+        array = np.asarray(values)
     if array.ndim != 1:
         raise ValueError(f"{name} must be 1-dimensional; got an array of shape {array.shape}")
     if n_samples is not None and array.shape[0] != n_samples:

@@ -1,0 +1,182 @@
+"""Distribution tests of every noise sampler, each with a control that must be rejected."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from skhybrid.mechanisms import (
+    ExponentialMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+    LocalGaussianRandomizer,
+    LocalLaplaceRandomizer,
+    analytic_gaussian_delta,
+    gaussian_noise_multiplier,
+)
+from skhybrid.mechanisms._noise import (
+    discrete_laplace_variance,
+    grid_step,
+    sample_discrete_gaussian,
+    sample_discrete_laplace,
+)
+
+N_DRAWS = 200_000
+PASS_LEVEL = 1e-4  # a correct sampler is rejected once in 10,000 runs
+REJECT_LEVEL = 1e-8  # a 30%-off scale must be rejected far below this
+
+
+def _chi_square_pvalue(draws, pmf, support):
+    """Chi-square goodness of fit on ``support`` plus one bin for everything else."""
+    observed = np.array([np.sum(draws == k) for k in support], dtype=float)
+    observed = np.append(observed, draws.size - observed.sum())
+    expected = pmf(support) * draws.size
+    expected = np.append(expected, draws.size - expected.sum())
+    keep = expected > 5
+    observed, expected = observed[keep], expected[keep]
+    expected *= observed.sum() / expected.sum()
+    return stats.chisquare(observed, expected).pvalue
+
+
+def _discrete_laplace_pmf(scale):
+    q = np.exp(-1.0 / scale)
+    return lambda k: (1 - q) / (1 + q) * q ** np.abs(k)
+
+
+def _discrete_gaussian_pmf(sigma):
+    grid = np.arange(-60 * int(sigma) - 60, 60 * int(sigma) + 61)
+    norm = np.sum(np.exp(-(grid**2) / (2 * sigma**2)))
+    return lambda k: np.exp(-(np.asarray(k) ** 2) / (2 * sigma**2)) / norm
+
+
+@pytest.mark.parametrize("scale", [0.7, 2.5, 10.0])
+def test_discrete_laplace_matches_its_pmf_and_rejects_a_30_percent_off_scale(scale):
+    draws = sample_discrete_laplace(np.random.default_rng(0), scale, (N_DRAWS,))
+    support = np.arange(-8 * scale - 2, 8 * scale + 3).astype(int)
+    assert _chi_square_pvalue(draws, _discrete_laplace_pmf(scale), support) > PASS_LEVEL
+    assert _chi_square_pvalue(draws, _discrete_laplace_pmf(1.3 * scale), support) < REJECT_LEVEL
+    standard_error = np.sqrt(2.0 / N_DRAWS) * discrete_laplace_variance(scale) * 2.5
+    assert abs(draws.var() - discrete_laplace_variance(scale)) < 4 * standard_error
+
+
+@pytest.mark.parametrize("sigma", [1.0, 3.0, 12.0])
+def test_discrete_gaussian_matches_its_pmf_and_rejects_a_30_percent_off_sigma(sigma):
+    draws = sample_discrete_gaussian(np.random.default_rng(1), sigma, (N_DRAWS,))
+    support = np.arange(-6 * sigma - 1, 6 * sigma + 2).astype(int)
+    assert _chi_square_pvalue(draws, _discrete_gaussian_pmf(sigma), support) > PASS_LEVEL
+    assert _chi_square_pvalue(draws, _discrete_gaussian_pmf(1.3 * sigma), support) < REJECT_LEVEL
+
+
+def _ks_pvalue(noise, distribution, scale):
+    return stats.kstest(noise, distribution(scale=scale).cdf).pvalue
+
+
+@pytest.mark.parametrize("secure", [True, False])
+def test_central_laplace_noise_is_laplace_with_scale_sensitivity_over_epsilon(secure):
+    mechanism = LaplaceMechanism(epsilon=0.5, sensitivity=0.2, secure=secure)
+    noise = mechanism.randomise(np.full((N_DRAWS, 1), 3.0), random_state=2)[:, 0] - 3.0
+    assert _ks_pvalue(noise, stats.laplace, 0.4) > PASS_LEVEL
+    assert _ks_pvalue(noise, stats.laplace, 0.4 * 1.3) < REJECT_LEVEL
+    assert mechanism.variance() == pytest.approx(2 * 0.4**2, rel=1e-9)
+
+
+@pytest.mark.parametrize("secure", [True, False])
+def test_central_gaussian_noise_is_normal_with_the_calibrated_sigma(secure):
+    mechanism = GaussianMechanism(epsilon=0.8, delta=1e-6, sensitivity=0.3, secure=secure)
+    noise = mechanism.randomise(np.full((N_DRAWS, 1), -1.0), random_state=3)[:, 0] + 1.0
+    assert _ks_pvalue(noise, stats.norm, mechanism.sigma) > PASS_LEVEL
+    assert _ks_pvalue(noise, stats.norm, mechanism.sigma * 1.3) < REJECT_LEVEL
+    assert mechanism.variance() == pytest.approx(mechanism.sigma**2, rel=1e-9)
+
+
+def test_local_laplace_reports_have_per_user_scale_range_over_epsilon():
+    rng = np.random.default_rng(4)
+    values = rng.uniform(-1, 3, N_DRAWS)
+    epsilon = rng.choice([0.25, 1.0, 4.0], N_DRAWS)
+    randomizer = LocalLaplaceRandomizer(bounds=(-1.0, 3.0))
+    reports = randomizer.privatize(values, epsilon=epsilon, random_state=5)
+    standardized = (reports - values) / (4.0 / epsilon)
+    assert _ks_pvalue(standardized, stats.laplace, 1.0) > PASS_LEVEL
+    assert _ks_pvalue(standardized, stats.laplace, 1.3) < REJECT_LEVEL
+    variance = randomizer.noise_variance(epsilon=epsilon)
+    np.testing.assert_allclose(variance, 2 * (4.0 / epsilon) ** 2, rtol=1e-9)
+
+
+def test_local_laplace_vector_uses_the_l1_range_of_the_box():
+    values = np.zeros((N_DRAWS, 2))
+    randomizer = LocalLaplaceRandomizer(bounds=([0.0, 0.0], [1.0, 3.0]), epsilon=2.0)
+    reports = randomizer.privatize(values, random_state=6)
+    # Scale sum(ranges) / epsilon = 4 / 2 on both coordinates.
+    for column in reports.T:
+        assert _ks_pvalue(column, stats.laplace, 2.0) > PASS_LEVEL
+
+
+def test_local_gaussian_reports_are_normal_with_the_calibrated_sigma():
+    values = np.full(N_DRAWS, 0.5)
+    randomizer = LocalGaussianRandomizer(bounds=(0.0, 2.0), epsilon=1.5, delta=1e-5)
+    reports = randomizer.privatize(values, random_state=7)
+    sigma = 2.0 * gaussian_noise_multiplier(1.5, 1e-5)
+    assert _ks_pvalue(reports - 0.5, stats.norm, sigma) > PASS_LEVEL
+    assert _ks_pvalue(reports - 0.5, stats.norm, 1.3 * sigma) < REJECT_LEVEL
+    assert randomizer.noise_variance() == pytest.approx(sigma**2, rel=1e-9)
+
+
+def test_local_randomizers_clip_before_noise_and_never_modify_input():
+    values = np.array([-50.0, 0.5, 1e9])
+    before = values.copy()
+    reports = LocalLaplaceRandomizer(bounds=(0.0, 1.0), epsilon=1e6).privatize(values, random_state=0)
+    np.testing.assert_allclose(reports, [0.0, 0.5, 1.0], atol=1e-4)
+    np.testing.assert_array_equal(values, before)
+    with pytest.raises(ValueError, match="NaN"):
+        LocalLaplaceRandomizer(bounds=(0.0, 1.0)).privatize([0.5, np.nan])
+
+
+@pytest.mark.parametrize(
+    "mechanism",
+    [
+        LaplaceMechanism(epsilon=0.3, sensitivity=1.7),
+        GaussianMechanism(epsilon=0.3, delta=1e-8, sensitivity=1.7),
+    ],
+    ids=["laplace", "gaussian"],
+)
+def test_secure_releases_lie_on_a_power_of_two_grid(mechanism):
+    released = mechanism.randomise(np.full((1000, 3), 0.123456789), random_state=8)
+    scale = getattr(mechanism, "scale", None) or mechanism.sigma
+    step = grid_step(scale)
+    assert np.log2(step) == np.round(np.log2(step))
+    np.testing.assert_array_equal(released / step, np.round(released / step))
+
+
+def test_analytic_gaussian_meets_delta_and_beats_the_classic_calibration():
+    for epsilon in (0.1, 0.5, 0.99):
+        for delta in (1e-3, 1e-6, 1e-10):
+            analytic = gaussian_noise_multiplier(epsilon, delta)
+            classic = gaussian_noise_multiplier(epsilon, delta, "classic")
+            assert analytic_gaussian_delta(epsilon, analytic) <= delta
+            assert analytic_gaussian_delta(epsilon, analytic * 0.999) > delta
+            assert analytic < classic
+            assert classic == pytest.approx(np.sqrt(2 * np.log(1.25 / delta)) / epsilon)
+    assert analytic_gaussian_delta(5.0, gaussian_noise_multiplier(5.0, 1e-6)) <= 1e-6
+
+
+@pytest.mark.parametrize("epsilon, delta", [(1.0, 1e-5), (2.0, 1e-5), (0.5, 0.0), (0.5, 1.0)])
+def test_gaussian_refuses_parameters_outside_its_calibration(epsilon, delta):
+    with pytest.raises(ValueError, match="epsilon < 1|delta must be in"):
+        GaussianMechanism(epsilon=epsilon, delta=delta, sensitivity=1.0, calibration="classic")
+
+
+def test_exponential_mechanism_probabilities_follow_the_definition_in_log_space():
+    utilities = np.array([0.0, 1.0, 3.0])
+    log_measure = np.log([1.0, 2.0, 0.5])
+    mechanism = ExponentialMechanism(epsilon=1.2, sensitivity=0.5)
+    weights = np.array([1.0, 2.0, 0.5]) * np.exp(1.2 * utilities / (2 * 0.5))
+    np.testing.assert_allclose(mechanism.probabilities(utilities, log_measure), weights / weights.sum())
+    huge = ExponentialMechanism(epsilon=1e3, sensitivity=1e-3, monotonic=True)
+    probabilities = huge.probabilities(np.array([1e3, 1e3 - 1e-6, -1e3]))
+    assert np.all(np.isfinite(probabilities))
+    expected = np.array([1, np.exp(-1)]) / (1 + np.exp(-1))
+    np.testing.assert_allclose(probabilities[:2], expected, rtol=1e-6)
+    draws = mechanism.select(utilities, log_measure, size=N_DRAWS, random_state=9)
+    observed = np.bincount(draws, minlength=3)
+    assert stats.chisquare(observed, mechanism.probabilities(utilities, log_measure) * N_DRAWS).pvalue > PASS_LEVEL
+    control = ExponentialMechanism(epsilon=1.2 * 1.3, sensitivity=0.5)
+    assert stats.chisquare(observed, control.probabilities(utilities, log_measure) * N_DRAWS).pvalue < REJECT_LEVEL

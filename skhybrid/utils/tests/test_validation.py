@@ -1,0 +1,189 @@
+"""The validation layer: bad input gets the documented error, no input is mutated."""
+
+import math
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skhybrid.exceptions import PrivacyLeakWarning
+from skhybrid.utils import (
+    check_bounds,
+    check_epsilon,
+    check_random_state,
+    check_sample_epsilon,
+    check_trust_group,
+    clip_to_bounds,
+    resolve_bounds,
+)
+
+_names = st.sampled_from(["tcm", "lm", "TCM", "Lm", "tCm", "LM"])
+_bad_trust = st.one_of(
+    st.none(),
+    st.just(float("nan")),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.text().filter(lambda s: s.lower() not in ("tcm", "lm")),
+)
+
+
+@given(st.lists(_names, min_size=1, max_size=50))
+def test_trust_group_strings_are_case_insensitive_and_not_mutated(names):
+    original = list(names)
+    as_array = np.array(names)
+    before = as_array.copy()
+    for value in (names, as_array, np.array(names, dtype=object)):
+        mask = check_trust_group(value, len(names))
+        assert mask.dtype == bool
+        assert mask.tolist() == [name.lower() == "tcm" for name in original]
+    assert names == original
+    np.testing.assert_array_equal(as_array, before)
+
+
+@given(st.lists(st.booleans(), min_size=1, max_size=50))
+def test_trust_group_booleans_mean_true_is_tcm(flags):
+    for value in (flags, np.array(flags), np.array(flags, dtype=object)):
+        mask = check_trust_group(value, len(flags))
+        assert mask.tolist() == flags
+        assert mask is not value
+
+
+@given(st.lists(_names, min_size=1, max_size=20), st.data())
+def test_trust_group_bad_entry_is_named_with_its_index(names, data):
+    index = data.draw(st.integers(0, len(names) - 1))
+    bad = data.draw(_bad_trust)
+    values = list(names)
+    values[index] = bad
+    with pytest.raises(ValueError, match=f"at index {index}"):
+        check_trust_group(values, len(values))
+
+
+def test_trust_group_rejects_wrong_length_and_numbers():
+    with pytest.raises(ValueError, match="expected 3, got 2"):
+        check_trust_group(["tcm", "lm"], 3)
+    with pytest.raises(ValueError, match="at index 0"):
+        check_trust_group(np.array([1, 0]), 2)
+    with pytest.raises(ValueError, match="1-dimensional"):
+        check_trust_group(np.array([["tcm"]]), 1)
+
+
+def test_trust_group_none_means_everyone_is_tcm():
+    assert check_trust_group(None, 4).tolist() == [True] * 4
+
+
+_positive = st.floats(min_value=1e-12, max_value=1e12, allow_nan=False, allow_infinity=False)
+_bad_epsilon = st.one_of(
+    st.floats(max_value=0.0),
+    st.just(float("nan")),
+    st.just(float("inf")),
+    st.booleans(),
+    st.text(),
+    st.none(),
+)
+
+
+@given(st.lists(_positive, min_size=1, max_size=50))
+def test_valid_epsilon_arrays_are_returned_as_new_float_arrays(values):
+    array = np.array(values)
+    before = array.copy()
+    result = check_epsilon(array, len(values))
+    np.testing.assert_array_equal(result, before)
+    np.testing.assert_array_equal(array, before)
+    result[0] = -1.0
+    np.testing.assert_array_equal(array, before)
+
+
+@given(st.lists(_positive, min_size=1, max_size=20), st.data())
+def test_bad_epsilon_entry_is_named_with_its_index(values, data):
+    index = data.draw(st.integers(0, len(values) - 1))
+    bad = data.draw(_bad_epsilon)
+    entries = list(values)
+    entries[index] = bad
+    with pytest.raises(ValueError, match=f"at index {index}"):
+        check_epsilon(entries, len(entries))
+
+
+@given(_bad_epsilon)
+def test_bad_scalar_epsilon_is_rejected(value):
+    with pytest.raises(ValueError, match="epsilon"):
+        check_epsilon(value)
+
+
+def test_infinite_epsilon_only_where_public_data_is_accepted():
+    assert check_epsilon(np.inf, allow_inf=True) == math.inf
+    with pytest.raises(ValueError, match="public"):
+        check_epsilon(np.inf)
+    result = check_epsilon([1.0, np.inf], 2, allow_inf=True)
+    assert result.tolist() == [1.0, math.inf]
+    with pytest.raises(ValueError, match=re.escape("got inf at index 1")):
+        check_epsilon([1.0, np.inf], 2)
+
+
+def test_boolean_epsilon_array_is_rejected():
+    with pytest.raises(ValueError, match="boolean"):
+        check_epsilon(np.array([True, False]), 2)
+
+
+def test_sample_epsilon_defaults_to_the_parameter():
+    np.testing.assert_array_equal(check_sample_epsilon(None, 0.5, 3), [0.5, 0.5, 0.5])
+    with pytest.raises(ValueError, match="expected 3, got 2"):
+        check_sample_epsilon([1.0, 2.0], 0.5, 3)
+
+
+@given(
+    st.floats(-1e6, 1e6),
+    st.floats(1e-3, 1e6),
+    st.integers(1, 5),
+)
+def test_bounds_broadcast_scalars_to_features(lower, width, n_features):
+    low, high = check_bounds((lower, lower + width), n_features)
+    assert low.shape == high.shape == (n_features,)
+    assert np.all(low < high)
+
+
+@pytest.mark.parametrize(
+    "bounds, message",
+    [
+        ((1.0, 1.0), "lower < upper"),
+        ((2.0, 1.0), "lower < upper"),
+        ((0.0, np.inf), "finite"),
+        ((np.nan, 1.0), "finite"),
+        (([0.0, 0.0, 0.0], 1.0), "one entry per feature"),
+        ((0.0,), "pair"),
+        (None, "pair"),
+        (("a", 1.0), "numeric"),
+    ],
+)
+def test_bad_bounds_are_rejected(bounds, message):
+    with pytest.raises(ValueError, match=message):
+        check_bounds(bounds, 2)
+
+
+def test_missing_bounds_are_taken_from_data_with_a_privacy_leak_warning():
+    X = np.array([[0.0, 5.0], [2.0, 5.0]])
+    with pytest.warns(PrivacyLeakWarning, match="bounds=None"):
+        lower, upper = resolve_bounds(None, X)
+    assert lower.tolist() == [0.0, 5.0]
+    assert upper[0] == 2.0 and upper[1] > 5.0
+
+
+@given(st.lists(st.floats(-1e9, 1e9), min_size=1, max_size=30))
+def test_clipping_returns_a_new_array_within_bounds(values):
+    X = np.array(values).reshape(-1, 1)
+    before = X.copy()
+    clipped = clip_to_bounds(X, np.array([-1.0]), np.array([1.0]))
+    assert np.all((clipped >= -1.0) & (clipped <= 1.0))
+    np.testing.assert_array_equal(X, before)
+
+
+def test_default_randomness_is_secure_and_seeds_reproduce():
+    from randomgen import ChaCha
+
+    first, second = check_random_state(None), check_random_state(None)
+    assert isinstance(first.bit_generator, ChaCha)
+    assert first.random() != second.random()
+    assert check_random_state(3).random() == check_random_state(3).random()
+    with pytest.raises(ValueError, match="random_state"):
+        check_random_state("seed")
