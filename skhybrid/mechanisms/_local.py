@@ -39,7 +39,7 @@ class _LocalRandomizer:
             raise ValueError(f"X must be 1- or 2-dimensional; got shape {array.shape}")
         if not np.all(np.isfinite(array)):
             raise ValueError("X contains NaN or infinity; every user needs a finite value")
-        values = array.reshape(array.shape[0], -1)
+        values = array[:, np.newaxis] if array.ndim == 1 else array
         lower, upper = check_bounds(self.bounds, values.shape[1])
         eps = self._user_epsilon(epsilon, values.shape[0])
         rng = check_random_state(random_state)

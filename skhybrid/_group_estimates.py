@@ -1,0 +1,107 @@
+"""The trust model in one place: each group's private estimate of its mean.
+
+tcm users' values reach the curator, which clips them and adds central noise to their
+mean (:func:`central_group_mean`); lm users' values are randomized on their devices by a
+local randomizer (:func:`privatize_locally`) and the curator averages the reports
+(:func:`reported_group_mean`). Estimators combine these estimates; none adds noise
+anywhere else.
+
+Neighbouring relation: replace one user's value, with n and the group sizes public.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .mechanisms import (
+    GaussianMechanism,
+    LaplaceMechanism,
+    LocalGaussianRandomizer,
+    LocalLaplaceRandomizer,
+)
+
+MECHANISMS = ("laplace", "gaussian")
+
+
+@dataclass(frozen=True)
+class GroupEstimate:
+    """A group's private mean and the variance of the privacy noise in it.
+
+    Attributes
+    ----------
+    mean : ndarray of shape (n_features,)
+    noise_variance : ndarray of shape (n_features,)
+        Variance of the noise in ``mean`` (not of the data).
+    size : int
+    """
+
+    mean: np.ndarray
+    noise_variance: np.ndarray
+    size: int
+
+
+def central_mechanism(mechanism, *, epsilon, delta, ranges, group_size):
+    """The central mechanism releasing the mean of ``group_size`` clipped tcm values.
+
+    Replacing one user moves each coordinate of the mean by at most
+    ``range_j / group_size``: L1 sensitivity ``sum(ranges) / group_size`` (Laplace) and
+    L2 sensitivity ``sqrt(sum(ranges**2)) / group_size`` (Gaussian).
+    """
+    if mechanism == "laplace":
+        return LaplaceMechanism(epsilon=epsilon, sensitivity=ranges.sum() / group_size)
+    sensitivity = np.sqrt(np.sum(ranges**2)) / group_size
+    return GaussianMechanism(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
+
+
+def local_randomizer(mechanism, *, epsilon, delta, lower, upper):
+    """The local randomizer lm users run on their devices (the same one the curator simulates)."""
+    if mechanism == "laplace":
+        return LocalLaplaceRandomizer(bounds=(lower, upper), epsilon=epsilon)
+    return LocalGaussianRandomizer(bounds=(lower, upper), epsilon=epsilon, delta=delta)
+
+
+def central_group_mean(values, *, mechanism, epsilon, delta, ranges, rng):
+    """Private mean of clipped tcm values under the central model.
+
+    Parameters
+    ----------
+    values : ndarray of shape (group_size, n_features)
+        Values already clipped to the bounds.
+    mechanism : {"laplace", "gaussian"}
+    epsilon : float
+        The group's privacy level.
+    delta : float
+        Used by the Gaussian mechanism.
+    ranges : ndarray of shape (n_features,)
+        ``upper - lower``.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    estimate : GroupEstimate
+    """
+    size, n_features = values.shape
+    noise = central_mechanism(mechanism, epsilon=epsilon, delta=delta, ranges=ranges, group_size=size)
+    mean = noise.randomise(values.mean(axis=0), random_state=rng)
+    variance = np.full(n_features, noise.variance(n_features))
+    return GroupEstimate(mean=mean, noise_variance=variance, size=size)
+
+
+def local_report_variance(mechanism, *, epsilon, delta, lower, upper):
+    """Per-coordinate variance of one lm user's local noise."""
+    randomizer = local_randomizer(mechanism, epsilon=epsilon, delta=delta, lower=lower, upper=upper)
+    return np.full(lower.shape[0], randomizer.noise_variance(lower.shape[0]))
+
+
+def privatize_locally(values, *, mechanism, epsilon, delta, lower, upper, rng):
+    """What lm users' devices send: their clipped values plus local noise."""
+    randomizer = local_randomizer(mechanism, epsilon=epsilon, delta=delta, lower=lower, upper=upper)
+    return randomizer.privatize(values, random_state=rng)
+
+
+def reported_group_mean(reports, report_variance):
+    """The mean of lm users' reports; its noise variance is ``report_variance / size``."""
+    size = reports.shape[0]
+    return GroupEstimate(
+        mean=reports.mean(axis=0), noise_variance=report_variance / size, size=size
+    )

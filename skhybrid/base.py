@@ -1,0 +1,78 @@
+"""Shared pieces of skhybrid's estimators: fit-input validation, prediction and scoring."""
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .utils._validation import check_sample_epsilon, check_trust_group
+
+
+def validate_fit_input(estimator, X, trust_group, epsilon, *, allow_inf=False):
+    """Validate ``X`` and the per-sample metadata of one ``fit`` call.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        Its ``epsilon`` parameter is the default privacy level.
+    X : array-like of shape (n_samples, n_features)
+        NaN or infinity raise a ValueError.
+    trust_group, epsilon : array-like of shape (n_samples,) or None
+        See :func:`skhybrid.utils.check_trust_group` and
+        :func:`skhybrid.utils.check_sample_epsilon`.
+    allow_inf : bool, default=False
+        Whether public users (epsilon = inf) are accepted.
+
+    Returns
+    -------
+    X : ndarray of float64
+        Not a view to be written to: callers never modify it.
+    is_tcm : ndarray of bool
+    epsilon : ndarray of float64
+    """
+    X = validate_data(estimator, X, dtype=np.float64)
+    n_samples = X.shape[0]
+    is_tcm = check_trust_group(trust_group, n_samples)
+    epsilon = check_sample_epsilon(epsilon, estimator.epsilon, n_samples, allow_inf=allow_inf)
+    return X, is_tcm, epsilon
+
+
+class MeanEstimatorMixin:
+    """``predict`` and ``score`` of a private mean estimator with a fitted ``mean_``."""
+
+    def predict(self, X):
+        """The private estimate, repeated for each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,) for one feature, else (n_samples, n_features)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        estimate = np.tile(self.mean_, (X.shape[0], 1))
+        return estimate[:, 0] if self.n_features_in_ == 1 else estimate
+
+    def score(self, X, y=None):
+        """Minus the mean over features of the squared error of ``mean_`` against ``X``'s means.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        score : float
+            Higher is better; 0 is a perfect estimate.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return -float(np.mean((self.mean_ - X.mean(axis=0)) ** 2))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = False
+        tags.input_tags.allow_nan = False
+        return tags

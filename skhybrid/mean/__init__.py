@@ -1,0 +1,5 @@
+"""Private mean estimators."""
+
+from ._hybrid import EmptyGroupWarning, HybridMeanEstimator
+
+__all__ = ["EmptyGroupWarning", "HybridMeanEstimator"]

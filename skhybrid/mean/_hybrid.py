@@ -1,0 +1,361 @@
+"""Hybrid-model mean estimation (Avent, Dubey and Korolova 2020)."""
+
+import warnings
+from numbers import Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from .._group_estimates import (
+    MECHANISMS,
+    GroupEstimate,
+    central_group_mean,
+    local_report_variance,
+    privatize_locally,
+    reported_group_mean,
+)
+from ..base import MeanEstimatorMixin, validate_fit_input
+from ..theory._hybrid import (
+    full_lm_mse,
+    hybrid_mse,
+    hybrid_privacy_amplification,
+    kvh_weight,
+    lm_only_mse,
+    naive_weight,
+    pwh_weight,
+    tcm_only_mse,
+)
+from ..utils._random import check_random_state
+from ..utils._validation import check_epsilon, clip_to_bounds, resolve_bounds
+
+_HYBRID_STRATEGIES = ("kvh", "pwh", "naive")
+_STRATEGIES = _HYBRID_STRATEGIES + ("tcm_only", "full_lm", "lm_only")
+
+
+class EmptyGroupWarning(UserWarning):
+    """A hybrid strategy fell back to one group's estimate because the other is empty."""
+
+
+def _group_epsilon(epsilon, name):
+    """The one privacy level of a group; the hybrid estimators need it to be shared."""
+    if epsilon.size and np.any(epsilon != epsilon[0]):
+        index = int(np.flatnonzero(epsilon != epsilon[0])[0])
+        raise ValueError(
+            f"HybridMeanEstimator needs one epsilon per trust group, but the {name} group has "
+            f"{epsilon[0]!r} and {epsilon[index]!r}; for a different epsilon per user use "
+            "ADPMEstimator"
+        )
+    return float(epsilon[0]) if epsilon.size else None
+
+
+class HybridMeanEstimator(MeanEstimatorMixin, BaseEstimator):
+    """Differentially private mean for users who trust the curator to different degrees.
+
+    tcm users (trusted-curator model) send raw values: the curator clips them and adds
+    central noise to their mean. lm users (local model) add noise on their own devices.
+    The hybrid strategies combine the two groups' estimates with a weight chosen from
+    public quantities (group sizes, privacy levels, bounds and, for ``"kvh"``, a known
+    variance); the baselines use one model only.
+
+    Read more in :doc:`/privacy` about the guarantee and its neighbouring relation.
+
+    Parameters
+    ----------
+    strategy : {"kvh", "pwh", "naive", "tcm_only", "full_lm", "lm_only"}, default="kvh"
+        - ``"kvh"``: known-variance hybrid, the weight minimising the expected error
+          (Def. 4.1) for the ``variance`` given (or the worst case).
+        - ``"pwh"``: privacy-weighted hybrid (Def. 5.3), needs no variance.
+        - ``"naive"``: weight the groups by their sizes, w = c (Sec. 5).
+        - ``"tcm_only"``: tcm users only, central noise (Def. 3.1).
+        - ``"full_lm"``: every user under the local model (Def. 3.3); the curator runs
+          the local randomizer on tcm users' values.
+        - ``"lm_only"``: lm users' reports only (Def. 3.10).
+    epsilon : float, default=1.0
+        Every user's privacy level when no ``epsilon`` metadata is passed: the total
+        budget of one fit over all features.
+    delta : float, default=0.0
+        The delta of the Gaussian mechanism, in (0, 1); must be 0 for Laplace.
+    mechanism : {"laplace", "gaussian"}, default="laplace"
+        Laplace (pure epsilon-DP, L1 sensitivity of the value vector) or Gaussian
+        ((epsilon, delta)-DP with the analytic calibration, L2 sensitivity).
+    bounds : tuple (lower, upper) or None, default=None
+        Data-independent clipping bounds, scalars or per feature. ``None`` derives them
+        from the data and emits :class:`~skhybrid.exceptions.PrivacyLeakWarning`.
+    variance : float, array-like of shape (n_features,) or None, default=None
+        The known data variance used by ``"kvh"`` and by ``expected_mse_``; ``None``
+        uses the worst case for the bounds, (upper - lower)**2 / 4.
+    local_reports : bool, default=False
+        Whether the lm rows of ``X`` are reports the users' devices already privatized
+        with this estimator's ``mechanism``, ``epsilon`` and ``bounds`` (see
+        :class:`~skhybrid.mechanisms.LocalLaplaceRandomizer`). They are then neither
+        clipped nor noised again. ``False`` means the lm rows are raw values and the
+        local randomizer is simulated here.
+    random_state : None, int or numpy.random.Generator, default=None
+        ``None`` draws noise from the operating system's secure randomness; an int
+        gives reproducible noise (simulations only).
+
+    Attributes
+    ----------
+    mean_ : ndarray of shape (n_features,)
+        The private estimate of the mean.
+    weight_ : ndarray of shape (n_features,)
+        Weight on the tcm group's estimate.
+    n_tcm_, n_lm_ : int
+        Group sizes (public under the neighbouring relation).
+    expected_mse_ : ndarray of shape (n_features,)
+        Expected squared error of ``mean_`` against the empirical mean of the fitted
+        data, by Lemma 3.13 (hybrid strategies) or Lemmas 3.2, 3.4 and 3.11 (baselines),
+        for i.i.d. data of the given ``variance`` (or its worst-case bound).
+    noise_variance_tcm_, noise_variance_lm_ : float
+        s_T^2, the variance of the noise on the tcm group's mean, and s_L^2, that of one
+        lm user's report (per coordinate); NaN for a group that is absent.
+    amplified_epsilon_ : dict or None
+        For the Gaussian mechanism with both groups present, one feature and a hybrid
+        strategy: the amplified epsilon of tcm and lm users against an adversary who
+        sees only ``mean_`` (Theorem 8.1, no colluding lm users); else None.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when ``X`` has string feature names.
+
+    See Also
+    --------
+    ADPMEstimator : a different epsilon for every user.
+
+    Notes
+    -----
+    Group membership and group sizes are public; group sizes are what the weights use.
+    When a hybrid strategy meets an empty group (for example ``trust_group=None``,
+    everyone tcm), it returns the other group's estimate, the limit of its weight, and
+    warns with :class:`EmptyGroupWarning` when ``trust_group`` was given.
+
+    References
+    ----------
+    B. Avent, Y. Dubey and A. Korolova. "The Power of the Hybrid Model for Mean
+    Estimation". PoPETs 2020(4).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skhybrid import HybridMeanEstimator
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 1, size=(10_000, 1))
+    >>> trust = np.where(rng.random(10_000) < 0.1, "tcm", "lm")
+    >>> est = HybridMeanEstimator(bounds=(0, 1), random_state=0)
+    >>> est = est.fit(X, trust_group=trust)
+    >>> bool(abs(est.mean_[0] - X.mean()) < 0.05)
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "strategy": [StrOptions(set(_STRATEGIES))],
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="left")],
+        "mechanism": [StrOptions(set(MECHANISMS))],
+        "bounds": [tuple, list, None],
+        "variance": [Interval(Real, 0, None, closed="left"), "array-like", None],
+        "local_reports": ["boolean"],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        strategy="kvh",
+        *,
+        epsilon=1.0,
+        delta=0.0,
+        mechanism="laplace",
+        bounds=None,
+        variance=None,
+        local_reports=False,
+        random_state=None,
+    ):
+        self.strategy = strategy
+        self.epsilon = epsilon
+        self.delta = delta
+        self.mechanism = mechanism
+        self.bounds = bounds
+        self.variance = variance
+        self.local_reports = local_reports
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, *, trust_group=None, epsilon=None):
+        """Fit the private mean.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            One row per user: raw values, or for lm users with ``local_reports=True``
+            their privatized reports.
+        y : ignored
+        trust_group : array-like of shape (n_samples,), default=None
+            ``"tcm"`` / ``"lm"`` (case-insensitive) or booleans (True = tcm); ``None``
+            means every user is tcm.
+        epsilon : array-like of shape (n_samples,), default=None
+            Per-user privacy levels; they must be equal within each trust group (the
+            groups may differ). ``None`` uses the ``epsilon`` parameter.
+
+        Returns
+        -------
+        self : HybridMeanEstimator
+        """
+        X, is_tcm, user_epsilon = validate_fit_input(self, X, trust_group, epsilon)
+        self._check_mechanism()
+        self._check_groups(is_tcm, trust_group is not None)
+        epsilon_tcm = _group_epsilon(user_epsilon[is_tcm], "tcm")
+        epsilon_lm = _group_epsilon(user_epsilon[~is_tcm], "lm")
+        raw = X[is_tcm] if self.local_reports else X
+        if raw.shape[0] == 0 and self.bounds is None:
+            raise ValueError(
+                "bounds=None cannot be derived from privatized reports alone; pass bounds"
+            )
+        lower, upper = resolve_bounds(self.bounds, raw)
+        variance = self._resolve_variance(lower, upper)
+        rng = check_random_state(self.random_state)
+
+        tcm_values = clip_to_bounds(X[is_tcm], lower, upper)
+        noise = {"mechanism": self.mechanism, "delta": self.delta, "lower": lower, "upper": upper}
+        lm_rows = X[~is_tcm]
+        if self.local_reports or self.strategy == "tcm_only" or lm_rows.shape[0] == 0:
+            # tcm_only ignores lm users, so their values are never privatized or used.
+            lm_reports = lm_rows
+        else:
+            lm_reports = privatize_locally(
+                clip_to_bounds(lm_rows, lower, upper), epsilon=epsilon_lm, rng=rng, **noise
+            )
+        lm_variance = (
+            local_report_variance(epsilon=epsilon_lm, **noise) if epsilon_lm else None
+        )
+
+        if self.strategy == "full_lm":
+            estimate, weight, mse = self._fit_full_lm(
+                tcm_values, lm_reports, epsilon_tcm, lm_variance, noise, rng
+            )
+            tcm_variance = np.nan
+        else:
+            tcm = None
+            if tcm_values.shape[0] and self.strategy != "lm_only":
+                tcm = central_group_mean(
+                    tcm_values, mechanism=self.mechanism, epsilon=epsilon_tcm,
+                    delta=self.delta, ranges=upper - lower, rng=rng,
+                )
+            lm = None
+            if lm_reports.shape[0] and self.strategy != "tcm_only":
+                lm = reported_group_mean(lm_reports, lm_variance)
+            n_tcm = int(is_tcm.sum())
+            weight, mse = self._weight_and_mse(
+                tcm, lm, n_tcm, X.shape[0] - n_tcm, variance, lm_variance
+            )
+            parts = [w * g.mean for w, g in ((weight, tcm), (1.0 - weight, lm)) if g is not None]
+            estimate = np.sum(parts, axis=0)
+            tcm_variance = float(tcm.noise_variance[0]) if tcm is not None else np.nan
+
+        self.mean_ = np.asarray(estimate, dtype=np.float64)
+        self.weight_ = np.broadcast_to(np.asarray(weight, dtype=np.float64), lower.shape).copy()
+        self.expected_mse_ = np.broadcast_to(np.asarray(mse, dtype=np.float64), lower.shape).copy()
+        self.n_tcm_ = int(is_tcm.sum())
+        self.n_lm_ = int(X.shape[0] - self.n_tcm_)
+        self.noise_variance_tcm_ = tcm_variance
+        self.noise_variance_lm_ = float(lm_variance[0]) if lm_variance is not None else np.nan
+        self.amplified_epsilon_ = self._amplification(lower, upper)
+        return self
+
+    # -- private helpers ------------------------------------------------------------------
+
+    def _check_mechanism(self):
+        if self.mechanism == "gaussian":
+            if not 0 < self.delta < 1:
+                raise ValueError(
+                    f"the Gaussian mechanism needs delta in (0, 1); got delta={self.delta!r}"
+                )
+        elif self.delta != 0:
+            raise ValueError(
+                f"delta={self.delta!r} is only used by mechanism='gaussian'; the Laplace "
+                "mechanism is pure epsilon-DP, so leave delta=0"
+            )
+
+    def _check_groups(self, is_tcm, trust_given):
+        n_tcm = int(is_tcm.sum())
+        n_lm = is_tcm.shape[0] - n_tcm
+        if self.strategy == "tcm_only" and n_tcm == 0:
+            raise ValueError("strategy='tcm_only' needs at least one tcm user; got none")
+        if self.strategy == "lm_only" and n_lm == 0:
+            raise ValueError("strategy='lm_only' needs at least one lm user; got none")
+        if self.strategy in _HYBRID_STRATEGIES and trust_given and min(n_tcm, n_lm) == 0:
+            present = "tcm" if n_tcm else "lm"
+            warnings.warn(
+                f"strategy={self.strategy!r} combines two groups but every user is {present}; "
+                f"the estimate is the {present} group's alone",
+                EmptyGroupWarning,
+                stacklevel=3,
+            )
+
+    def _resolve_variance(self, lower, upper):
+        if self.variance is None:
+            # Popoviciu's inequality: a variable in [lower, upper] has variance <= range^2 / 4.
+            return (upper - lower) ** 2 / 4.0
+        variance = np.asarray(self.variance, dtype=np.float64)
+        if variance.ndim > 1 or (variance.ndim == 1 and variance.shape[0] != lower.shape[0]):
+            raise ValueError(
+                f"variance must be a scalar or have one entry per feature ({lower.shape[0]}); "
+                f"got shape {variance.shape}"
+            )
+        if not np.all(np.isfinite(variance) & (variance >= 0)):
+            raise ValueError(f"variance must be finite and >= 0; got {self.variance!r}")
+        return np.broadcast_to(variance, lower.shape).copy()
+
+    def _weight_and_mse(self, tcm, lm, n_tcm, n_lm, variance, s_L2):
+        """Weight on the tcm estimate and the expected MSE, from the theory module."""
+        n = n_tcm + n_lm
+        if n_lm == 0:
+            # c = 1: Lemma 3.2's sampling terms vanish and only s_T^2 remains.
+            return 1.0, tcm.noise_variance
+        if n_tcm == 0:
+            # c = 0: LM-only and the hybrids all reduce to Full-LM (Lemma 3.4).
+            return 0.0, full_lm_mse(n=n, s_L2=s_L2)
+        c = n_tcm / n
+        sigma = {"sigma_T2": variance, "sigma_L2": variance}
+        if self.strategy == "lm_only":
+            return 0.0, lm_only_mse(n=n, c=c, s_L2=s_L2, **sigma)
+        if self.strategy == "tcm_only":
+            return 1.0, tcm_only_mse(n=n, c=c, s_T2=tcm.noise_variance, **sigma)
+        group = {"n": n, "c": c, "s_T2": tcm.noise_variance, "s_L2": s_L2}
+        if self.strategy == "kvh":
+            weight = kvh_weight(sigma2=variance, **group)
+        elif self.strategy == "pwh":
+            weight = pwh_weight(**group)
+        else:
+            weight = naive_weight(c)
+        return weight, hybrid_mse(weight, **group, **sigma)
+
+    def _fit_full_lm(self, tcm_values, lm_reports, epsilon_tcm, lm_variance, noise, rng):
+        """Def. 3.3: tcm users' values also go through the local randomizer."""
+        reports = [lm_reports]
+        variances = [] if lm_variance is None else [lm_variance * lm_reports.shape[0]]
+        if tcm_values.shape[0]:
+            reports.append(privatize_locally(tcm_values, epsilon=epsilon_tcm, rng=rng, **noise))
+            tcm_report_variance = local_report_variance(epsilon=epsilon_tcm, **noise)
+            variances.append(tcm_report_variance * tcm_values.shape[0])
+        reports = np.concatenate(reports)
+        n_samples = reports.shape[0]
+        # Lemma 3.4 with the users' average report variance (the groups' epsilons may differ).
+        mse = full_lm_mse(n=n_samples, s_L2=np.sum(variances, axis=0) / n_samples)
+        return reports.mean(axis=0), tcm_values.shape[0] / n_samples, mse
+
+    def _amplification(self, lower, upper):
+        applicable = (
+            self.mechanism == "gaussian"
+            and self.strategy in _HYBRID_STRATEGIES
+            and lower.shape[0] == 1
+            and np.isfinite(self.noise_variance_tcm_)
+            and np.isfinite(self.noise_variance_lm_)
+        )
+        if not applicable:
+            return None
+        n = self.n_tcm_ + self.n_lm_
+        epsilon_tcm, epsilon_lm = hybrid_privacy_amplification(
+            weight=float(self.weight_[0]), n=n, c=self.n_tcm_ / n, m=float(upper[0] - lower[0]),
+            s_T2=self.noise_variance_tcm_, s_L2=self.noise_variance_lm_, delta=self.delta,
+        )
+        return {"tcm": float(epsilon_tcm), "lm": float(epsilon_lm)}
