@@ -1,0 +1,60 @@
+"""Privacy audit of HybridMeanEstimator's released mean on neighbouring datasets."""
+
+import numpy as np
+import pytest
+
+import skhybrid._group_estimates as group_estimates
+from skhybrid import HybridMeanEstimator
+from skhybrid.audit import audit_mechanism, estimator_release
+
+N_FITS = 10_000
+N_BINS = 10
+EPSILON = 1.0
+
+
+def _neighbours(replaced):
+    """Ten tcm and ten lm users in [0, 1]; the neighbour replaces one user's value by 1e6."""
+    X = np.linspace(0.0, 1.0, 20).reshape(-1, 1)
+    trust = np.array(["tcm"] * 10 + ["lm"] * 10)
+    X_prime = X.copy()
+    index = 0 if replaced == "tcm" else 10
+    X_prime[index, 0] = 1e6  # far outside the bounds: clipping must protect it
+    return X, X_prime, trust
+
+
+def _audit(estimator, replaced, delta, seed):
+    X, X_prime, trust = _neighbours(replaced)
+    release_a = estimator_release(estimator, X, trust_group=trust)
+    release_b = estimator_release(estimator, X_prime, trust_group=trust)
+    return audit_mechanism(
+        release_a, release_b, EPSILON, delta, n_samples=N_FITS, n_bins=N_BINS, random_state=seed
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("replaced", ["tcm", "lm"])
+@pytest.mark.parametrize("mechanism, delta", [("laplace", 0.0), ("gaussian", 1e-3)])
+def test_released_mean_passes_the_audit_for_a_replaced_user(replaced, mechanism, delta):
+    # lm_only / tcm_only isolate the replaced user's group, so no other group's noise
+    # hides a leak; kvh is audited too for the combined release.
+    for strategy in (f"{replaced}_only", "kvh"):
+        estimator = HybridMeanEstimator(
+            strategy, epsilon=EPSILON, delta=delta, mechanism=mechanism, bounds=(0.0, 1.0)
+        )
+        result = _audit(estimator, replaced, delta, seed=21)
+        assert result.passed, f"{strategy}: {result}"
+
+
+@pytest.mark.slow
+def test_audit_fails_when_the_central_noise_is_divided_by_1_4(monkeypatch):
+    original = group_estimates.central_mechanism
+
+    def weak(mechanism, *, epsilon, delta, ranges, group_size):
+        # The same mechanism calibrated for a sensitivity 1.4 times too small.
+        return original(mechanism, epsilon=epsilon, delta=delta, ranges=ranges / 1.4,
+                        group_size=group_size)
+
+    monkeypatch.setattr(group_estimates, "central_mechanism", weak)
+    estimator = HybridMeanEstimator("tcm_only", epsilon=EPSILON, bounds=(0.0, 1.0))
+    result = _audit(estimator, "tcm", 0.0, seed=22)
+    assert not result.passed, str(result)
