@@ -60,13 +60,15 @@ def local_randomizer(mechanism, *, epsilon, delta, lower, upper):
     return LocalGaussianRandomizer(bounds=(lower, upper), epsilon=epsilon, delta=delta)
 
 
-def central_group_mean(values, *, mechanism, epsilon, delta, ranges, rng):
-    """Private mean of clipped tcm values under the central model.
+def central_group_mean(value_sum, size, *, mechanism, epsilon, delta, ranges, rng):
+    """Private mean of ``size`` clipped tcm values under the central model.
 
     Parameters
     ----------
-    values : ndarray of shape (group_size, n_features)
-        Values already clipped to the bounds.
+    value_sum : ndarray of shape (n_features,)
+        Sum of the group's values, already clipped to the bounds.
+    size : int
+        Group size (public), >= 1.
     mechanism : {"laplace", "gaussian"}
     epsilon : float
         The group's privacy level.
@@ -80,9 +82,9 @@ def central_group_mean(values, *, mechanism, epsilon, delta, ranges, rng):
     -------
     estimate : GroupEstimate
     """
-    size, n_features = values.shape
+    n_features = value_sum.shape[0]
     noise = central_mechanism(mechanism, epsilon=epsilon, delta=delta, ranges=ranges, group_size=size)
-    mean = noise.randomise(values.mean(axis=0), random_state=rng)
+    mean = noise.randomise(value_sum / size, random_state=rng)
     variance = np.full(n_features, noise.variance(n_features))
     return GroupEstimate(mean=mean, noise_variance=variance, size=size)
 
@@ -99,9 +101,6 @@ def privatize_locally(values, *, mechanism, epsilon, delta, lower, upper, rng):
     return randomizer.privatize(values, random_state=rng)
 
 
-def reported_group_mean(reports, report_variance):
+def reported_group_mean(report_sum, size, report_variance):
     """The mean of lm users' reports; its noise variance is ``report_variance / size``."""
-    size = reports.shape[0]
-    return GroupEstimate(
-        mean=reports.mean(axis=0), noise_variance=report_variance / size, size=size
-    )
+    return GroupEstimate(mean=report_sum / size, noise_variance=report_variance / size, size=size)

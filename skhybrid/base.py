@@ -1,9 +1,22 @@
 """Shared pieces of skhybrid's estimators: fit-input validation, prediction and scoring."""
 
+from numbers import Integral
+
 import numpy as np
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .utils._validation import check_sample_epsilon, check_trust_group
+from .utils._validation import check_epsilon, check_trust_group
+
+
+#: ``random_state`` accepts None (secure randomness), any non-negative int seed, and numpy
+#: Generators and RandomStates (scikit-learn's own "random_state" constraint has no Generator).
+RANDOM_STATE_CONSTRAINT = [
+    None,
+    Interval(Integral, 0, None, closed="left"),
+    np.random.Generator,
+    np.random.RandomState,
+]
 
 
 def validate_fit_input(estimator, X, trust_group, epsilon, *, allow_inf=False):
@@ -26,12 +39,17 @@ def validate_fit_input(estimator, X, trust_group, epsilon, *, allow_inf=False):
     X : ndarray of float64
         Not a view to be written to: callers never modify it.
     is_tcm : ndarray of bool
-    epsilon : ndarray of float64
+    epsilon : ndarray of float64 or float
+        The per-sample levels, or the validated ``epsilon`` parameter (a float) when no
+        metadata was passed, so that millions of equal levels are never materialised.
     """
     X = validate_data(estimator, X, dtype=np.float64)
     n_samples = X.shape[0]
     is_tcm = check_trust_group(trust_group, n_samples)
-    epsilon = check_sample_epsilon(epsilon, estimator.epsilon, n_samples, allow_inf=allow_inf)
+    if epsilon is None:
+        epsilon = check_epsilon(estimator.epsilon, allow_inf=allow_inf)
+    else:
+        epsilon = check_epsilon(epsilon, n_samples, allow_inf=allow_inf)
     return X, is_tcm, epsilon
 
 

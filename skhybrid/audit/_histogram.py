@@ -194,7 +194,7 @@ def estimator_release(estimator, X, *, attribute="mean_", project=None, **fit_pa
     project = project if project is not None else (lambda value: np.ravel(value)[0])
 
     def release(n_samples, rng):
-        seeds = rng.integers(0, 2**63 - 1, size=n_samples)
+        seeds = rng.integers(0, 2**32, size=n_samples)
         outputs = np.empty(n_samples)
         for i, seed in enumerate(seeds):
             fitted = clone(estimator).set_params(random_state=int(seed)).fit(X, **fit_params)

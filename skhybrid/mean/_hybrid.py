@@ -9,13 +9,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._group_estimates import (
     MECHANISMS,
-    GroupEstimate,
     central_group_mean,
     local_report_variance,
     privatize_locally,
     reported_group_mean,
 )
-from ..base import MeanEstimatorMixin, validate_fit_input
+from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, validate_fit_input
 from ..theory._hybrid import (
     full_lm_mse,
     hybrid_mse,
@@ -27,7 +26,7 @@ from ..theory._hybrid import (
     tcm_only_mse,
 )
 from ..utils._random import check_random_state
-from ..utils._validation import check_epsilon, clip_to_bounds, resolve_bounds
+from ..utils._validation import clip_to_bounds, resolve_bounds
 
 _HYBRID_STRATEGIES = ("kvh", "pwh", "naive")
 _STRATEGIES = _HYBRID_STRATEGIES + ("tcm_only", "full_lm", "lm_only")
@@ -37,16 +36,21 @@ class EmptyGroupWarning(UserWarning):
     """A hybrid strategy fell back to one group's estimate because the other is empty."""
 
 
-def _group_epsilon(epsilon, name):
+def _group_epsilon(epsilon, members, name):
     """The one privacy level of a group; the hybrid estimators need it to be shared."""
-    if epsilon.size and np.any(epsilon != epsilon[0]):
-        index = int(np.flatnonzero(epsilon != epsilon[0])[0])
+    if np.ndim(epsilon) == 0:
+        return epsilon
+    levels = epsilon[members]
+    if levels.size == 0:
+        return None
+    different = levels != levels[0]
+    if different.any():
+        other = levels[int(np.flatnonzero(different)[0])]
         raise ValueError(
             f"HybridMeanEstimator needs one epsilon per trust group, but the {name} group has "
-            f"{epsilon[0]!r} and {epsilon[index]!r}; for a different epsilon per user use "
-            "ADPMEstimator"
+            f"{levels[0]!r} and {other!r}; for a different epsilon per user use ADPMEstimator"
         )
-    return float(epsilon[0]) if epsilon.size else None
+    return float(levels[0])
 
 
 class HybridMeanEstimator(MeanEstimatorMixin, BaseEstimator):
@@ -155,7 +159,7 @@ class HybridMeanEstimator(MeanEstimatorMixin, BaseEstimator):
         "bounds": [tuple, list, None],
         "variance": [Interval(Real, 0, None, closed="left"), "array-like", None],
         "local_reports": ["boolean"],
-        "random_state": ["random_state"],
+        "random_state": RANDOM_STATE_CONSTRAINT,
     }
 
     def __init__(
@@ -203,9 +207,12 @@ class HybridMeanEstimator(MeanEstimatorMixin, BaseEstimator):
         X, is_tcm, user_epsilon = validate_fit_input(self, X, trust_group, epsilon)
         self._check_mechanism()
         self._check_groups(is_tcm, trust_group is not None)
-        epsilon_tcm = _group_epsilon(user_epsilon[is_tcm], "tcm")
-        epsilon_lm = _group_epsilon(user_epsilon[~is_tcm], "lm")
-        raw = X[is_tcm] if self.local_reports else X
+        epsilon_tcm = _group_epsilon(user_epsilon, is_tcm, "tcm")
+        epsilon_lm = _group_epsilon(user_epsilon, ~is_tcm, "lm")
+        n_tcm = int(np.count_nonzero(is_tcm))
+        n_lm = X.shape[0] - n_tcm
+        tcm_rows = X[is_tcm]
+        raw = tcm_rows if self.local_reports else X
         if raw.shape[0] == 0 and self.bounds is None:
             raise ValueError(
                 "bounds=None cannot be derived from privatized reports alone; pass bounds"
@@ -213,40 +220,37 @@ class HybridMeanEstimator(MeanEstimatorMixin, BaseEstimator):
         lower, upper = resolve_bounds(self.bounds, raw)
         variance = self._resolve_variance(lower, upper)
         rng = check_random_state(self.random_state)
-
-        tcm_values = clip_to_bounds(X[is_tcm], lower, upper)
         noise = {"mechanism": self.mechanism, "delta": self.delta, "lower": lower, "upper": upper}
-        lm_rows = X[~is_tcm]
-        if self.local_reports or self.strategy == "tcm_only" or lm_rows.shape[0] == 0:
-            # tcm_only ignores lm users, so their values are never privatized or used.
-            lm_reports = lm_rows
-        else:
-            lm_reports = privatize_locally(
-                clip_to_bounds(lm_rows, lower, upper), epsilon=epsilon_lm, rng=rng, **noise
-            )
-        lm_variance = (
-            local_report_variance(epsilon=epsilon_lm, **noise) if epsilon_lm else None
-        )
+
+        # Sufficient statistics: the clipped tcm sum and the sum of lm users' reports.
+        tcm_values = clip_to_bounds(tcm_rows, lower, upper)
+        lm_report_sum = None
+        if n_lm and self.strategy != "tcm_only":  # tcm_only never touches lm users' data
+            if self.local_reports:
+                lm_report_sum = X.sum(axis=0) - tcm_rows.sum(axis=0)
+            else:
+                lm_values = clip_to_bounds(X[~is_tcm], lower, upper)
+                lm_report_sum = privatize_locally(
+                    lm_values, epsilon=epsilon_lm, rng=rng, **noise
+                ).sum(axis=0)
+        lm_variance = local_report_variance(epsilon=epsilon_lm, **noise) if n_lm else None
 
         if self.strategy == "full_lm":
             estimate, weight, mse = self._fit_full_lm(
-                tcm_values, lm_reports, epsilon_tcm, lm_variance, noise, rng
+                tcm_values, lm_report_sum, n_lm, epsilon_tcm, lm_variance, noise, rng
             )
             tcm_variance = np.nan
         else:
             tcm = None
-            if tcm_values.shape[0] and self.strategy != "lm_only":
+            if n_tcm and self.strategy != "lm_only":
                 tcm = central_group_mean(
-                    tcm_values, mechanism=self.mechanism, epsilon=epsilon_tcm,
-                    delta=self.delta, ranges=upper - lower, rng=rng,
+                    tcm_values.sum(axis=0), n_tcm, mechanism=self.mechanism,
+                    epsilon=epsilon_tcm, delta=self.delta, ranges=upper - lower, rng=rng,
                 )
             lm = None
-            if lm_reports.shape[0] and self.strategy != "tcm_only":
-                lm = reported_group_mean(lm_reports, lm_variance)
-            n_tcm = int(is_tcm.sum())
-            weight, mse = self._weight_and_mse(
-                tcm, lm, n_tcm, X.shape[0] - n_tcm, variance, lm_variance
-            )
+            if lm_report_sum is not None:
+                lm = reported_group_mean(lm_report_sum, n_lm, lm_variance)
+            weight, mse = self._weight_and_mse(tcm, n_tcm, n_lm, variance, lm_variance)
             parts = [w * g.mean for w, g in ((weight, tcm), (1.0 - weight, lm)) if g is not None]
             estimate = np.sum(parts, axis=0)
             tcm_variance = float(tcm.noise_variance[0]) if tcm is not None else np.nan
@@ -254,11 +258,11 @@ class HybridMeanEstimator(MeanEstimatorMixin, BaseEstimator):
         self.mean_ = np.asarray(estimate, dtype=np.float64)
         self.weight_ = np.broadcast_to(np.asarray(weight, dtype=np.float64), lower.shape).copy()
         self.expected_mse_ = np.broadcast_to(np.asarray(mse, dtype=np.float64), lower.shape).copy()
-        self.n_tcm_ = int(is_tcm.sum())
-        self.n_lm_ = int(X.shape[0] - self.n_tcm_)
+        self.n_tcm_ = n_tcm
+        self.n_lm_ = n_lm
         self.noise_variance_tcm_ = tcm_variance
         self.noise_variance_lm_ = float(lm_variance[0]) if lm_variance is not None else np.nan
-        self.amplified_epsilon_ = self._amplification(lower, upper)
+        self.amplified_epsilon_ = self._amplification(lower, upper, epsilon_tcm, epsilon_lm)
         return self
 
     # -- private helpers ------------------------------------------------------------------
@@ -305,7 +309,7 @@ class HybridMeanEstimator(MeanEstimatorMixin, BaseEstimator):
             raise ValueError(f"variance must be finite and >= 0; got {self.variance!r}")
         return np.broadcast_to(variance, lower.shape).copy()
 
-    def _weight_and_mse(self, tcm, lm, n_tcm, n_lm, variance, s_L2):
+    def _weight_and_mse(self, tcm, n_tcm, n_lm, variance, s_L2):
         """Weight on the tcm estimate and the expected MSE, from the theory module."""
         n = n_tcm + n_lm
         if n_lm == 0:
@@ -329,21 +333,28 @@ class HybridMeanEstimator(MeanEstimatorMixin, BaseEstimator):
             weight = naive_weight(c)
         return weight, hybrid_mse(weight, **group, **sigma)
 
-    def _fit_full_lm(self, tcm_values, lm_reports, epsilon_tcm, lm_variance, noise, rng):
+    def _fit_full_lm(self, tcm_values, lm_report_sum, n_lm, epsilon_tcm, lm_variance, noise, rng):
         """Def. 3.3: tcm users' values also go through the local randomizer."""
-        reports = [lm_reports]
-        variances = [] if lm_variance is None else [lm_variance * lm_reports.shape[0]]
-        if tcm_values.shape[0]:
-            reports.append(privatize_locally(tcm_values, epsilon=epsilon_tcm, rng=rng, **noise))
-            tcm_report_variance = local_report_variance(epsilon=epsilon_tcm, **noise)
-            variances.append(tcm_report_variance * tcm_values.shape[0])
-        reports = np.concatenate(reports)
-        n_samples = reports.shape[0]
+        n_tcm = tcm_values.shape[0]
+        report_sum = np.zeros(tcm_values.shape[1]) if lm_report_sum is None else lm_report_sum
+        variance_sum = 0.0 if lm_variance is None else lm_variance * n_lm
+        if n_tcm:
+            tcm_reports = privatize_locally(tcm_values, epsilon=epsilon_tcm, rng=rng, **noise)
+            report_sum = report_sum + tcm_reports.sum(axis=0)
+            variance_sum = variance_sum + local_report_variance(epsilon=epsilon_tcm, **noise) * n_tcm
+        n_samples = n_tcm + n_lm
         # Lemma 3.4 with the users' average report variance (the groups' epsilons may differ).
-        mse = full_lm_mse(n=n_samples, s_L2=np.sum(variances, axis=0) / n_samples)
-        return reports.mean(axis=0), tcm_values.shape[0] / n_samples, mse
+        mse = full_lm_mse(n=n_samples, s_L2=variance_sum / n_samples)
+        return report_sum / n_samples, n_tcm / n_samples, mse
 
-    def _amplification(self, lower, upper):
+    def _amplification(self, lower, upper, epsilon_tcm, epsilon_lm):
+        """Theorem 8.1's amplified epsilon of each group, never above the nominal one.
+
+        The theorem inverts the classic calibration, a valid bound only below 1; the
+        noise here is calibrated analytically, so its nominal epsilon can be smaller than
+        the classic inversion. A group keeps its nominal epsilon unless the theorem gives
+        a smaller value in the classic calibration's range.
+        """
         applicable = (
             self.mechanism == "gaussian"
             and self.strategy in _HYBRID_STRATEGIES
@@ -354,8 +365,13 @@ class HybridMeanEstimator(MeanEstimatorMixin, BaseEstimator):
         if not applicable:
             return None
         n = self.n_tcm_ + self.n_lm_
-        epsilon_tcm, epsilon_lm = hybrid_privacy_amplification(
+        amplified_tcm, amplified_lm = hybrid_privacy_amplification(
             weight=float(self.weight_[0]), n=n, c=self.n_tcm_ / n, m=float(upper[0] - lower[0]),
             s_T2=self.noise_variance_tcm_, s_L2=self.noise_variance_lm_, delta=self.delta,
         )
-        return {"tcm": float(epsilon_tcm), "lm": float(epsilon_lm)}
+        nominal = {"tcm": epsilon_tcm, "lm": epsilon_lm}
+        amplified = {"tcm": float(amplified_tcm), "lm": float(amplified_lm)}
+        return {
+            group: value if value < min(1.0, nominal[group]) else nominal[group]
+            for group, value in amplified.items()
+        }

@@ -65,7 +65,12 @@ def sample_discrete_laplace(rng, scale, size):
     noise : ndarray of float64 holding integers
     """
     success = -np.expm1(-1.0 / np.asarray(scale, dtype=np.float64))
-    success = np.broadcast_to(success, size)
+    flat = success.ravel()
+    if flat.size and np.all(flat == flat[0]):
+        # One scale for every draw: numpy's scalar path is several times faster.
+        success = flat[0]
+    else:
+        success = np.broadcast_to(success, size)
     # numpy's geometric counts trials (support 1, 2, ...); the offsets cancel.
     first = rng.geometric(success, size=size)
     second = rng.geometric(success, size=size)

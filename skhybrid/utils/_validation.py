@@ -65,9 +65,13 @@ def check_trust_group(trust_group, n_samples):
     if array.dtype.kind == "b":
         return array.astype(bool, copy=True)
     if array.dtype.kind == "U":
-        lowered = np.char.lower(array)
-        is_tcm = lowered == "tcm"
-        bad = ~(is_tcm | (lowered == "lm"))
+        is_tcm = array == "tcm"
+        bad = ~(is_tcm | (array == "lm"))
+        if bad.any():
+            # Only lower-case when needed: np.char.lower is slow on millions of entries.
+            lowered = np.char.lower(array)
+            is_tcm = lowered == "tcm"
+            bad = ~(is_tcm | (lowered == "lm"))
         if bad.any():
             _first_bad(bad, array, "trust_group", expected)
         return is_tcm

@@ -224,6 +224,9 @@ def test_default_randomness_differs_between_fits_and_seeds_reproduce():
     assert unseeded[0] != unseeded[1]
     seeded = [HybridMeanEstimator(bounds=(0, 1), random_state=3).fit(X, trust_group=trust).mean_[0] for _ in range(2)]
     assert seeded[0] == seeded[1]
+    generator = np.random.default_rng(2**40)
+    from_generator = HybridMeanEstimator(bounds=(0, 1), random_state=generator).fit(X, trust_group=trust)
+    assert np.isfinite(from_generator.mean_[0])
 
 
 # -- scikit-learn integration ----------------------------------------------------------------

@@ -1,0 +1,1 @@
+"""Closed-form theory of the papers skhybrid implements."""
