@@ -1,7 +1,21 @@
-"""skhybrid: differentially private statistics for hybrid trust models, as scikit-learn estimators."""
+"""skhybrid: differentially private statistics for hybrid trust models, as scikit-learn estimators.
 
+Users either trust the curator (``"tcm"``, central DP) or randomize their own data
+(``"lm"``, local DP), and may each have their own privacy level ``epsilon``. Estimators
+take both as per-sample metadata: ``est.fit(X, trust_group=..., epsilon=...)``.
+"""
+
+from . import audit, datasets, exceptions, mechanisms, theory
 from .mean import HybridMeanEstimator
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["HybridMeanEstimator", "__version__"]
+__all__ = [
+    "HybridMeanEstimator",
+    "__version__",
+    "audit",
+    "datasets",
+    "exceptions",
+    "mechanisms",
+    "theory",
+]

@@ -1,1 +1,49 @@
-"""Closed-form theory of the papers skhybrid implements."""
+"""Closed-form theory of the papers skhybrid implements.
+
+Each formula lives once, in a function that cites its paper and equation; the
+estimators, examples and tests call these functions.
+
+- Hybrid-model mean estimation (Avent, Dubey and Korolova 2020; Dubey and Korolova):
+  baseline and hybrid MSEs, KVH / PWH / naive weights, relative improvements, critical
+  values, R_max and privacy amplification.
+- Combining public and private data (Ferrando, Gillenwater and Kulesza): the Sample
+  mechanism of Jorgensen et al., its optimal threshold, inverse-variance mixing.
+- BLENDER (Avent et al. 2017): LocalAlg, denoising, variances, blending and the
+  list-of-lists NDCG.
+"""
+
+from ._blender import __all__ as _blender_all
+from ._blender import *  # noqa: F401,F403
+from ._hybrid import __all__ as _hybrid_all
+from ._hybrid import *  # noqa: F401,F403
+from ._mixed import (
+    group_mean_noise_scale,
+    group_mean_variance,
+    inverse_variance_weights,
+    mixed_mean_variance,
+    mixed_mean_weights,
+    mixed_quantile_weights,
+    mse_about_empirical_mean,
+    optimal_sample_threshold,
+    sample_mechanism_mse,
+    sample_mechanism_probabilities,
+    sample_mechanism_thresholds,
+)
+
+__all__ = sorted(
+    _hybrid_all
+    + _blender_all
+    + [
+        "group_mean_noise_scale",
+        "group_mean_variance",
+        "inverse_variance_weights",
+        "mixed_mean_variance",
+        "mixed_mean_weights",
+        "mixed_quantile_weights",
+        "mse_about_empirical_mean",
+        "optimal_sample_threshold",
+        "sample_mechanism_mse",
+        "sample_mechanism_probabilities",
+        "sample_mechanism_thresholds",
+    ]
+)
