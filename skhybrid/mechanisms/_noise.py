@@ -62,7 +62,7 @@ def sample_discrete_laplace(rng, scale, size):
 
     Returns
     -------
-    noise : ndarray of float64 holding integers
+    noise : ndarray of int64
     """
     success = -np.expm1(-1.0 / np.asarray(scale, dtype=np.float64))
     flat = success.ravel()
@@ -72,9 +72,9 @@ def sample_discrete_laplace(rng, scale, size):
     else:
         success = np.broadcast_to(success, size)
     # numpy's geometric counts trials (support 1, 2, ...); the offsets cancel.
-    first = rng.geometric(success, size=size)
-    second = rng.geometric(success, size=size)
-    return (first - second).astype(np.float64)
+    noise = rng.geometric(success, size=size)
+    noise -= rng.geometric(success, size=size)
+    return noise
 
 
 def discrete_laplace_variance(scale):
@@ -109,7 +109,7 @@ def sample_discrete_gaussian(rng, sigma, size):
     while pending.size:
         s = sigma[pending]
         t = np.floor(s) + 1.0
-        proposal = sample_discrete_laplace(rng, t, pending.shape)
+        proposal = sample_discrete_laplace(rng, t, pending.shape).astype(np.float64)
         log_accept = -((np.abs(proposal) - s * s / t) ** 2) / (2.0 * s * s)
         accepted = np.log(rng.random(pending.shape[0])) < log_accept
         out[pending[accepted]] = proposal[accepted]
@@ -143,8 +143,16 @@ def laplace_release(values, sensitivity, epsilon, rng, secure):
         return values + rng.laplace(scale=np.broadcast_to(scale, values.shape))
     step = grid_step(scale)
     units = _laplace_units(sensitivity, epsilon, step, values.shape[-1])
-    noise = sample_discrete_laplace(rng, units, values.shape)
-    return (np.round(values / step) + noise) * step
+    return _add_on_grid(values, step, sample_discrete_laplace(rng, units, values.shape))
+
+
+def _add_on_grid(values, step, noise):
+    """(round(values / step) + noise) * step, in place on one new array: exact multiples of step."""
+    released = values / step
+    np.round(released, out=released)
+    released += noise
+    released *= step
+    return released
 
 
 def _laplace_units(sensitivity, epsilon, step, n_coordinates):
@@ -194,8 +202,7 @@ def gaussian_release(values, sensitivity, noise_multiplier, rng, secure):
         return values + rng.normal(scale=np.broadcast_to(sigma, values.shape))
     step = grid_step(sigma)
     units = _gaussian_units(sensitivity, noise_multiplier, step, values.shape[-1])
-    noise = sample_discrete_gaussian(rng, units, values.shape)
-    return (np.round(values / step) + noise) * step
+    return _add_on_grid(values, step, sample_discrete_gaussian(rng, units, values.shape))
 
 
 def _gaussian_units(sensitivity, noise_multiplier, step, n_coordinates):

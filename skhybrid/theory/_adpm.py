@@ -25,13 +25,17 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ..mechanisms._noise import laplace_variance
+from ..utils._validation import check_epsilon
+from ._mixed import group_mean_noise_scale, mixed_mean_weights
+
 __all__ = [
     "ADPMSolution",
     "adpm_weights",
     "affine_mse",
     "laplace_noise_scale",
     "ldpe_weights",
-    "local_noise_scale",
+    "lm_report_noise_variance",
     "midpoint_mse",
     "propdpm_weights",
     "saturation_ratio",
@@ -98,21 +102,13 @@ class ADPMSolution:
 
 
 def _check_epsilon(epsilon):
-    """Return epsilon as a 1-d float array after checking every entry is > 0."""
-    eps = np.asarray(epsilon, dtype=float)
-    if eps.ndim != 1 or eps.size == 0:
+    """Per-user privacy levels as a non-empty 1-d float array (np.inf = public user)."""
+    if np.ndim(epsilon) != 1 or np.shape(epsilon)[0] == 0:
         raise ValueError(
-            f"epsilon must be a non-empty 1-d array of per-user privacy levels; "
-            f"got shape {eps.shape}"
+            f"epsilon must be a non-empty 1-d array with one privacy level per user; "
+            f"got shape {np.shape(epsilon)}"
         )
-    bad = ~(eps > 0)  # also catches NaN
-    if bad.any():
-        index = int(np.flatnonzero(bad)[0])
-        raise ValueError(
-            f"epsilon must be > 0 for every user (np.inf = public); "
-            f"got {float(eps[index])!r} at index {index}"
-        )
-    return eps
+    return check_epsilon(epsilon, allow_inf=True)
 
 
 def _check_local(local, n_users):
@@ -193,27 +189,26 @@ def midpoint_mse(data_range):
     return data_range**2 / 4
 
 
-def local_noise_scale(epsilon, local, *, data_range=1.0):
-    """Laplace scale of the noise already in each user's value.
+def lm_report_noise_variance(epsilon, *, data_range=1.0):
+    """Variance of the local noise in an lm user's report.
 
-    An lm user's report is ``x_i + Laplace(data_range / epsilon_i)``, the Laplace
-    mechanism with sensitivity ``data_range`` (local model); tcm users' values are raw
-    (scale 0).
+    The report is ``x_i + Laplace(data_range / epsilon_i)``, the Laplace mechanism with
+    sensitivity ``data_range`` run on the user's device (continuous noise; the library's
+    secure randomizer rounds to a grid and adds slightly more). The formula lives in
+    :func:`skhybrid.mechanisms._noise.laplace_variance`: ``2 (data_range / epsilon_i)^2``.
 
     Parameters
     ----------
-    epsilon : ndarray of shape (n_users,)
-        Per-user privacy levels, > 0; np.inf = public.
-    local : ndarray of bool of shape (n_users,)
-        True for lm users.
+    epsilon : ndarray of shape (n_lm_users,)
+        The lm users' privacy levels, > 0; np.inf gives 0.
     data_range : float, default=1.0
         ``upper - lower``.
 
     Returns
     -------
-    scale : ndarray of shape (n_users,)
+    noise_variance : ndarray of shape (n_lm_users,)
     """
-    return np.where(local, data_range / np.asarray(epsilon, dtype=float), 0.0)
+    return laplace_variance(data_range, epsilon, n_coordinates=1, secure=False)
 
 
 def laplace_noise_scale(weights, epsilon, *, data_range=1.0, local=None):
@@ -244,16 +239,18 @@ def laplace_noise_scale(weights, epsilon, *, data_range=1.0, local=None):
 
 
 def affine_mse(
-    weights, *, variance, noise_scale=0.0, local_noise_scale=None, level_noise_scales=None
+    weights, *, variance, noise_scale=0.0, report_noise_variance=None, level_noise_scales=None
 ):
     """Expected squared error of an unbiased affine estimator against the population mean.
 
-    For ``sum_i w_i (x_i + b_i L_i) + eta L + sum_j s_j L_j`` with ``sum_i w_i = 1``, x_i
-    i.i.d. with variance ``variance`` and independent standard Laplace L (variance 2):
-    ``variance * ||w||^2 + 2 sum_i (w_i b_i)^2 + 2 eta^2 + 2 sum_j s_j^2``. With the
-    worst-case variance this is the objective of Algorithm 1 of Chaudhuri and Courtade
-    (Appendix B: ``Var(P) ||w||^2 + 2 eta^2 <= ||w||^2 / 4 + 2 eta^2``). Against the
-    empirical mean of the same data, subtract ``variance / n_users``.
+    For ``sum_i w_i (x_i + e_i) + Laplace(eta) + sum_j Laplace(s_j)`` with
+    ``sum_i w_i = 1``, x_i i.i.d. with variance ``variance``, independent zero-mean noise
+    e_i of variance r_i (an lm user's local noise) and Laplace(b) of variance ``2 b^2``:
+    ``variance ||w||^2 + sum_i w_i^2 r_i + 2 eta^2 + 2 sum_j s_j^2``. With the worst-case
+    variance and no lm users this is the objective of Algorithm 1 of Chaudhuri and
+    Courtade (Appendix B: ``Var(P) ||w||^2 + 2 eta^2 <= ||w||^2 / 4 + 2 eta^2``). About
+    the empirical mean of the same data the error is smaller by ``variance / n_users``
+    (:func:`skhybrid.theory._mixed.mse_about_empirical_mean`).
 
     Parameters
     ----------
@@ -262,8 +259,9 @@ def affine_mse(
         Variance of one user's value (or a bound on it).
     noise_scale : float, default=0.0
         Laplace scale of the central noise.
-    local_noise_scale : ndarray of shape (n_users,), default=None
-        Laplace scale of the noise in each user's value (see :func:`local_noise_scale`).
+    report_noise_variance : ndarray of shape (n_users,), default=None
+        Variance of the local noise in each user's value, 0 for tcm users (see
+        :func:`lm_report_noise_variance`); None means none.
     level_noise_scales : ndarray, default=None
         Laplace scales of further independent noise terms (LDPE).
 
@@ -273,8 +271,8 @@ def affine_mse(
     """
     weights = np.asarray(weights, dtype=float)
     mse = variance * float(weights @ weights) + 2.0 * noise_scale**2
-    if local_noise_scale is not None:
-        mse += 2.0 * float(np.sum((weights * local_noise_scale) ** 2))
+    if report_noise_variance is not None:
+        mse += float(np.sum(weights**2 * report_noise_variance))
     if level_noise_scales is not None:
         mse += 2.0 * float(np.sum(np.square(level_noise_scales)))
     return mse
@@ -283,13 +281,17 @@ def affine_mse(
 def _solution(weights, epsilon, local, *, data_range, variance, fallback_to_midpoint):
     """Assemble an ADPMSolution for central weights (noise from Lemma 1, Algorithm 1's test)."""
     noise_scale = laplace_noise_scale(weights, epsilon, data_range=data_range, local=local)
+    report_noise_variance = None
+    if local.any():
+        report_noise_variance = np.zeros_like(weights)
+        report_noise_variance[local] = lm_report_noise_variance(
+            epsilon[local], data_range=data_range
+        )
     objective = affine_mse(
         weights,
         variance=variance,
         noise_scale=noise_scale,
-        local_noise_scale=(
-            local_noise_scale(epsilon, local, data_range=data_range) if local.any() else None
-        ),
+        report_noise_variance=report_noise_variance,
     )
     if fallback_to_midpoint and objective > midpoint_mse(data_range):
         return ADPMSolution(
@@ -377,27 +379,32 @@ def saturation_threshold(epsilon, *, data_range=1.0, variance=None, local=None):
     local = _check_local(local, eps.size)
     data_range = _check_data_range(data_range)
     variance = _resolve_variance(variance, data_range)
-    return _threshold_root(eps[~local & np.isfinite(eps)], 2 * data_range**2 / variance)
+    return _tcm_threshold(eps, local, variance, data_range)
 
 
-def _solve_exact(eps, local, relative_variance):
+def _tcm_threshold(eps, local, variance, data_range):
+    """tau of the KKT conditions: the root over the finite tcm epsilons, target 2 D^2 / s2."""
+    central = ~local & np.isfinite(eps) if local.any() else np.isfinite(eps)
+    target = 2.0 * data_range**2 / variance
+    return _threshold_root(eps if central.all() else eps[central], target)
+
+
+def _solve_exact(eps, local, variance, data_range):
     """Optimal weights of the (hybrid) program from its KKT conditions, O(n log n).
 
-    tcm users get ``min(eps_i, tau)``, lm users ``tau * r_i`` with
-    ``r_i = relative_variance / (relative_variance + 2 / eps_i**2)`` (the share of their
-    report's variance that is data), normalised to sum 1; see ``docs/adpm_solver.rst``.
+    tcm users get ``min(eps_i, tau)``, lm users ``tau * variance / (variance + r_i)``
+    (r_i: their local noise variance; the factor is the share of their report's variance
+    that is data), normalised to sum 1; see ``docs/adpm_solver.rst``.
     """
-    any_local = local.any()
-    central = ~local & np.isfinite(eps) if any_local else np.isfinite(eps)
-    tau = _threshold_root(eps if central.all() else eps[central], 2.0 / relative_variance)
+    tau = _tcm_threshold(eps, local, variance, data_range)
     if np.isfinite(tau):
         unnormalised = np.minimum(eps, tau)
     else:
         # No central noise: inverse-variance weights (tcm users here are all public).
         unnormalised, tau = np.ones_like(eps), 1.0
-    if any_local:
-        lm_share = 1.0 / (1.0 + 2.0 / (relative_variance * eps[local] ** 2))
-        unnormalised[local] = tau * lm_share
+    if local.any():
+        noise_variance = lm_report_noise_variance(eps[local], data_range=data_range)
+        unnormalised[local] = tau * variance / (variance + noise_variance)
     unnormalised /= unnormalised.sum()
     return unnormalised
 
@@ -418,7 +425,7 @@ def _privacy_levels(eps, local):
     return np.abs(levels), levels < 0, counts, inverse
 
 
-def _solve_cvxpy(eps, local, relative_variance):
+def _solve_cvxpy(eps, local, variance, data_range):
     """Optimal weights of the (hybrid) program solved by cvxpy, one variable per level.
 
     Variables are each level's per-user weight times n (1 = uniform) and the noise
@@ -430,8 +437,12 @@ def _solve_cvxpy(eps, local, relative_variance):
     level_eps, level_local, counts, inverse = _privacy_levels(eps, local)
     n_users = eps.size
     fraction = counts / n_users
-    # Variance of one value relative to data_range**2 (the lm report's includes its noise).
-    report_variance = relative_variance + np.where(level_local, 2.0 / level_eps**2, 0.0)
+    # Variance of one value relative to data_range**2 (an lm report's includes its noise).
+    noise_variance = np.zeros(level_eps.size)
+    noise_variance[level_local] = lm_report_noise_variance(
+        level_eps[level_local], data_range=data_range
+    )
+    report_variance = (variance + noise_variance) / data_range**2
 
     scaled_weight = cp.Variable(level_eps.size, nonneg=True)
     scaled_noise = cp.Variable(nonneg=True)
@@ -548,7 +559,7 @@ def adpm_weights(
     variance = _resolve_variance(variance, data_range)
     if solver not in _SOLVERS:
         raise ValueError(f"solver must be one of {sorted(_SOLVERS)}; got {solver!r}")
-    weights = _SOLVERS[solver](eps, local, variance / data_range**2)
+    weights = _SOLVERS[solver](eps, local, variance, data_range)
     return _solution(
         weights,
         eps,
@@ -756,8 +767,12 @@ def ldpe_weights(epsilon, *, data_range=1.0, variance=None):
     ``Laplace(data_range / (n_k epsilon_k))``, so its variance is
     ``V_k = variance / n_k + 2 (data_range / (n_k epsilon_k))^2``; the level means are
     combined with inverse-variance weights ``W_k ∝ 1 / V_k`` using the variance bound
-    (the worst case as a proxy, as the paper does). With one user per level this is
-    local-model Laplace plus inverse-variance weighting.
+    (the worst case as a proxy, as the paper does). These are Ferrando et al.'s mixed
+    mean (:func:`skhybrid.theory._mixed.mixed_mean_weights` and
+    :func:`~skhybrid.theory._mixed.group_mean_noise_scale`), here as per-user weights.
+    The paper defines LDPE for two groups; one group per distinct epsilon is our reading
+    for general epsilon. With one user per level it is local-model Laplace plus
+    inverse-variance weighting.
 
     Parameters
     ----------
@@ -777,10 +792,9 @@ def ldpe_weights(epsilon, *, data_range=1.0, variance=None):
     data_range = _check_data_range(data_range)
     variance = _resolve_variance(variance, data_range)
     level_eps, _, counts, inverse = _privacy_levels(eps, np.zeros(eps.size, dtype=bool))
-    level_noise = data_range / (counts * level_eps)  # 0 for the public level
-    level_variance = variance / counts + 2.0 * level_noise**2
-    level_weight = (1.0 / level_variance) / np.sum(1.0 / level_variance)
+    level_weight = mixed_mean_weights(counts, level_eps, data_range=data_range, variance=variance)
     weights = (level_weight / counts)[inverse]
+    level_noise = group_mean_noise_scale(counts, level_eps, data_range)
     level_noise_scales = (level_weight * level_noise)[np.isfinite(level_eps)]
     mse = affine_mse(weights, variance=variance, level_noise_scales=level_noise_scales)
     return ADPMSolution(

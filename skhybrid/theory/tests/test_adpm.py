@@ -14,7 +14,9 @@ from skhybrid.theory._adpm import (
     ADPMSolution,
     adpm_weights,
     affine_mse,
+    laplace_noise_scale,
     ldpe_weights,
+    lm_report_noise_variance,
     propdpm_weights,
     saturation_ratio,
     saturation_threshold,
@@ -159,10 +161,15 @@ def test_exact_solution_is_not_beaten_by_feasible_perturbations():
     eps, local = random_epsilons(rng, 60, public_fraction=0.05, local_fraction=0.3)
     best = adpm_weights(eps, local=local, fallback_to_midpoint=False)
 
+    report_noise_variance = np.where(local, lm_report_noise_variance(eps), 0.0)
+
     def objective(weights):
-        return _adpm._solution(
-            weights, eps, local, data_range=1.0, variance=0.25, fallback_to_midpoint=False
-        ).objective
+        return affine_mse(
+            weights,
+            variance=0.25,
+            noise_scale=laplace_noise_scale(weights, eps, local=local),
+            report_noise_variance=report_noise_variance,
+        )
 
     for _ in range(200):
         i, j = rng.choice(eps.size, size=2, replace=False)
