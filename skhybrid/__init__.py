@@ -6,11 +6,12 @@ take both as per-sample metadata: ``est.fit(X, trust_group=..., epsilon=...)``.
 """
 
 from . import audit, datasets, exceptions, mechanisms, theory
-from .mean import HybridMeanEstimator
+from .mean import ADPMEstimator, HybridMeanEstimator
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "ADPMEstimator",
     "HybridMeanEstimator",
     "__version__",
     "audit",

@@ -5,7 +5,7 @@ import warnings
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skhybrid import HybridMeanEstimator
+from skhybrid import ADPMEstimator, HybridMeanEstimator
 from skhybrid.exceptions import PrivacyLeakWarning
 
 
@@ -17,6 +17,10 @@ def _estimators():
     for strategy in ("pwh", "naive", "tcm_only", "full_lm"):
         yield HybridMeanEstimator(strategy, bounds=(-3.0, 3.0))
     yield HybridMeanEstimator(mechanism="gaussian", delta=1e-5, bounds=(-3.0, 3.0))
+    yield ADPMEstimator()
+    yield ADPMEstimator(bounds=(-3.0, 3.0), solver="cvxpy")
+    for strategy in ("uni", "propdpm", "ldpe"):
+        yield ADPMEstimator(bounds=(-3.0, 3.0), strategy=strategy)
 
 
 @parametrize_with_checks(list(_estimators()))

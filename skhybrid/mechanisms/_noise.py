@@ -219,3 +219,56 @@ def gaussian_variance(sensitivity, noise_multiplier, n_coordinates, secure):
         return sigma**2
     step = grid_step(sigma)
     return (_gaussian_units(sensitivity, noise_multiplier, step, n_coordinates) * step) ** 2
+
+
+def personalized_laplace_release(values, user_sensitivity, user_epsilon, rng, secure):
+    """Laplace noise that protects user i at their own epsilon_i (heterogeneous DP).
+
+    The statistic (for example a weighted sum ``sum_i w_i x_i``) moves by at most
+    ``user_sensitivity[i]`` in L1 when user i's value is replaced; the smallest Laplace
+    scale that makes the release epsilon_i-DP for every user i is
+    ``max_i user_sensitivity[i] / epsilon_i`` (Chaudhuri and Courtade, Lemma 1). With
+    secure noise each user's rounding slack of one step per coordinate is charged too.
+
+    Parameters
+    ----------
+    values : ndarray of shape (..., d)
+    user_sensitivity : ndarray of shape (n_users,)
+        Users with 0 sensitivity (weight 0) or infinite epsilon (public) need no noise.
+    user_epsilon : ndarray of shape (n_users,)
+    rng : numpy.random.Generator
+    secure : bool
+
+    Returns
+    -------
+    released : ndarray of shape values.shape
+    scale : float
+        The nominal Laplace scale.
+    """
+    scale, units, step = _personalized_units(user_sensitivity, user_epsilon, values.shape[-1])
+    if scale == 0.0:
+        return values.copy(), 0.0
+    if not secure:
+        return values + rng.laplace(scale=scale, size=values.shape), scale
+    return _add_on_grid(values, step, sample_discrete_laplace(rng, units, values.shape)), scale
+
+
+def _personalized_units(user_sensitivity, user_epsilon, n_coordinates):
+    private = (user_sensitivity > 0) & np.isfinite(user_epsilon)
+    if not private.any():
+        return 0.0, 0.0, 1.0
+    sensitivity, epsilon = user_sensitivity[private], user_epsilon[private]
+    scale = float(np.max(sensitivity / epsilon))
+    step = grid_step(scale)
+    units = float(np.max((sensitivity / step + n_coordinates) / epsilon))
+    return scale, units, step
+
+
+def personalized_laplace_variance(user_sensitivity, user_epsilon, n_coordinates, secure):
+    """Per-coordinate variance of the noise :func:`personalized_laplace_release` adds."""
+    scale, units, step = _personalized_units(user_sensitivity, user_epsilon, n_coordinates)
+    if scale == 0.0:
+        return 0.0
+    if not secure:
+        return 2.0 * scale**2
+    return float(discrete_laplace_variance(units) * step**2)

@@ -97,3 +97,26 @@ def test_audit_of_disjoint_outputs_finds_delta_one():
 def test_audit_rejects_unequal_sample_sizes():
     with pytest.raises(ValueError, match="equally many"):
         audit_samples(np.zeros(3), np.zeros(4), 1.0)
+
+
+@pytest.mark.parametrize("divisor, should_pass", [(1.0, True), (WEAKER, False)])
+def test_personalized_laplace_protects_each_user_at_their_own_epsilon(divisor, should_pass):
+    from skhybrid.mechanisms._noise import personalized_laplace_release
+
+    # Weighted sum of two users' values in [0, 1]: user 0 has epsilon 1, user 1 epsilon 3.
+    weights = np.array([0.3, 0.7])
+    epsilon = np.array([1.0, 3.0])
+    sensitivity = weights / divisor
+
+    def release(values):
+        def draw(n, rng):
+            statistic = np.full((n, 1), weights @ values)
+            return personalized_laplace_release(statistic, sensitivity, epsilon, rng, True)[0][:, 0]
+        return draw
+
+    # Replacing user 0 (value 0 -> 1) moves the sum by 0.3: audited at user 0's epsilon.
+    result = audit_mechanism(
+        release(np.array([0.0, 0.5])), release(np.array([1.0, 0.5])), 1.0,
+        n_samples=N_SAMPLES, random_state=14,
+    )
+    assert result.passed is should_pass, str(result)

@@ -1,0 +1,201 @@
+"""ADPMEstimator: Algorithm 1's weights, the hybrid extension, baselines, errors and privacy."""
+
+import numpy as np
+import pytest
+from sklearn.model_selection import KFold, cross_validate
+
+import skhybrid.mean._adpm as adpm_module
+from skhybrid import ADPMEstimator
+from skhybrid.audit import audit_mechanism, estimator_release
+from skhybrid.theory._adpm import adpm_weights
+
+
+def _two_groups(n=1000, fraction=0.3, eps1=0.2, eps2=1.0, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.beta(2.0, 3.0, size=(n, 1))
+    epsilon = np.where(np.arange(n) < fraction * n, eps1, eps2)
+    return X, epsilon
+
+
+def test_weights_solve_algorithm_1_and_sum_to_one():
+    X, epsilon = _two_groups()
+    est = ADPMEstimator(bounds=(0, 1), random_state=0).fit(X, epsilon=epsilon)
+    expected = adpm_weights(epsilon, data_range=1.0)
+    np.testing.assert_allclose(est.weights_, expected.weights, rtol=1e-12)
+    assert est.weights_.sum() == pytest.approx(1.0)
+    # Users with equal epsilon get equal weight; more privacy means less weight.
+    assert np.ptp(est.weights_[:300]) == 0 and np.ptp(est.weights_[300:]) == 0
+    assert est.weights_[0] < est.weights_[-1]
+    # Lemma 1: the noise scale is D max_i w_i / epsilon_i.
+    assert est.noise_scale_[0] == pytest.approx(np.max(est.weights_ / epsilon))
+
+
+def test_exact_and_cvxpy_solvers_agree():
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(400, 1))
+    epsilon = np.exp(rng.uniform(-3, 1, 400))
+    trust = np.where(rng.random(400) < 0.7, "tcm", "lm")
+    kwargs = {"bounds": (0, 1), "random_state": 0}
+    exact = ADPMEstimator(solver="exact", **kwargs).fit(X, epsilon=epsilon, trust_group=trust)
+    cvx = ADPMEstimator(solver="cvxpy", **kwargs).fit(X, epsilon=epsilon, trust_group=trust)
+    np.testing.assert_allclose(cvx.weights_, exact.weights_, rtol=1e-4, atol=1e-9)
+    np.testing.assert_allclose(cvx.expected_mse_, exact.expected_mse_, rtol=1e-6)
+
+
+def test_saturation_point_is_R_times_eps1_for_two_groups():
+    n, f, eps1 = 1000, 0.3, 0.2
+    X, epsilon = _two_groups(n, f, eps1, 10.0)
+    est = ADPMEstimator(bounds=(0, 1), random_state=0).fit(X, epsilon=epsilon)
+    R = 1 + 8 / (n * f * eps1**2)  # Eq. (4)
+    assert est.saturation_epsilon_ == pytest.approx(R * eps1, rel=1e-9)
+    # Beyond saturation, more epsilon for the second group changes nothing.
+    more = ADPMEstimator(bounds=(0, 1), random_state=0).fit(X, epsilon=np.where(epsilon == 10.0, 50.0, eps1))
+    np.testing.assert_allclose(more.weights_, est.weights_, rtol=1e-12)
+
+
+def test_all_lm_users_get_inverse_variance_weights_of_their_reports():
+    rng = np.random.default_rng(2)
+    X = rng.uniform(size=(300, 1))
+    epsilon = rng.choice([0.5, 1.0, 4.0], 300)
+    est = ADPMEstimator(bounds=(0, 1), random_state=0).fit(X, epsilon=epsilon, trust_group=["lm"] * 300)
+    inverse_variance = 1 / (0.25 + 2 * (1 / epsilon) ** 2)  # worst-case data + local Laplace
+    np.testing.assert_allclose(est.weights_, inverse_variance / inverse_variance.sum(), rtol=1e-9)
+    assert est.noise_scale_[0] == 0.0
+
+
+def test_public_users_are_averaged_without_noise():
+    X, _ = _two_groups(n=50)
+    est = ADPMEstimator(bounds=(0, 1), random_state=0).fit(X, epsilon=np.full(50, np.inf))
+    assert est.mean_[0] == pytest.approx(X.mean())
+    assert est.noise_scale_[0] == 0.0
+
+
+def test_trivial_program_releases_the_midpoint_as_algorithm_1_does():
+    X = np.full((3, 1), 0.9)
+    est = ADPMEstimator(bounds=(0, 1), epsilon=1e-3, random_state=0).fit(X)
+    assert est.released_midpoint_
+    assert est.mean_[0] == 0.5
+    assert est.expected_mse_[0] == pytest.approx(0.25)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["adpm", "uni", "propdpm", "ldpe"])
+def test_expected_mse_matches_monte_carlo_within_4_standard_errors(strategy):
+    rng = np.random.default_rng(3)
+    n, n_trials = 200, 4000
+    epsilon = np.exp(rng.uniform(-2, 1, n))
+    est = ADPMEstimator(strategy=strategy, bounds=(0, 1), variance=1 / 12)
+    errors = np.empty(n_trials)
+    for trial in range(n_trials):
+        X = rng.uniform(size=(n, 1))  # fresh data, variance 1/12
+        est.set_params(random_state=int(rng.integers(2**31))).fit(X, epsilon=epsilon)
+        errors[trial] = (est.mean_[0] - X.mean()) ** 2
+    standard_error = errors.std(ddof=1) / np.sqrt(n_trials)
+    assert abs(errors.mean() - est.expected_mse_[0]) < 4 * standard_error
+
+
+@pytest.mark.slow
+def test_hybrid_expected_mse_matches_monte_carlo():
+    rng = np.random.default_rng(4)
+    n, n_trials = 200, 4000
+    epsilon = np.exp(rng.uniform(-1, 1, n))
+    trust = np.where(rng.random(n) < 0.3, "tcm", "lm")
+    est = ADPMEstimator(bounds=(0, 1), variance=1 / 12)
+    errors = np.empty(n_trials)
+    for trial in range(n_trials):
+        X = rng.uniform(size=(n, 1))
+        est.set_params(random_state=int(rng.integers(2**31))).fit(X, epsilon=epsilon, trust_group=trust)
+        errors[trial] = (est.mean_[0] - X.mean()) ** 2
+    standard_error = errors.std(ddof=1) / np.sqrt(n_trials)
+    assert abs(errors.mean() - est.expected_mse_[0]) < 4 * standard_error
+
+
+def test_adpm_beats_its_baselines_in_expected_error():
+    rng = np.random.default_rng(5)
+    X = rng.uniform(size=(1000, 1))
+    epsilon = np.exp(rng.uniform(-4, 2, 1000))
+    mse = {
+        s: ADPMEstimator(strategy=s, bounds=(0, 1), random_state=0).fit(X, epsilon=epsilon).expected_mse_[0]
+        for s in ("adpm", "uni", "propdpm", "ldpe")
+    }
+    assert mse["adpm"] <= min(mse["uni"], mse["propdpm"], mse["ldpe"])
+
+
+def test_several_features_use_the_l1_range_for_noise():
+    rng = np.random.default_rng(6)
+    X = rng.uniform(size=(500, 2)) * [1.0, 3.0]
+    epsilon = rng.choice([0.5, 2.0], 500)
+    est = ADPMEstimator(bounds=(0.0, [1.0, 3.0]), random_state=0).fit(X, epsilon=epsilon)
+    assert est.mean_.shape == est.noise_scale_.shape == est.expected_mse_.shape == (2,)
+    assert est.noise_scale_[0] == pytest.approx(4.0 * np.max(est.weights_ / epsilon))
+
+
+def test_local_reports_are_used_as_sent():
+    from skhybrid.mechanisms import LocalLaplaceRandomizer
+
+    rng = np.random.default_rng(7)
+    X = rng.uniform(size=(400, 1))
+    epsilon = np.full(400, 1.0)
+    reports = LocalLaplaceRandomizer(bounds=(0, 1)).privatize(X, epsilon=epsilon, random_state=1)
+    est = ADPMEstimator(bounds=(0, 1), local_reports=True, random_state=0)
+    est.fit(reports, epsilon=epsilon, trust_group=["lm"] * 400)
+    assert est.mean_[0] == pytest.approx(est.weights_ @ reports[:, 0])
+
+
+@pytest.mark.parametrize(
+    "params, fit_params, message",
+    [
+        ({"strategy": "uni"}, {"trust_group": ["lm"] * 10}, "trusted-curator baseline"),
+        ({"variance": 0.3}, {}, "variance must be in"),
+        ({}, {"epsilon": [0.0] * 10}, "epsilon must be"),
+    ],
+)
+def test_bad_input_raises_clear_errors(params, fit_params, message):
+    X = np.linspace(0, 1, 10).reshape(-1, 1)
+    with pytest.raises(ValueError, match=message):
+        ADPMEstimator(bounds=(0, 1), **params).fit(X, **fit_params)
+
+
+def test_cross_validate_routes_per_user_epsilon():
+    X, epsilon = _two_groups()
+    result = cross_validate(ADPMEstimator(bounds=(0, 1), random_state=0), X, cv=KFold(3),
+                            params={"epsilon": epsilon})
+    assert np.all(result["test_score"] <= 0)
+
+
+# -- privacy -----------------------------------------------------------------------------
+
+N_FITS = 5_000
+
+
+def _audit(replaced, epsilon_audited, seed):
+    # Ten users at epsilon 1 and ten at epsilon 2 in [0, 1]; the neighbour replaces one by 1e6.
+    X = np.linspace(0.0, 1.0, 20).reshape(-1, 1)
+    epsilon = np.repeat([1.0, 2.0], 10)
+    X_prime = X.copy()
+    X_prime[replaced, 0] = 1e6
+    estimator = ADPMEstimator(bounds=(0.0, 1.0))
+    return audit_mechanism(
+        estimator_release(estimator, X, epsilon=epsilon),
+        estimator_release(estimator, X_prime, epsilon=epsilon),
+        epsilon_audited, n_samples=N_FITS, n_bins=10, random_state=seed,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("replaced, own_epsilon", [(0, 1.0), (15, 2.0)])
+def test_a_replaced_user_is_protected_at_their_own_epsilon(replaced, own_epsilon):
+    result = _audit(replaced, own_epsilon, seed=31)
+    assert result.passed, str(result)
+
+
+@pytest.mark.slow
+def test_audit_fails_when_the_central_noise_is_divided_by_1_4(monkeypatch):
+    original = adpm_module.personalized_laplace_release
+
+    def weak(values, user_sensitivity, user_epsilon, rng, secure):
+        return original(values, user_sensitivity / 1.4, user_epsilon, rng, secure)
+
+    monkeypatch.setattr(adpm_module, "personalized_laplace_release", weak)
+    result = _audit(0, 1.0, seed=32)
+    assert not result.passed, str(result)
