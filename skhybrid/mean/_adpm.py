@@ -19,7 +19,7 @@ from ..theory._adpm import (
 )
 from ..theory._mixed import mse_about_empirical_mean
 from ..utils._random import check_random_state
-from ..utils._validation import clip_to_bounds, resolve_bounds
+from ..utils._validation import clip_to_bounds, resolve_bounds, resolve_variance
 
 _BASELINES = {"uni": uni_weights, "propdpm": propdpm_weights, "ldpe": ldpe_weights}
 
@@ -175,7 +175,7 @@ class ADPMEstimator(MeanEstimatorMixin, BaseEstimator):
         if raw.shape[0] == 0 and self.bounds is None:
             raise ValueError("bounds=None cannot be derived from privatized reports alone")
         lower, upper = resolve_bounds(self.bounds, raw)
-        feature_variance = self._resolve_variance(lower, upper)
+        feature_variance = resolve_variance(self.variance, lower, upper, allow_zero=False)
         data_range = float(np.sum(upper - lower))
         program_variance = float(np.mean(feature_variance))
         solution = self._solve(user_epsilon, local, data_range, program_variance)
@@ -206,24 +206,6 @@ class ADPMEstimator(MeanEstimatorMixin, BaseEstimator):
         return self
 
     # -- private helpers ------------------------------------------------------------------
-
-    def _resolve_variance(self, lower, upper):
-        worst = (upper - lower) ** 2 / 4.0
-        if self.variance is None:
-            return worst
-        variance = np.asarray(self.variance, dtype=np.float64)
-        if variance.ndim > 1 or (variance.ndim == 1 and variance.shape[0] != lower.shape[0]):
-            raise ValueError(
-                f"variance must be a scalar or have one entry per feature ({lower.shape[0]}); "
-                f"got shape {variance.shape}"
-            )
-        variance = np.broadcast_to(variance, lower.shape)
-        if np.any(~np.isfinite(variance) | (variance <= 0) | (variance > worst)):
-            raise ValueError(
-                "variance must be in (0, (upper - lower)**2 / 4] for every feature (no "
-                f"variable in the bounds has more); got {self.variance!r}"
-            )
-        return variance.copy()
 
     def _solve(self, user_epsilon, local, data_range, variance):
         if self.strategy == "adpm":

@@ -26,7 +26,7 @@ from ..theory._hybrid import (
     tcm_only_mse,
 )
 from ..utils._random import check_random_state
-from ..utils._validation import clip_to_bounds, resolve_bounds
+from ..utils._validation import clip_to_bounds, resolve_bounds, resolve_variance
 
 _HYBRID_STRATEGIES = ("kvh", "pwh", "naive")
 _STRATEGIES = _HYBRID_STRATEGIES + ("tcm_only", "full_lm", "lm_only")
@@ -218,7 +218,7 @@ class HybridMeanEstimator(MeanEstimatorMixin, BaseEstimator):
                 "bounds=None cannot be derived from privatized reports alone; pass bounds"
             )
         lower, upper = resolve_bounds(self.bounds, raw)
-        variance = self._resolve_variance(lower, upper)
+        variance = resolve_variance(self.variance, lower, upper)
         rng = check_random_state(self.random_state)
         noise = {"mechanism": self.mechanism, "delta": self.delta, "lower": lower, "upper": upper}
 
@@ -294,20 +294,6 @@ class HybridMeanEstimator(MeanEstimatorMixin, BaseEstimator):
                 EmptyGroupWarning,
                 stacklevel=3,
             )
-
-    def _resolve_variance(self, lower, upper):
-        if self.variance is None:
-            # Popoviciu's inequality: a variable in [lower, upper] has variance <= range^2 / 4.
-            return (upper - lower) ** 2 / 4.0
-        variance = np.asarray(self.variance, dtype=np.float64)
-        if variance.ndim > 1 or (variance.ndim == 1 and variance.shape[0] != lower.shape[0]):
-            raise ValueError(
-                f"variance must be a scalar or have one entry per feature ({lower.shape[0]}); "
-                f"got shape {variance.shape}"
-            )
-        if not np.all(np.isfinite(variance) & (variance >= 0)):
-            raise ValueError(f"variance must be finite and >= 0; got {self.variance!r}")
-        return np.broadcast_to(variance, lower.shape).copy()
 
     def _weight_and_mse(self, tcm, n_tcm, n_lm, variance, s_L2):
         """Weight on the tcm estimate and the expected MSE, from the theory module."""

@@ -246,3 +246,40 @@ def resolve_bounds(bounds, X):
 def clip_to_bounds(X, lower, upper):
     """Clip raw values to the bounds; returns a new array, never modifies ``X``."""
     return np.clip(X, lower, upper)
+
+
+def resolve_variance(variance, lower, upper, *, allow_zero=True):
+    """The data variance per feature: given, or the worst case for the bounds.
+
+    A variable in [lower, upper] has variance at most (upper - lower)**2 / 4
+    (Popoviciu's inequality): that is the default, and no given value may exceed it.
+
+    Parameters
+    ----------
+    variance : float, array-like of shape (n_features,) or None
+    lower, upper : ndarray of shape (n_features,)
+    allow_zero : bool, default=True
+        Whether a zero variance (constant data) is accepted.
+
+    Returns
+    -------
+    variance : ndarray of shape (n_features,)
+    """
+    worst = (upper - lower) ** 2 / 4.0
+    if variance is None:
+        return worst
+    values = np.asarray(variance, dtype=np.float64)
+    if values.ndim > 1 or (values.ndim == 1 and values.shape[0] != lower.shape[0]):
+        raise ValueError(
+            f"variance must be a scalar or have one entry per feature ({lower.shape[0]}); "
+            f"got shape {values.shape}"
+        )
+    values = np.broadcast_to(values, lower.shape)
+    too_small = values < 0 if allow_zero else values <= 0
+    if np.any(~np.isfinite(values) | too_small | (values > worst)):
+        low = "[0" if allow_zero else "(0"
+        raise ValueError(
+            f"variance must be in {low}, (upper - lower)**2 / 4] for every feature (no "
+            f"variable within the bounds has more); got {variance!r}"
+        )
+    return values.copy()

@@ -191,6 +191,7 @@ def test_one_user_is_supported():
         ({"mechanism": "gaussian"}, "delta in"),
         ({"delta": 1e-5}, "only used by mechanism='gaussian'"),
         ({"variance": [1.0, 2.0]}, "one entry per feature"),
+        ({"variance": 5.0, "bounds": (0, 1)}, "variance must be in"),
         ({"bounds": (1.0, 0.0)}, "lower < upper"),
     ],
 )
