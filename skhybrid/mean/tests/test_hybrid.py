@@ -190,7 +190,7 @@ def test_one_user_is_supported():
     [
         ({"mechanism": "gaussian"}, "delta in"),
         ({"delta": 1e-5}, "only used by mechanism='gaussian'"),
-        ({"variance": [1.0, 2.0]}, "one entry per feature"),
+        ({"variance": [1.0, 2.0], "bounds": (0, 1)}, "one entry per feature"),
         ({"variance": 5.0, "bounds": (0, 1)}, "variance must be in"),
         ({"bounds": (1.0, 0.0)}, "lower < upper"),
     ],
@@ -259,7 +259,7 @@ def test_pandas_input_records_feature_names():
 def test_cross_validate_passes_metadata_with_routing_off():
     X, trust = _population(n=1000)
     result = cross_validate(
-        HybridMeanEstimator(bounds=(0, 1), random_state=0), X, cv=KFold(3),
+        HybridMeanEstimator(bounds=(0, 1), random_state=0), X, cv=KFold(3, shuffle=True, random_state=0),
         params={"trust_group": trust},
     )
     assert np.all(result["test_score"] <= 0)
@@ -274,7 +274,7 @@ def test_grid_search_over_strategy_and_epsilon(routing):
     with config_context(enable_metadata_routing=routing):
         if routing:
             est = est.set_fit_request(trust_group=True)
-        search = GridSearchCV(est, grid, cv=KFold(3))
+        search = GridSearchCV(est, grid, cv=KFold(3, shuffle=True, random_state=0), error_score="raise")
         search.fit(X, trust_group=trust)
     assert search.best_params_["epsilon"] == 4.0
     assert len(search.cv_results_["params"]) == 8
@@ -283,7 +283,8 @@ def test_grid_search_over_strategy_and_epsilon(routing):
             est2 = HybridMeanEstimator(bounds=(0, 1), random_state=0).set_fit_request(
                 trust_group=True, epsilon=True
             )
-            result = cross_validate(est2, X, cv=KFold(2), params={"trust_group": trust, "epsilon": epsilon})
+            cv = KFold(2, shuffle=True, random_state=0)
+            result = cross_validate(est2, X, cv=cv, params={"trust_group": trust, "epsilon": epsilon})
             assert len(result["test_score"]) == 2
 
 
