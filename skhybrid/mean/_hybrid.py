@@ -205,12 +205,12 @@ class HybridMeanEstimator(MeanEstimatorMixin, BaseEstimator):
         self : HybridMeanEstimator
         """
         X, is_tcm, user_epsilon = validate_fit_input(self, X, trust_group, epsilon)
-        self._check_mechanism()
-        self._check_groups(is_tcm, trust_group is not None)
-        epsilon_tcm = _group_epsilon(user_epsilon, is_tcm, "tcm")
-        epsilon_lm = _group_epsilon(user_epsilon, ~is_tcm, "lm")
         n_tcm = int(np.count_nonzero(is_tcm))
         n_lm = X.shape[0] - n_tcm
+        self._check_mechanism()
+        self._check_groups(n_tcm, n_lm, trust_group is not None)
+        epsilon_tcm = _group_epsilon(user_epsilon, is_tcm, "tcm")
+        epsilon_lm = _group_epsilon(user_epsilon, ~is_tcm, "lm")
         # take() on row indices is faster than boolean indexing of 2-d arrays.
         tcm_rows = X.take(np.flatnonzero(is_tcm), axis=0)
         raw = tcm_rows if self.local_reports else X
@@ -280,9 +280,7 @@ class HybridMeanEstimator(MeanEstimatorMixin, BaseEstimator):
                 "mechanism is pure epsilon-DP, so leave delta=0"
             )
 
-    def _check_groups(self, is_tcm, trust_given):
-        n_tcm = int(is_tcm.sum())
-        n_lm = is_tcm.shape[0] - n_tcm
+    def _check_groups(self, n_tcm, n_lm, trust_given):
         if self.strategy == "tcm_only" and n_tcm == 0:
             raise ValueError("strategy='tcm_only' needs at least one tcm user; got none")
         if self.strategy == "lm_only" and n_lm == 0:
