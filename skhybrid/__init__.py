@@ -5,18 +5,30 @@ Users either trust the curator (``"tcm"``, central DP) or randomize their own da
 take both as per-sample metadata: ``est.fit(X, trust_group=..., epsilon=...)``.
 """
 
-from . import audit, datasets, exceptions, mechanisms, theory
-from .mean import ADPMEstimator, HybridMeanEstimator
+from . import audit, datasets, exceptions, heavy_hitters, mechanisms, theory
+from .heavy_hitters import BlenderHeavyHitters
+from .mean import (
+    ADPMEstimator,
+    HybridMeanEstimator,
+    MixedMeanEstimator,
+    MixedQuantileEstimator,
+    PDPSampleEstimator,
+)
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "ADPMEstimator",
+    "BlenderHeavyHitters",
     "HybridMeanEstimator",
+    "MixedMeanEstimator",
+    "MixedQuantileEstimator",
+    "PDPSampleEstimator",
     "__version__",
     "audit",
     "datasets",
     "exceptions",
+    "heavy_hitters",
     "mechanisms",
     "theory",
 ]

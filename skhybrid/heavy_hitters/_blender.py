@@ -1,0 +1,877 @@
+"""BLENDER: the most popular search records from opt-in users and clients (Avent et al. 2017).
+
+Every user holds one search record, a (query, url) pair of integer ids. Opt-in users
+("tcm") trust the curator, who
+
+1. splits them at random into S and T (``headlist_fraction`` of them in S);
+2. builds a candidate head list from S: the records of S whose count plus Laplace noise
+   exceeds a threshold (CreateHeadList, Figure 3), and
+3. estimates the candidates' probabilities from T with Laplace-noised counts, keeping
+   the ``max_records`` most probable (EstimateOptinProbabilities, Figure 4).
+
+Clients ("lm") receive that head list and randomize their own record on their device
+with the two-stage randomizer LocalAlg (Figure 6), :class:`BlenderClient`. The curator
+denoises their reports (Figure 5, Observation 1) and blends the two groups' estimates
+with inverse-variance weights (Figure 7, Theorem 6).
+
+Where the noise comes from, in one hop: opt-in users' noise is added by
+:func:`_create_head_list` and :func:`_estimate_optin_probabilities` (the Laplace
+mechanism on count vectors); clients' noise is added by :meth:`BlenderClient.privatize`.
+Everything else is post-processing. Every formula is in
+:mod:`skhybrid.theory._blender`.
+
+Cells
+-----
+The head list as the clients see it (a :class:`_HeadListLayout`) partitions the space of
+all records into *cells*: every head-list record, one wildcard cell ``(q, *)`` per
+head-list query for its other URLs, and the wildcard cell ``(*, *)`` for every other
+query. Reports are cells; :data:`WILDCARD` (-1) stands for ``*``.
+
+Neighbouring relation: replace one user's record, with the group sizes public.
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+
+from ..base import RANDOM_STATE_CONSTRAINT
+from ..mechanisms import LaplaceMechanism
+from ..theory._blender import (
+    blend_estimates,
+    blending_weights,
+    client_variance_estimate,
+    denoise_client_reports,
+    headlist_threshold,
+    list_of_lists_ndcg,
+    local_alg_achieved_privacy,
+    local_alg_parameters,
+    local_alg_transition_matrix,
+    optin_count_noise_scale,
+    optin_variance,
+    optin_variance_estimate,
+    project_onto_simplex,
+)
+from ..utils._random import check_random_state
+from ..utils._validation import check_epsilon, check_trust_group
+
+__all__ = ["WILDCARD", "BlenderClient", "BlenderHeavyHitters"]
+
+#: The id standing for the wildcard ``*`` in reports and in :attr:`BlenderClient.report_records`:
+#: ``(q, WILDCARD)`` is "query q with a URL outside the head list", ``(WILDCARD, WILDCARD)``
+#: "a query outside the head list". Real ids are >= 0.
+WILDCARD = -1
+
+_INT64_MAX = np.iinfo(np.int64).max
+_TABLE_LIMIT = 1 << 22  # id lookups use a table of at most this many int32 entries
+
+
+# --------------------------------------------------------------------------
+# Records: validation, distinct records, the head list as the clients see it
+# --------------------------------------------------------------------------
+
+
+def _as_id_pairs(values, *, name, whom, allow_wildcard=False):
+    """Validate an (n, 2) numeric array of ids; return it as int64.
+
+    ``values`` has passed :func:`sklearn.utils.check_array` (numeric, finite, 2-D).
+    """
+    if values.shape[1] != 2:
+        raise ValueError(
+            f"{name} must have two columns, the (query, url) ids of one record per row; "
+            f"got n_features = {values.shape[1]}"
+        )
+    if values.dtype.kind == "f":
+        not_integer = (values != np.floor(values)) | (np.abs(values) >= 2.0**63)
+        if not_integer.any():
+            row, column = np.argwhere(not_integer)[0]
+            raise ValueError(
+                f"{name} must hold integer ids (encode strings with "
+                f"sklearn.preprocessing.OrdinalEncoder); got {values[row, column]!r} at "
+                f"row {row}, column {column}"
+            )
+    ids = values.astype(np.int64, copy=False)
+    lowest = WILDCARD if allow_wildcard else 0
+    negative = ids < lowest
+    if negative.any():
+        row, column = np.argwhere(negative)[0]
+        expected = f">= 0, or {WILDCARD} for the wildcard" if allow_wildcard else ">= 0"
+        raise ValueError(
+            f"Negative values in data passed to {whom}: {name} ids must be {expected}; "
+            f"got {ids[row, column]} at row {row}, column {column}"
+        )
+    return ids
+
+
+def _check_records(records, *, name, whom, allow_wildcard=False):
+    """``records`` as an int64 array of shape (n, 2); a single pair (2,) becomes (1, 2)."""
+    array = check_array(np.atleast_2d(records) if np.ndim(records) == 1 else records,
+                        dtype="numeric", ensure_min_samples=0, input_name=name)
+    return _as_id_pairs(array, name=name, whom=whom, allow_wildcard=allow_wildcard)
+
+
+def _distinct_records(records):
+    """Distinct rows of an (n, 2) array of ids >= 0 and their counts.
+
+    Each pair is packed into one integer, ``query * (max_url + 1) + url``, so that one
+    :func:`numpy.unique` on integers does the work; ids too large to pack fall back to
+    the (slower) row-wise unique.
+    """
+    if records.shape[0] == 0:
+        return records.reshape(0, 2), np.zeros(0, dtype=np.int64)
+    url_base = int(records[:, 1].max()) + 1
+    if int(records[:, 0].max()) <= (_INT64_MAX - url_base + 1) // url_base:
+        codes, counts = np.unique(records[:, 0] * url_base + records[:, 1], return_counts=True)
+        return np.column_stack(np.divmod(codes, url_base)), counts
+    return np.unique(records, axis=0, return_counts=True)
+
+
+def _position_in(sorted_values, values):
+    """Position of each of ``values`` in ``sorted_values`` and whether it is there.
+
+    ``sorted_values`` holds distinct integers >= 0. Ids are usually small, so a lookup
+    table (one gather) replaces the binary search when the largest one is below
+    ``_TABLE_LIMIT``. Positions of values that are absent are arbitrary but valid.
+    """
+    last = int(sorted_values[-1])
+    if last < _TABLE_LIMIT:
+        table = np.full(last + 2, -1, dtype=np.int32)  # the last slot: out of range
+        table[sorted_values] = np.arange(sorted_values.size, dtype=np.int32)
+        position = table[np.clip(values, -1, last + 1)]
+        found = position >= 0
+        return np.maximum(position, 0), found
+    position = np.minimum(np.searchsorted(sorted_values, values), sorted_values.size - 1)
+    return position, sorted_values[position] == values
+
+
+class _HeadListLayout:
+    """The head list as the clients see it: its records and wildcards, flattened into cells.
+
+    Queries are ordered by their first appearance in ``records``, each query's URLs in
+    list order followed by its wildcard URL, and the wildcard query ``(*, *)`` is the
+    last cell: the convention of :mod:`skhybrid.theory._blender` (EstimateClientProbabilities,
+    lines 1-3).
+
+    Parameters
+    ----------
+    records : ndarray of int64, shape (n_records, 2)
+        Distinct (query, url) records, ids >= 0; at least one.
+    """
+
+    def __init__(self, records):
+        self.records = records
+        n_records = records.shape[0]
+        queries, first_seen, query_of_record = np.unique(
+            records[:, 0], return_index=True, return_inverse=True
+        )
+        n_queries = queries.size
+        # Layout index of each sorted query: queries in order of first appearance.
+        layout_query = np.empty(n_queries, dtype=np.intp)
+        layout_query[np.argsort(first_seen, kind="stable")] = np.arange(n_queries)
+        record_query = layout_query[query_of_record]
+        # One URL per record plus the wildcard URL per query; the wildcard query has one.
+        self.urls_per_query = np.append(np.bincount(record_query, minlength=n_queries) + 1, 1)
+        starts = np.concatenate([[0], np.cumsum(self.urls_per_query)[:-1]])
+        # Position of each record among its query's records, in list order.
+        by_query = np.argsort(record_query, kind="stable")
+        group_start = np.searchsorted(record_query[by_query], np.arange(n_queries))
+        position = np.empty(n_records, dtype=np.intp)
+        position[by_query] = np.arange(n_records) - group_start[record_query[by_query]]
+        self.record_cells = starts[record_query] + position
+        self.n_cells = int(self.urls_per_query.sum())
+        self.query_wildcard_cells = starts[:-1] + self.urls_per_query[:-1] - 1
+        self.other_cell = self.n_cells - 1
+
+        self.cell_records = np.full((self.n_cells, 2), WILDCARD, dtype=np.int64)
+        self.cell_records[self.record_cells] = records
+        self.cell_records[self.query_wildcard_cells, 0] = queries[np.argsort(layout_query)]
+
+        # Lookups: sorted query ids -> layout query; sorted URL ids -> rank; the pair
+        # (layout query, URL rank) packed into one small integer -> cell.
+        self._sorted_queries = queries
+        self._layout_query = layout_query
+        self._sorted_urls = np.unique(records[:, 1])
+        url_rank = np.searchsorted(self._sorted_urls, records[:, 1])
+        codes = record_query * self._sorted_urls.size + url_rank
+        order = np.argsort(codes)
+        self._record_codes = codes[order]
+        self._code_cells = self.record_cells[order]
+
+    def cells_of_records(self, records):
+        """The cell of each true record (LocalAlg, lines 8-11).
+
+        A head-list record is its own cell; a record of a head-list query with another
+        URL falls in that query's wildcard cell; any other record in ``(*, *)``.
+        Wildcard ids in ``records`` map the same way, so a cell's record maps to itself.
+        """
+        query_position, listed = _position_in(self._sorted_queries, records[:, 0])
+        url_rank, known_url = _position_in(self._sorted_urls, records[:, 1])
+        layout_query = self._layout_query[query_position]
+        codes = layout_query * self._sorted_urls.size + url_rank
+        code_position, is_record = _position_in(self._record_codes, codes)
+        is_record &= listed & known_url
+        query_cells = np.where(listed, self.query_wildcard_cells[layout_query], self.other_cell)
+        return np.where(is_record, self._code_cells[code_position], query_cells)
+
+    def cells_of_reports(self, reports):
+        """The cell of each report; a report that is not a cell of this layout raises."""
+        cells = self.cells_of_records(reports)
+        mismatch = np.any(self.cell_records[cells] != reports, axis=1)
+        if mismatch.any():
+            row = int(np.flatnonzero(mismatch)[0])
+            raise ValueError(
+                f"reports must be head-list records or wildcards of the head list the "
+                f"clients used; got {tuple(reports[row].tolist())} at row {row}"
+            )
+        return cells
+
+
+def _sample_rows(cumulative, rows, rng):
+    """One categorical draw per entry of ``rows`` from the row's distribution, by inverse CDF.
+
+    ``cumulative[x]`` is the CDF of row ``x``. Entries are grouped by row (a stable
+    radix sort on small integers) so that each row needs one vectorised searchsorted.
+    """
+    n_rows, n_outputs = cumulative.shape
+    draws = np.empty(rows.shape[0], dtype=np.intp)
+    order = np.argsort(rows.astype(np.min_scalar_type(n_rows)), kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n_rows))])
+    uniforms = rng.random(rows.shape[0])
+    for row in np.flatnonzero(np.diff(bounds)):
+        members = order[bounds[row] : bounds[row + 1]]
+        cdf = cumulative[row]
+        draws[members] = np.searchsorted(cdf, uniforms[members] * cdf[-1], side="right")
+    np.minimum(draws, n_outputs - 1, out=draws)  # guards the top rounding edge
+    return draws
+
+
+# --------------------------------------------------------------------------
+# Opt-in users (trusted curator): CreateHeadList and EstimateOptinProbabilities
+# --------------------------------------------------------------------------
+
+
+def _count_mechanism(epsilon):
+    """The Laplace mechanism of Figures 3 and 4: scale ``b = optin_count_noise_scale(epsilon)``.
+
+    A vector of counts over a partition of records moves by at most one unit in two
+    cells when one user's record is replaced: L1 sensitivity ``2 m_O`` with ``m_O = 1``,
+    which :class:`~skhybrid.mechanisms.LaplaceMechanism` turns into the scale
+    ``sensitivity / epsilon = b``. Its noise is floating-point safe.
+    """
+    sensitivity = optin_count_noise_scale(epsilon) * epsilon
+    return LaplaceMechanism(epsilon=epsilon, sensitivity=sensitivity)
+
+
+def _passes_threshold(counts, *, epsilon, delta, rng):
+    """CreateHeadList, lines 9-11: which noisy counts exceed ``tau``.
+
+    ``counts`` has shape (..., n_distinct); leading axes are independent releases.
+    """
+    noisy = _count_mechanism(epsilon).randomise(counts, random_state=rng)
+    return noisy > headlist_threshold(epsilon, delta)
+
+
+def _create_head_list(records, *, epsilon, delta, rng):
+    """CreateHeadList (Figure 3) with ``m_O = 1``: the candidate head list from S.
+
+    The candidates are the distinct records of S (the domain comes from the data)
+    whose count plus ``Laplace(b_S)`` noise exceeds ``tau``: a record held by a single
+    user, the one that can be in one neighbour's domain and not the other's, passes
+    with probability ``delta / 2``. (epsilon, delta)-DP for the users in S.
+
+    Returns
+    -------
+    candidates : ndarray of int64, shape (n_candidates, 2)
+        In increasing (query, url) order. The wildcard record is added by the layout.
+    """
+    distinct, counts = _distinct_records(records)
+    if distinct.shape[0] == 0:
+        return distinct
+    keep = _passes_threshold(counts.astype(np.float64), epsilon=epsilon, delta=delta, rng=rng)
+    return distinct[keep]
+
+
+def _estimate_optin_probabilities(records, candidates, *, epsilon, max_records, rng):
+    """EstimateOptinProbabilities (Figure 4) with ``m_O = 1``, on the users of T.
+
+    The counts of T's records are released with ``Laplace(b_T)`` noise over the cells of
+    the candidate head list (every candidate, one wildcard per candidate query, and
+    ``(*, *)``): a partition fixed before T's data is read, so the release is
+    epsilon-DP for the users in T. The ``max_records`` most probable candidates form
+    the head list, and the cells of the head list the clients will see are sums of the
+    released cells (post-processing).
+
+    Returns
+    -------
+    layout : _HeadListLayout
+        The final head list (records in decreasing opt-in estimate).
+    probabilities, variances : ndarray of shape (layout.n_cells,)
+        ``p_hat_O`` and Theorem 4's variance estimate per cell. A cell that sums ``m``
+        released cells carries ``m`` independent ``Laplace(b_T)`` draws, whose variance
+        ``2 m b_T^2`` is that of one ``Laplace(b_T sqrt(m))``: Theorem 4 is applied with
+        that scale. Estimates are clipped below at the noise-only variance
+        ``optin_variance(0, |D_T|, b)``, the least the true variance can be.
+    """
+    n_users = records.shape[0]
+    candidate_layout = _HeadListLayout(candidates)
+    counts = np.bincount(candidate_layout.cells_of_records(records),
+                         minlength=candidate_layout.n_cells).astype(np.float64)
+    noisy = _count_mechanism(epsilon).randomise(counts, random_state=rng)
+    candidate_estimates = noisy[candidate_layout.record_cells] / n_users
+    top = np.argsort(-candidate_estimates, kind="stable")[:max_records]
+    layout = _HeadListLayout(candidates[top])
+
+    merged_into = layout.cells_of_records(candidate_layout.cell_records)
+    probabilities = np.bincount(merged_into, weights=noisy, minlength=layout.n_cells) / n_users
+    n_draws = np.bincount(merged_into, minlength=layout.n_cells)
+    scale = optin_count_noise_scale(epsilon)
+    variances = np.empty(layout.n_cells)
+    for draws in np.unique(n_draws):
+        cells = n_draws == draws
+        draws_scale = scale * np.sqrt(draws)
+        variances[cells] = np.maximum(
+            optin_variance_estimate(probabilities[cells], n_users, draws_scale),
+            optin_variance(0.0, n_users, draws_scale),
+        )
+    return layout, probabilities, variances
+
+
+# --------------------------------------------------------------------------
+# Clients (local model): LocalAlg and EstimateClientProbabilities
+# --------------------------------------------------------------------------
+
+
+class BlenderClient:
+    """LocalAlg (Figure 6 of BLENDER): a client privatizes its own record against the head list.
+
+    Runs on each client's device, or on many at once in a simulation. The client keeps
+    its query with probability ``t`` and otherwise reports a uniformly random other
+    head-list query with a uniformly random URL of it; having kept the query, it keeps
+    its URL with probability ``t_q`` and otherwise reports another URL of that query. A
+    record outside the head list is first replaced by its wildcard: ``(q, *)`` when
+    ``q`` is a head-list query, ``(*, *)`` otherwise. The report is one categorical draw
+    from the row of :attr:`transition_matrix` of the client's cell.
+
+    The budget is split between the two stages, ``epsilon_Q = query_budget_fraction *
+    epsilon`` for the query and the rest for the URL (and ``delta`` likewise); by
+    Theorem 3 each report is (epsilon, delta)-differentially private for its client in
+    the local model, whatever the other clients or the curator do.
+
+    Parameters
+    ----------
+    head_list : array-like of shape (n_records, 2) or list of (query, url) tuples
+        The head list published by the curator (``BlenderHeavyHitters.head_list_``):
+        distinct records of integer ids >= 0, at least one. Only the set of records
+        matters to the reports' distribution.
+    epsilon : float
+        The client's privacy level, > 0.
+    delta : float
+        In (0, 1).
+    query_budget_fraction : float, default=0.85
+        ``f_C``, the share of the budget spent on the query, in (0, 1) (the paper's
+        0.85, Section 4.2.1).
+
+    Attributes
+    ----------
+    head_list : list of tuple
+        The head list's records as (query, url) tuples of ints.
+    report_records : ndarray of int64, shape (n_cells, 2)
+        Every possible report: the head-list records and the wildcards (:data:`WILDCARD`
+        for ``*``), query by query, the wildcard query last.
+    urls_per_query : ndarray of int64, shape (n_queries + 1,)
+        ``k_q`` per head-list query, wildcard URL included, and 1 for the wildcard query.
+    parameters : LocalAlgParameters
+        The keep probabilities ``t``, ``t_q`` and the stage budgets.
+
+    See Also
+    --------
+    BlenderHeavyHitters : the curator's side; ``fit_reports`` consumes these reports.
+
+    Examples
+    --------
+    >>> from skhybrid.heavy_hitters import BlenderClient
+    >>> client = BlenderClient([(0, 0), (0, 1), (3, 0)], epsilon=4.0, delta=1e-5)
+    >>> reports = client.privatize([[0, 1], [3, 7], [9, 9]], random_state=0)
+    >>> reports.shape
+    (3, 2)
+    >>> client.report_records.tolist()
+    [[0, 0], [0, 1], [0, -1], [3, 0], [3, -1], [-1, -1]]
+    """
+
+    def __init__(self, head_list, *, epsilon, delta, query_budget_fraction=0.85):
+        if np.size(head_list) == 0:
+            raise ValueError("head_list must hold at least one (query, url) record; got none")
+        records = _check_records(head_list, name="head_list", whom="BlenderClient")
+        distinct, counts = _distinct_records(records)
+        if np.any(counts > 1):
+            raise ValueError(
+                f"head_list records must be distinct; {tuple(distinct[counts > 1][0].tolist())} "
+                "appears more than once"
+            )
+        self.epsilon = check_epsilon(epsilon)
+        self.delta = float(delta)
+        self.query_budget_fraction = float(query_budget_fraction)
+        self._layout = _HeadListLayout(records)
+        self.head_list = [tuple(pair) for pair in records.tolist()]
+        self.report_records = self._layout.cell_records.copy()
+        self.urls_per_query = self._layout.urls_per_query.copy()
+        self.parameters = local_alg_parameters(
+            self.epsilon, self.delta, self.urls_per_query,
+            query_budget_fraction=self.query_budget_fraction,
+        )
+        self._cumulative = np.cumsum(self.transition_matrix, axis=1)
+
+    @property
+    def transition_matrix(self):
+        """``P(report y | true cell x)`` over :attr:`report_records`, shape (n_cells, n_cells)."""
+        return local_alg_transition_matrix(
+            self.parameters.query_keep_probability,
+            self.parameters.url_keep_probability,
+            self.urls_per_query,
+        )
+
+    def achieved_privacy(self):
+        """The (epsilon, delta) that Theorem 3's proof certifies for these keep probabilities.
+
+        Returns
+        -------
+        epsilon, delta : float
+        """
+        return local_alg_achieved_privacy(
+            self.parameters.query_keep_probability,
+            self.parameters.url_keep_probability,
+            self.urls_per_query,
+            epsilon_query=self.parameters.epsilon_query,
+            epsilon_url=self.parameters.epsilon_url,
+        )
+
+    def privatize(self, records, *, random_state=None):
+        """Privatize each client's record: the report its device sends.
+
+        Parameters
+        ----------
+        records : array-like of shape (n_clients, 2) or (2,)
+            Each client's true (query, url) record, integer ids >= 0.
+        random_state : None, int or numpy.random.Generator, default=None
+            ``None`` uses the operating system's secure randomness (for real devices);
+            an int gives reproducible reports (simulations only).
+
+        Returns
+        -------
+        reports : ndarray of int64, shape (n_clients, 2) or (2,)
+            Rows of :attr:`report_records`; :data:`WILDCARD` marks ``*``.
+        """
+        true_records = _check_records(records, name="records", whom="BlenderClient.privatize")
+        cells = self._privatize_cells(self._layout.cells_of_records(true_records),
+                                      check_random_state(random_state))
+        reports = self.report_records[cells]
+        return reports[0] if np.ndim(records) == 1 else reports
+
+    def _privatize_cells(self, cells, rng):
+        """LocalAlg on cells: a categorical draw from each client's transition row."""
+        return _sample_rows(self._cumulative, cells, rng)
+
+
+
+def _estimate_client_probabilities(report_counts, client):
+    """EstimateClientProbabilities (Figure 5): the curator denoises the clients' reports.
+
+    Observation 1's unbiased estimates and Theorem 5's (corrected) variance estimates
+    per cell of ``client``'s head list. The variance estimates are never negative (each
+    is the plug-in variance of a linear function of multinomial frequencies); the clip
+    only absorbs rounding.
+    """
+    randomizer = {
+        "query_keep_probability": client.parameters.query_keep_probability,
+        "url_keep_probability": client.parameters.url_keep_probability,
+        "urls_per_query": client.urls_per_query,
+    }
+    _, probabilities = denoise_client_reports(report_counts, **randomizer)
+    _, variances = client_variance_estimate(report_counts, **randomizer)
+    return probabilities, np.maximum(variances, 0.0)
+
+
+# --------------------------------------------------------------------------
+# The curator
+# --------------------------------------------------------------------------
+
+
+def _one_epsilon_per_group(epsilon, is_optin):
+    """The privacy level of the opt-in users and of the clients (one each)."""
+    if np.ndim(epsilon) == 0:
+        return epsilon, epsilon
+    levels = {}
+    for name, members in (("opt-in (tcm)", is_optin), ("client (lm)", ~is_optin)):
+        values = epsilon[members]
+        if values.size and np.any(values != values[0]):
+            other = values[int(np.flatnonzero(values != values[0])[0])]
+            raise ValueError(
+                f"BlenderHeavyHitters needs one epsilon per trust group, but the {name} "
+                f"group has {values[0]!r} and {other!r}"
+            )
+        levels[name] = float(values[0]) if values.size else None
+    return levels["opt-in (tcm)"], levels["client (lm)"]
+
+
+def _headlist_group_size(n_optin, headlist_fraction):
+    """``|S| = round(headlist_fraction |O|)``, leaving at least two users in T.
+
+    Theorem 4's variance estimate needs ``|D_T| >= 2``.
+    """
+    return max(0, min(int(round(headlist_fraction * n_optin)), n_optin - 2))
+
+
+class BlenderHeavyHitters(BaseEstimator):
+    """The most popular search records and their probabilities under the hybrid model (BLENDER).
+
+    Every user holds one (query, url) record. Opt-in users ("tcm") trust the curator,
+    which builds a private head list of popular records from some of them and
+    estimates the records' probabilities from the others; clients ("lm") privatize
+    their record against that head list on their devices (:class:`BlenderClient`).
+    The two groups' estimates are blended per record with inverse-variance weights.
+
+    Read more in :doc:`/privacy` about the guarantee and its neighbouring relation.
+
+    Parameters
+    ----------
+    epsilon : float, default=4.0
+        Every user's privacy level when no ``epsilon`` metadata is passed (the paper's
+        choice, Section 4.2.1).
+    delta : float, default=1e-5
+        Every user's delta, in (0, 1): spent by the head-list threshold for opt-in
+        users and by LocalAlg for clients. Take it well below ``1 / n_users``.
+    max_records : int, default=50
+        ``M``, the largest number of records in the head list.
+    headlist_fraction : float, default=0.95
+        ``f_O``, the share of opt-in users (S) that builds the candidate head list; the
+        others (T) estimate the candidates' probabilities. At least two opt-in users
+        are always left in T.
+    query_budget_fraction : float, default=0.85
+        ``f_C``, the share of each client's budget spent on reporting the query; the
+        rest is spent on the URL.
+    project_to_simplex : bool, default=True
+        Project the blended estimates of all cells (head-list records and wildcards)
+        onto the probability simplex, so that they are non-negative and sum to 1
+        (BlendProbabilities, line 5, which the paper's experiments use).
+    random_state : None, int or numpy.random.Generator, default=None
+        ``None`` draws noise from the operating system's secure randomness; an int
+        gives reproducible noise (simulations only). Also drives the split of the
+        opt-in users and, in ``fit``, the simulated clients' randomizer.
+
+    Attributes
+    ----------
+    head_list_ : list of tuple
+        The head list: (query, url) tuples of ints, most probable first. The clients
+        randomize against this set of records.
+    probabilities_ : ndarray of shape (n_records,)
+        The blended probability estimate of each record of ``head_list_`` (projected
+        when ``project_to_simplex``).
+    variances_ : ndarray of shape (n_records,)
+        The variance of the blended (unprojected) estimates, ``w^2 sigma^2_O + (1 - w)^2
+        sigma^2_C`` (Theorem 6) with the groups' variance estimates.
+    weights_ : ndarray of shape (n_records,)
+        ``w``, the weight of the opt-in estimate in each blend.
+    optin_probabilities_, optin_variances_ : ndarray of shape (n_records,)
+        The opt-in users' estimates (from T) and Theorem 4's variance estimates.
+    client_probabilities_, client_variances_ : ndarray of shape (n_records,)
+        The clients' denoised estimates (Observation 1) and Theorem 5's variance
+        estimates; NaN and inf when fewer than two clients reported.
+    other_probability_ : float
+        The blended probability of all records outside the head list (the wildcard
+        cells).
+    n_candidates_ : int
+        The size of the candidate head list built from S, before keeping the
+        ``max_records`` most probable.
+    n_headlist_users_, n_estimation_users_, n_clients_ : int
+        ``|S|``, ``|T|`` and the number of clients (public group sizes).
+    n_features_in_ : int
+        Always 2.
+    feature_names_in_ : ndarray of shape (2,)
+        Defined when ``X`` has string feature names.
+
+    See Also
+    --------
+    BlenderClient : LocalAlg, the client-side randomizer.
+    skhybrid.theory.list_of_lists_ndcg : the metric of :meth:`score`.
+
+    Notes
+    -----
+    *Privacy.* Each opt-in user is in S or in T, never both. CreateHeadList is
+    (epsilon, delta)-DP for S: it counts the records S holds (the domain comes from
+    the data) and keeps those whose count plus ``Laplace(2 / epsilon)`` noise exceeds
+    ``tau = 1 + (2 / epsilon) ln(1 / delta)``, so a record held by one user alone
+    surfaces with probability ``delta / 2``. EstimateOptinProbabilities is epsilon-DP
+    for T (Laplace noise on a count vector over a partition fixed by S's output).
+    LocalAlg is (epsilon, delta)-DP for each client in the local model (Theorem 3).
+    Denoising, blending and the projection are post-processing. Group membership and
+    the sizes of S, T and the clients are public.
+
+    *Two phases.* In a deployment the clients need the head list before they can
+    report. Fit the opt-in users alone (``trust_group=None``), publish ``head_list_``,
+    let each device run ``make_client().privatize(record)``, then call
+    :meth:`fit_reports` with the collected reports: it blends them with the opt-in
+    estimates of the first fit and spends no further budget. ``fit`` with clients in
+    ``X`` simulates all of this in one call.
+
+    *Records.* ``X`` has exactly two columns of integer ids >= 0 (integer-valued floats
+    are accepted); encode string queries and URLs first, e.g. with
+    :class:`~sklearn.preprocessing.OrdinalEncoder`. URL ids may be local to a query:
+    the pair identifies a record.
+
+    *Head list.* The head list is the ``max_records`` candidates with the highest
+    opt-in estimates from T (Figure 4), so those estimates are biased upwards near
+    the cut-off (a selection effect the paper shares); the clients' estimates are not.
+
+    References
+    ----------
+    B. Avent, A. Korolova, D. Zeber, T. Hovden and B. Livshits. "BLENDER: Enabling
+    Local Search with a Hybrid Differential Privacy Model". USENIX Security 2017.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skhybrid.datasets import make_search_logs
+    >>> from skhybrid.heavy_hitters import BlenderHeavyHitters
+    >>> X = make_search_logs(200_000, random_state=0)
+    >>> trust = np.where(np.random.default_rng(1).random(200_000) < 0.1, "tcm", "lm")
+    >>> est = BlenderHeavyHitters(max_records=10, random_state=0)
+    >>> est = est.fit(X, trust_group=trust)
+    >>> len(est.head_list_), est.head_list_[0]
+    (10, (0, 0))
+    >>> bool(est.score(X) > 0.9)
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "max_records": [Interval(Integral, 1, None, closed="left")],
+        "headlist_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "query_budget_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "project_to_simplex": ["boolean"],
+        "random_state": RANDOM_STATE_CONSTRAINT,
+    }
+
+    def __init__(
+        self,
+        *,
+        epsilon=4.0,
+        delta=1e-5,
+        max_records=50,
+        headlist_fraction=0.95,
+        query_budget_fraction=0.85,
+        project_to_simplex=True,
+        random_state=None,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.max_records = max_records
+        self.headlist_fraction = headlist_fraction
+        self.query_budget_fraction = query_budget_fraction
+        self.project_to_simplex = project_to_simplex
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, *, trust_group=None, epsilon=None):
+        """Build the private head list and estimate its records' probabilities.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_users, 2)
+            One (query, url) record of integer ids >= 0 per user. Clients' rows are
+            their true records: their randomizer is simulated here with
+            :class:`BlenderClient`.
+        y : ignored
+        trust_group : array-like of shape (n_users,), default=None
+            ``"tcm"`` (opt-in) / ``"lm"`` (client), case-insensitive, or booleans
+            (True = opt-in); ``None`` means every user opts in.
+        epsilon : array-like of shape (n_users,), default=None
+            Per-user privacy levels, one value for the opt-in users and one for the
+            clients. ``None`` uses the ``epsilon`` parameter.
+
+        Returns
+        -------
+        self : BlenderHeavyHitters
+        """
+        X = self._validate_records(X, reset=True)
+        is_optin = check_trust_group(trust_group, X.shape[0])
+        user_epsilon = check_epsilon(self.epsilon if epsilon is None else epsilon,
+                                     None if epsilon is None else X.shape[0])
+        epsilon_optin, epsilon_client = _one_epsilon_per_group(user_epsilon, is_optin)
+        rng = check_random_state(self.random_state)
+
+        optin = X[is_optin]
+        n_headlist = _headlist_group_size(optin.shape[0], self.headlist_fraction)
+        in_headlist = np.zeros(optin.shape[0], dtype=bool)
+        in_headlist[rng.permutation(optin.shape[0])[:n_headlist]] = True
+        estimation_users = optin[~in_headlist]
+
+        candidates = np.zeros((0, 2), dtype=np.int64)
+        if n_headlist:
+            candidates = _create_head_list(
+                optin[in_headlist], epsilon=epsilon_optin, delta=self.delta, rng=rng
+            )
+        self.n_headlist_users_ = n_headlist
+        self.n_estimation_users_ = estimation_users.shape[0]
+        self.n_candidates_ = candidates.shape[0]
+        if candidates.shape[0] == 0:
+            self._set_empty_head_list(int(np.count_nonzero(~is_optin)))
+            return self
+        layout, optin_estimates, optin_variances = _estimate_optin_probabilities(
+            estimation_users, candidates, epsilon=epsilon_optin,
+            max_records=self.max_records, rng=rng,
+        )
+        self._head_records = layout.records
+        self._optin_cells = (optin_estimates, optin_variances)
+
+        clients = X[~is_optin]
+        client = None
+        report_counts = None
+        if clients.shape[0]:
+            client = self._client(epsilon_client)
+            reports = client._privatize_cells(layout.cells_of_records(clients), rng)
+            report_counts = np.bincount(reports, minlength=layout.n_cells)
+        self._blend(layout, client, report_counts)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit_reports(self, reports, *, epsilon=None):
+        """Replace the clients' part of the fit by reports privatized on their devices.
+
+        The second phase of a deployment (see Notes of the class): the opt-in users'
+        estimates of the last ``fit`` are blended with these reports' denoised
+        estimates. No data other than the reports is read and no noise is drawn.
+
+        Parameters
+        ----------
+        reports : array-like of shape (n_clients, 2)
+            The clients' reports, from :meth:`BlenderClient.privatize` with
+            :meth:`make_client`'s head list and privacy parameters.
+        epsilon : float, default=None
+            The clients' privacy level; ``None`` uses the ``epsilon`` parameter.
+
+        Returns
+        -------
+        self : BlenderHeavyHitters
+        """
+        check_is_fitted(self)
+        if not hasattr(self, "_head_records"):
+            raise ValueError(
+                "the fitted head list is empty, so clients have nothing to report; fit "
+                "on more opt-in users or with a larger epsilon or delta"
+            )
+        client = self._client(self.epsilon if epsilon is None else epsilon)
+        reports = _check_records(reports, name="reports", whom="fit_reports",
+                                 allow_wildcard=True)
+        cells = client._layout.cells_of_reports(reports)
+        report_counts = np.bincount(cells, minlength=client._layout.n_cells)
+        self._blend(client._layout, client, report_counts if cells.size else None)
+        return self
+
+    def make_client(self, epsilon=None):
+        """The client-side randomizer for the fitted head list (LocalAlg).
+
+        Parameters
+        ----------
+        epsilon : float, default=None
+            The clients' privacy level; ``None`` uses the ``epsilon`` parameter.
+
+        Returns
+        -------
+        client : BlenderClient
+        """
+        check_is_fitted(self)
+        if not hasattr(self, "_head_records"):
+            raise ValueError("the fitted head list is empty; there is nothing to report")
+        return self._client(self.epsilon if epsilon is None else epsilon)
+
+    def score(self, X, y=None):
+        """The paper's list-of-lists NDCG of the head list against the records in ``X``.
+
+        Queries are ranked by the sum of their records' ``probabilities_`` and each
+        query's URLs by their probabilities, and compared with the frequencies of the
+        records in ``X`` (:func:`skhybrid.theory.list_of_lists_ndcg`, Section 4).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_users, 2)
+            (query, url) records of integer ids >= 0.
+        y : ignored
+
+        Returns
+        -------
+        score : float
+            In [0, 1], higher is better; 0 for an empty head list. Not private: it
+            reads ``X`` exactly.
+        """
+        check_is_fitted(self)
+        X = self._validate_records(X, reset=False)
+        if not self.head_list_:
+            return 0.0
+        distinct, counts = _distinct_records(X)
+        estimated = (np.array(self.head_list_, dtype=np.int64), self.probabilities_)
+        return list_of_lists_ndcg(estimated, (distinct, counts))
+
+    # -- private helpers ------------------------------------------------------------------
+
+    def _validate_records(self, X, *, reset):
+        X = validate_data(self, X, reset=reset, dtype="numeric")
+        return _as_id_pairs(X, name="X", whom=type(self).__name__)
+
+    def _client(self, epsilon):
+        return BlenderClient(self._head_records, epsilon=epsilon, delta=self.delta,
+                             query_budget_fraction=self.query_budget_fraction)
+
+    def _blend(self, layout, client, report_counts):
+        """BlendProbabilities (Figure 7) over the layout's cells; sets the fitted attributes."""
+        optin_estimates, optin_variances = self._optin_cells
+        n_reports = 0 if report_counts is None else int(report_counts.sum())
+        if n_reports >= 2:
+            client_estimates, client_variances = _estimate_client_probabilities(
+                report_counts, client
+            )
+        else:  # no client estimate: the blend takes the opt-in estimate (weight 1)
+            client_estimates = np.full(layout.n_cells, np.nan)
+            client_variances = np.full(layout.n_cells, np.inf)
+        estimates, variances = blend_estimates(
+            optin_estimates, optin_variances, client_estimates, client_variances
+        )
+        released = project_onto_simplex(estimates) if self.project_to_simplex else estimates
+
+        cells = layout.record_cells
+        # Most probable first; the unprojected blend breaks the projection's ties at 0.
+        order = cells[np.argsort(-estimates[cells], kind="stable")]
+        wildcards = np.ones(layout.n_cells, dtype=bool)
+        wildcards[cells] = False
+        self.head_list_ = [tuple(pair) for pair in layout.cell_records[order].tolist()]
+        self.probabilities_ = released[order]
+        self.variances_ = variances[order]
+        self.weights_ = np.asarray(blending_weights(optin_variances, client_variances))[order]
+        self.optin_probabilities_ = optin_estimates[order]
+        self.optin_variances_ = optin_variances[order]
+        self.client_probabilities_ = client_estimates[order]
+        self.client_variances_ = client_variances[order]
+        self.other_probability_ = float(released[wildcards].sum())
+        self.n_clients_ = n_reports
+
+    def _set_empty_head_list(self, n_clients):
+        """No candidate passed the threshold: nothing is estimated, clients have nothing to say."""
+        for name in ("_head_records", "_optin_cells"):
+            self.__dict__.pop(name, None)
+        self.head_list_ = []
+        for name in ("probabilities_", "variances_", "weights_", "optin_probabilities_",
+                     "optin_variances_", "client_probabilities_", "client_variances_"):
+            setattr(self, name, np.zeros(0))
+        self.other_probability_ = 1.0
+        self.n_clients_ = n_clients
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = False
+        tags.input_tags.allow_nan = False
+        # Records are non-negative integer ids: scikit-learn's checks then feed such data.
+        tags.input_tags.categorical = True
+        tags.input_tags.positive_only = True
+        return tags

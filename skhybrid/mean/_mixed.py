@@ -1,0 +1,440 @@
+"""Mixed estimators for per-user privacy levels (Ferrando, Gillenwater and Kulesza).
+
+Users are grouped by privacy level (``np.inf`` = public); each group gets its own
+private estimate at its own epsilon, and the estimates are mixed with inverse-variance
+weights computed from public quantities only (group sizes, epsilons, bounds, variance).
+"""
+
+from dataclasses import dataclass
+from numbers import Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._group_estimates import central_group_mean
+from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin
+from ..mechanisms import ExponentialMechanism
+from ..theory._mixed import (
+    mixed_mean_variance,
+    mixed_mean_weights,
+    mixed_quantile_weights,
+    mse_about_empirical_mean,
+)
+from ..utils._random import check_random_state
+from ._pdp import _validate_curator_fit
+
+
+@dataclass(frozen=True)
+class _EpsilonGroups:
+    """The users grouped by privacy level, as every mixed estimator needs them.
+
+    Attributes
+    ----------
+    values : ndarray of shape (n_samples, n_features)
+        Clipped values, rows ordered by group.
+    epsilons : ndarray of shape (n_groups,)
+        The distinct levels in increasing order (``np.inf``, the public group, last).
+    sizes : ndarray of shape (n_groups,)
+    starts : ndarray of shape (n_groups,)
+        First row of each group in ``values``.
+    lower, upper, variance : ndarray of shape (n_features,)
+    """
+
+    values: np.ndarray
+    epsilons: np.ndarray
+    sizes: np.ndarray
+    starts: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    variance: np.ndarray
+
+    @property
+    def data_range(self):
+        """L1 sensitivity of one user's value vector under replacement: sum of the ranges."""
+        return float(np.sum(self.upper - self.lower))
+
+    def members(self, group):
+        """The clipped values of one group's users."""
+        start = self.starts[group]
+        return self.values[start : start + self.sizes[group]]
+
+
+def _group_by_epsilon(estimator, X, trust_group, epsilon):
+    values, user_epsilon, lower, upper, variance = _validate_curator_fit(
+        estimator, X, trust_group, epsilon
+    )
+    epsilons, group_index, sizes = np.unique(
+        user_epsilon, return_inverse=True, return_counts=True
+    )
+    if epsilons.size > 1:
+        values = values.take(np.argsort(group_index, kind="stable"), axis=0)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    return _EpsilonGroups(values, epsilons, sizes, starts, lower, upper, variance)
+
+
+def _exponential_quantile(values, quantile, lower, upper, mechanism, rng):
+    """One feature's private quantile by the exponential mechanism (Smith 2011, Alg. 2).
+
+    The candidates are the intervals between consecutive sorted values, with the bounds
+    as outer ends; the interval with k values below it has utility -|k - quantile * n|
+    and base measure its length (an empty interval is never chosen). A uniform draw in
+    the chosen interval samples the output density proportional to exp(epsilon u(y) / 2)
+    on [lower, upper]. Replacing one value changes the number of values below any point
+    by at most 1: utility sensitivity 1 under the replace-one relation.
+    """
+    edges = np.concatenate([[lower], np.sort(values), [upper]])
+    lengths = np.diff(edges)
+    with np.errstate(divide="ignore"):
+        log_lengths = np.log(lengths)
+    utilities = -np.abs(np.arange(values.size + 1) - quantile * values.size)
+    chosen = mechanism.select(utilities, log_lengths, random_state=rng)
+    return edges[chosen] + lengths[chosen] * rng.random()
+
+
+class _BaseMixedEstimator(BaseEstimator):
+    """Group the users by epsilon, estimate each group privately, mix the estimates."""
+
+    _parameter_constraints: dict = {
+        "epsilon": [Interval(Real, 0, np.inf, closed="right")],
+        "bounds": [tuple, list, None],
+        "variance": [Interval(Real, 0, None, closed="left"), "array-like", None],
+        "random_state": RANDOM_STATE_CONSTRAINT,
+    }
+
+    def _fit_mixture(self, X, trust_group, epsilon):
+        """Fit the per-group estimates and their mixture.
+
+        Returns
+        -------
+        estimate : ndarray of shape (n_features,)
+        groups : _EpsilonGroups
+        weights : ndarray of shape (n_features, n_groups)
+        """
+        groups = _group_by_epsilon(self, X, trust_group, epsilon)
+        rng = check_random_state(self.random_state)
+        estimates = np.array([
+            self._group_estimate(groups, group, rng) for group in range(groups.sizes.size)
+        ])
+        weights = self._mixing_weights(
+            groups.sizes, groups.epsilons, data_range=groups.data_range,
+            variance=groups.variance[:, np.newaxis],
+        )
+        self.group_epsilons_ = groups.epsilons
+        self.group_sizes_ = groups.sizes
+        self.group_weights_ = weights.T.copy()
+        return np.einsum("fg,gf->f", weights, estimates), groups, weights
+
+
+class MixedMeanEstimator(MeanEstimatorMixin, _BaseMixedEstimator):
+    """Private mean for per-user privacy levels: one Laplace mean per level, mixed.
+
+    Users with the same epsilon form a group; each group's mean gets Laplace noise for
+    its own epsilon (public users, ``epsilon = inf``, get none), and the group means are
+    combined with the weights that minimise the variance of the mixture, proportional
+    to 1 / (sigma^2 / n_g + 2 (R / (n_g epsilon_g))^2) (Ferrando et al. Sec. 2, after
+    Rubin and Weisberg 1975).
+
+    Read more in :doc:`/privacy` about the guarantee and its neighbouring relation.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Every user's privacy level when no ``epsilon`` metadata is passed (``np.inf``:
+        public data); the total budget of one fit over all features.
+    bounds : tuple (lower, upper) or None, default=None
+        Data-independent clipping bounds, scalars or per feature. ``None`` derives them
+        from the data and emits :class:`~skhybrid.exceptions.PrivacyLeakWarning`.
+    variance : float, array-like of shape (n_features,) or None, default=None
+        The known data variance used by the weights and ``expected_mse_``; ``None``
+        uses the worst case for the bounds, (upper - lower)**2 / 4.
+    random_state : None, int or numpy.random.Generator, default=None
+        ``None`` draws noise from the operating system's secure randomness; an int
+        gives reproducible noise (simulations only).
+
+    Attributes
+    ----------
+    mean_ : ndarray of shape (n_features,)
+        The private estimate of the mean.
+    group_epsilons_ : ndarray of shape (n_groups,)
+        The distinct privacy levels, increasing (``np.inf``, the public group, last).
+    group_sizes_ : ndarray of shape (n_groups,)
+        Users per group (public under the neighbouring relation).
+    group_weights_ : ndarray of shape (n_groups, n_features)
+        Each group's weight in the mixture, per feature; each column sums to 1.
+    expected_mse_ : ndarray of shape (n_features,)
+        Expected squared error of ``mean_`` against the empirical mean of the fitted
+        data (:func:`~skhybrid.theory.mixed_mean_variance` converted by
+        :func:`~skhybrid.theory.mse_about_empirical_mean`) for i.i.d. data of the given
+        ``variance``; with ``variance=None`` an upper bound.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when ``X`` has string feature names.
+
+    See Also
+    --------
+    PDPSampleEstimator : the Sample mechanism baseline.
+    MixedQuantileEstimator : the same mixing for quantiles.
+    ADPMEstimator : one weight per user from a convex program.
+
+    Notes
+    -----
+    Neighbouring relation: replace one user's value (any value), with the number of
+    users, every user's epsilon and hence the group sizes public. Replacing a user of
+    group g moves the group's clipped sum by at most R = sum_j (upper_j - lower_j) in
+    L1, so Laplace noise of scale R / (n_g epsilon_g) on each coordinate of the group
+    mean (``skhybrid._group_estimates.central_group_mean``) protects the group's
+    users at epsilon_g. The other groups' estimates do not depend on them and the
+    weights depend on public quantities only, so each user gets their own epsilon.
+
+    Ferrando et al. write the sum's sensitivity as max(|a|, |b|), its add/remove
+    sensitivity; under replacement it is b - a (see :mod:`skhybrid.theory`).
+
+    References
+    ----------
+    C. Ferrando, J. Gillenwater and A. Kulesza. "Combining Public and Private Data".
+    PriML workshop at NeurIPS 2021.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skhybrid.mean._mixed import MixedMeanEstimator
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 1, size=(2000, 1))
+    >>> epsilon = np.repeat([0.1, 1.0, np.inf], [1000, 900, 100])
+    >>> est = MixedMeanEstimator(bounds=(0, 1), random_state=0).fit(X, epsilon=epsilon)
+    >>> est.group_epsilons_.tolist(), est.group_sizes_.tolist()
+    ([0.1, 1.0, inf], [1000, 900, 100])
+    >>> bool(abs(est.mean_[0] - X.mean()) < 0.05)
+    True
+    """
+
+    _mixing_weights = staticmethod(mixed_mean_weights)
+
+    def __init__(self, *, epsilon=1.0, bounds=None, variance=None, random_state=None):
+        self.epsilon = epsilon
+        self.bounds = bounds
+        self.variance = variance
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, *, trust_group=None, epsilon=None):
+        """Fit the private mean.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            One row per user.
+        y : ignored
+        trust_group : array-like of shape (n_samples,), default=None
+            Accepted for the common API; every user must be ``"tcm"`` (or True).
+        epsilon : array-like of shape (n_samples,), default=None
+            Per-user privacy levels, > 0; ``np.inf`` marks public users. ``None``
+            gives everyone the ``epsilon`` parameter.
+
+        Returns
+        -------
+        self : MixedMeanEstimator
+        """
+        self.mean_, groups, weights = self._fit_mixture(X, trust_group, epsilon)
+        population_mse = mixed_mean_variance(
+            groups.sizes, groups.epsilons, data_range=groups.data_range,
+            variance=groups.variance[:, np.newaxis], weights=weights,
+        )
+        self.expected_mse_ = np.asarray(
+            mse_about_empirical_mean(
+                population_mse, n_samples=groups.values.shape[0], variance=groups.variance
+            ),
+            dtype=np.float64,
+        )
+        return self
+
+    def _group_estimate(self, groups, group, rng):
+        """The group's mean: exact for the public group, else with Laplace noise."""
+        values = groups.members(group)
+        epsilon = groups.epsilons[group]
+        if np.isinf(epsilon):
+            return values.mean(axis=0)
+        return central_group_mean(
+            values.sum(axis=0), int(groups.sizes[group]), mechanism="laplace",
+            epsilon=float(epsilon), delta=0.0, ranges=groups.upper - groups.lower, rng=rng,
+        ).mean
+
+
+class MixedQuantileEstimator(_BaseMixedEstimator):
+    """Private quantile for per-user privacy levels: one exponential mechanism per level, mixed.
+
+    Users with the same epsilon form a group; each group's quantile is released by the
+    exponential mechanism with Smith's (2011) utility at the group's epsilon (a public
+    group uses its exact quantile), and the group quantiles are mixed with the weights
+    of :class:`MixedMeanEstimator`, as Ferrando et al. do (Sec. 2, "Quantiles").
+
+    Read more in :doc:`/privacy` about the guarantee and its neighbouring relation.
+
+    Parameters
+    ----------
+    quantile : float, default=0.5
+        The quantile q in [0, 1] to estimate (0.5: the median).
+    epsilon : float, default=1.0
+        Every user's privacy level when no ``epsilon`` metadata is passed (``np.inf``:
+        public data); the total budget of one fit over all features.
+    bounds : tuple (lower, upper) or None, default=None
+        Data-independent clipping bounds, scalars or per feature; the private quantile
+        lies within them. ``None`` derives them from the data and emits
+        :class:`~skhybrid.exceptions.PrivacyLeakWarning`.
+    variance : float, array-like of shape (n_features,) or None, default=None
+        The known data variance used by the mixing weights; ``None`` uses the worst
+        case for the bounds, (upper - lower)**2 / 4.
+    random_state : None, int or numpy.random.Generator, default=None
+        ``None`` draws from the operating system's secure randomness; an int gives
+        reproducible results (simulations only).
+
+    Attributes
+    ----------
+    quantile_ : ndarray of shape (n_features,)
+        The private estimate of the quantile.
+    group_epsilons_ : ndarray of shape (n_groups,)
+        The distinct privacy levels, increasing (``np.inf``, the public group, last).
+    group_sizes_ : ndarray of shape (n_groups,)
+        Users per group (public under the neighbouring relation).
+    group_weights_ : ndarray of shape (n_groups, n_features)
+        Each group's weight in the mixture, per feature; each column sums to 1.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when ``X`` has string feature names.
+
+    See Also
+    --------
+    MixedMeanEstimator : the same mixing for means, whose weights this reuses.
+
+    Notes
+    -----
+    Neighbouring relation: replace one user's value (any value), with the number of
+    users and every user's epsilon (hence the group sizes) public. Replacing one user
+    of group g changes the number of the group's values below any point by at most 1,
+    so the utility has sensitivity 1 and the exponential mechanism with
+    epsilon_g / n_features per feature protects the group's users at epsilon_g over
+    all features (basic composition). The other groups do not depend on them and the
+    weights are public, so each user gets their own epsilon.
+
+    The weights are the mean's inverse-variance weights (a weighting tailored to the
+    exponential mechanism is left open by the paper), so they are not optimal for
+    quantiles; ``score`` is minus the squared error of ``quantile_`` against the
+    empirical quantiles of ``X`` (:func:`numpy.quantile`, linear interpolation),
+    averaged over the features.
+
+    References
+    ----------
+    C. Ferrando, J. Gillenwater and A. Kulesza. "Combining Public and Private Data".
+    PriML workshop at NeurIPS 2021.
+
+    A. Smith. "Privacy-preserving statistical estimation with optimal convergence
+    rates". STOC 2011.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skhybrid.mean._mixed import MixedQuantileEstimator
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(1001, 1))
+    >>> epsilon = np.repeat([0.1, 1.0], [500, 501])
+    >>> est = MixedQuantileEstimator(bounds=(-5, 5), variance=1.0, random_state=0)
+    >>> est = est.fit(X, epsilon=epsilon)
+    >>> bool(abs(est.quantile_[0] - np.median(X)) < 0.3)
+    True
+    """
+
+    _parameter_constraints: dict = {
+        **_BaseMixedEstimator._parameter_constraints,
+        "quantile": [Interval(Real, 0, 1, closed="both")],
+    }
+    _mixing_weights = staticmethod(mixed_quantile_weights)
+
+    def __init__(self, quantile=0.5, *, epsilon=1.0, bounds=None, variance=None, random_state=None):
+        self.quantile = quantile
+        self.epsilon = epsilon
+        self.bounds = bounds
+        self.variance = variance
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, *, trust_group=None, epsilon=None):
+        """Fit the private quantile.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            One row per user.
+        y : ignored
+        trust_group : array-like of shape (n_samples,), default=None
+            Accepted for the common API; every user must be ``"tcm"`` (or True).
+        epsilon : array-like of shape (n_samples,), default=None
+            Per-user privacy levels, > 0; ``np.inf`` marks public users. ``None``
+            gives everyone the ``epsilon`` parameter.
+
+        Returns
+        -------
+        self : MixedQuantileEstimator
+        """
+        self.quantile_, _, _ = self._fit_mixture(X, trust_group, epsilon)
+        return self
+
+    def predict(self, X):
+        """The private quantile, repeated for each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,) for one feature, else (n_samples, n_features)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        estimate = np.tile(self.quantile_, (X.shape[0], 1))
+        return estimate[:, 0] if self.n_features_in_ == 1 else estimate
+
+    def score(self, X, y=None):
+        """Minus the mean over features of the squared error of ``quantile_`` against ``X``'s.
+
+        ``X``'s quantiles are :func:`numpy.quantile` with linear interpolation.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        score : float
+            Higher is better; 0 is a perfect estimate.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        empirical = np.quantile(X, self.quantile, axis=0)
+        return -float(np.mean((self.quantile_ - empirical) ** 2))
+
+    def _group_estimate(self, groups, group, rng):
+        """The group's quantile: exact for the public group, else the exponential mechanism."""
+        values = groups.members(group)
+        epsilon = groups.epsilons[group]
+        if np.isinf(epsilon):
+            return np.quantile(values, self.quantile, axis=0)
+        n_features = values.shape[1]
+        # The user's budget is split evenly over the features (basic composition).
+        mechanism = ExponentialMechanism(epsilon=epsilon / n_features, sensitivity=1.0)
+        return np.array([
+            _exponential_quantile(
+                values[:, feature], self.quantile, groups.lower[feature],
+                groups.upper[feature], mechanism, rng,
+            )
+            for feature in range(n_features)
+        ])
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = False
+        tags.input_tags.allow_nan = False
+        return tags

@@ -1,0 +1,281 @@
+"""The Sample mechanism of Jorgensen, Yu and Cormode (2015) for personalized-DP means."""
+
+from numbers import Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from .._group_estimates import central_group_mean
+from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, validate_fit_input
+from ..theory._mixed import (
+    mse_about_empirical_mean,
+    optimal_sample_threshold,
+    sample_mechanism_mse,
+    sample_mechanism_probabilities,
+    sample_mechanism_thresholds,
+)
+from ..utils._random import check_random_state
+from ..utils._validation import clip_to_bounds, resolve_bounds, resolve_variance
+
+_NAMED_THRESHOLDS = ("min", "mean", "max", "optimal")
+
+
+def _validate_curator_fit(estimator, X, trust_group, epsilon):
+    """Validate the input of a trusted-curator estimator with per-user privacy levels.
+
+    Every user must be tcm; ``np.inf`` marks a public user. Shared by the Sample
+    mechanism and the mixed estimators.
+
+    Returns
+    -------
+    values : ndarray of shape (n_samples, n_features)
+        ``X`` clipped to the bounds (a new array).
+    user_epsilon : ndarray of shape (n_samples,)
+    lower, upper : ndarray of shape (n_features,)
+    variance : ndarray of shape (n_features,)
+        The ``variance`` parameter, or the worst case for the bounds.
+    """
+    X, is_tcm, user_epsilon = validate_fit_input(
+        estimator, X, trust_group, epsilon, allow_inf=True
+    )
+    if not is_tcm.all():
+        index = int(np.flatnonzero(~is_tcm)[0])
+        raise ValueError(
+            f"{type(estimator).__name__} is a trusted-curator estimator: every user must be "
+            f"'tcm'; got an 'lm' user at index {index}. For local-model users use "
+            "HybridMeanEstimator (one epsilon per trust group) or ADPMEstimator with "
+            "trust_group (one epsilon per user)"
+        )
+    lower, upper = resolve_bounds(estimator.bounds, X)
+    variance = resolve_variance(estimator.variance, lower, upper)
+    user_epsilon = np.broadcast_to(user_epsilon, X.shape[:1])
+    return clip_to_bounds(X, lower, upper), user_epsilon, lower, upper, variance
+
+
+class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
+    """Private mean for per-user privacy levels by the Sample mechanism (PDP baseline).
+
+    Each user i is kept independently with probability
+    ``min(1, (exp(epsilon_i) - 1) / (exp(t) - 1))`` for a threshold t, and the kept
+    users' mean is released with t-DP Laplace noise (Jorgensen, Yu and Cormode 2015).
+    Users with ``epsilon_i >= t``, public users (``epsilon_i = inf``) among them, are
+    always kept; the others are protected at their own level by the sampling. It is the
+    baseline of Ferrando et al. and the SM baseline of Chaudhuri and Courtade;
+    :class:`MixedMeanEstimator` usually has a smaller error.
+
+    Read more in :doc:`/privacy` about the guarantee and its neighbouring relation.
+
+    Parameters
+    ----------
+    threshold : {"min", "mean", "max", "optimal"} or float, default="max"
+        The threshold t (see :func:`~skhybrid.theory.sample_mechanism_thresholds`):
+
+        - ``"min"``: the smallest finite epsilon; nobody is subsampled, everyone gets
+          the noise of the most private user.
+        - ``"mean"``: the unweighted mean of the distinct finite epsilons (Jorgensen et
+          al.'s "average" threshold, as in Ferrando's Figure 1).
+        - ``"max"``: the largest epsilon, ``np.inf`` when some users are public: then
+          only the public users are kept (Chaudhuri and Courtade's SM).
+        - ``"optimal"``: the t minimising the expected error (Ferrando's t_opt,
+          :func:`~skhybrid.theory.optimal_sample_threshold`) for the ``variance``
+          given, or the worst case for the bounds.
+        - a float t > 0.
+
+        ``"max"`` is the default as the published baseline (Chaudhuri and Courtade's
+        SM): it needs no assumption on the data variance, never subsamples the least
+        private users, and with a single privacy level it equals every named threshold,
+        so that everyone is kept and the estimate is the plain Laplace mean. With
+        several levels ``"optimal"`` has the smallest expected error.
+    epsilon : float, default=1.0
+        Every user's privacy level when no ``epsilon`` metadata is passed (``np.inf``:
+        public data); the total budget of one fit over all features.
+    bounds : tuple (lower, upper) or None, default=None
+        Data-independent clipping bounds, scalars or per feature. ``None`` derives them
+        from the data and emits :class:`~skhybrid.exceptions.PrivacyLeakWarning`.
+    variance : float, array-like of shape (n_features,) or None, default=None
+        The data variance used by ``threshold="optimal"`` and ``expected_mse_``;
+        ``None`` uses the worst case for the bounds, (upper - lower)**2 / 4.
+    random_state : None, int or numpy.random.Generator, default=None
+        ``None`` draws the sampling coins and the noise from the operating system's
+        secure randomness; an int gives reproducible results (simulations only).
+
+    Attributes
+    ----------
+    mean_ : ndarray of shape (n_features,)
+        The private estimate of the mean.
+    threshold_ : float
+        The threshold t used (``np.inf``: only public users were kept, without noise).
+    sampling_probability_ : ndarray of shape (n_samples,)
+        Each user's keep probability.
+    n_sampled_ : float
+        The expected number of users kept, ``sampling_probability_.sum()``: the public
+        divisor of the mean (see Notes). The realised number is not exposed.
+    expected_mse_ : ndarray of shape (n_features,)
+        Expected squared error of ``mean_`` against the empirical mean of the fitted
+        data (:func:`~skhybrid.theory.sample_mechanism_mse` converted by
+        :func:`~skhybrid.theory.mse_about_empirical_mean`) for i.i.d. data of the given
+        ``variance``. Exact when the data's mean is the centre of the bounds or nobody
+        is subsampled; otherwise it leaves out (mu - centre)**2 sum_i p_i (1 - p_i) /
+        n_sampled_**2. With ``variance=None`` it is an upper bound.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when ``X`` has string feature names.
+
+    See Also
+    --------
+    MixedMeanEstimator : one Laplace mean per privacy level, mixed by inverse variance.
+    ADPMEstimator : the minimax-optimal affine estimator for per-user levels.
+
+    Notes
+    -----
+    **Neighbouring relation.** Replace one user's value (any value), with the number of
+    users and every user's epsilon, hence every keep probability, public.
+
+    **Release.** With c the centre of the bounds, R = sum_j (upper_j - lower_j), keep
+    probabilities p_i, public divisor D = sum_i p_i and secret coins B_i ~ Bernoulli(p_i)
+    drawn independently of the data::
+
+        mean_ = c + (sum_i B_i (clip(x_i) - c) + Z) / D,   Z ~ Laplace(R / t) per coordinate.
+
+    The inner mechanism M(K) = c + (sum_{i in K} (x_i - c) + Z) / D on a kept set K
+    satisfies (a) replacing a kept user's value moves the sum by at most R in L1:
+    t-DP; (b) adding or removing a kept user moves it by at most R / 2 (the values are
+    centred): t/2-DP. A divisor equal to the realised kept count would break (b): the
+    noise scale would differ between K and K + {i}, with an unbounded privacy loss in
+    the tails; Jorgensen et al.'s theorem needs the inner mechanism to be DP under
+    adding and removing a user.
+
+    **Amplification** (Jorgensen et al.'s theorem, adapted to replacement). Fix the coins
+    of every user but i and an output set O; let a, b, c be the probabilities of O under
+    M(K + {x_i}), M(K + {x_i'}) and M(K). The release has probability
+    p a + (1 - p) c on one dataset and p b + (1 - p) c on the other, with p = p_i.
+    By (a) a <= e^t b, and by (b) a <= e^(t/2) c and c <= e^(t/2) b, so
+    a - b <= (e^t - 1) min(b, c) (if c < b: a - b <= (e^(t/2) - e^(-t/2)) c
+    <= (e^t - 1) c). Hence p a + (1 - p) c <= (1 + p (e^t - 1)) (p b + (1 - p) c), and
+    1 + p_i (e^t - 1) = e^(epsilon_i) for epsilon_i < t. Averaging over the other coins
+    keeps the bound. Users with epsilon_i >= t are always kept and get t <= epsilon_i
+    by (a). The secure Laplace mechanism's grid rounding adds at most
+    n_features * 2^-40 to the privacy loss in (b); the slack of the inequality absorbs
+    it whenever t > 2e-6 sqrt(n_features).
+
+    **What is exposed.** ``threshold_``, ``sampling_probability_``, ``n_sampled_`` and
+    ``expected_mse_`` depend only on the public epsilons, bounds and parameters. The
+    realised number of kept users does not depend on the values, only on the coins, but
+    it is not exposed: together with ``mean_`` it would reveal whether user i's coin
+    kept them (for example when every other user has p = 1) and undo the amplification.
+
+    Several features: ``epsilon`` is a user's total budget; the noise uses the L1
+    sensitivity R of the value vector, and ``"optimal"`` minimises the error summed
+    over the features (the features' mean variance).
+
+    References
+    ----------
+    Z. Jorgensen, T. Yu and G. Cormode. "Conservative or liberal? Personalized
+    differential privacy". ICDE 2015.
+
+    C. Ferrando, J. Gillenwater and A. Kulesza. "Combining Public and Private Data".
+    PriML workshop at NeurIPS 2021.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skhybrid.mean._pdp import PDPSampleEstimator
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 1, size=(2000, 1))
+    >>> epsilon = np.where(rng.random(2000) < 0.5, 0.5, 2.0)
+    >>> est = PDPSampleEstimator(threshold="optimal", bounds=(0, 1), random_state=0)
+    >>> est = est.fit(X, epsilon=epsilon)
+    >>> bool(abs(est.mean_[0] - X.mean()) < 0.05)
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "threshold": [
+            StrOptions(set(_NAMED_THRESHOLDS)),
+            Interval(Real, 0, None, closed="neither"),
+        ],
+        "epsilon": [Interval(Real, 0, np.inf, closed="right")],
+        "bounds": [tuple, list, None],
+        "variance": [Interval(Real, 0, None, closed="left"), "array-like", None],
+        "random_state": RANDOM_STATE_CONSTRAINT,
+    }
+
+    def __init__(
+        self, *, threshold="max", epsilon=1.0, bounds=None, variance=None, random_state=None
+    ):
+        self.threshold = threshold
+        self.epsilon = epsilon
+        self.bounds = bounds
+        self.variance = variance
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, *, trust_group=None, epsilon=None):
+        """Fit the private mean.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            One row per user.
+        y : ignored
+        trust_group : array-like of shape (n_samples,), default=None
+            Accepted for the common API; every user must be ``"tcm"`` (or True).
+        epsilon : array-like of shape (n_samples,), default=None
+            Per-user privacy levels, > 0; ``np.inf`` marks public users. ``None``
+            gives everyone the ``epsilon`` parameter.
+
+        Returns
+        -------
+        self : PDPSampleEstimator
+        """
+        values, user_epsilon, lower, upper, variance = _validate_curator_fit(
+            self, X, trust_group, epsilon
+        )
+        n_samples = values.shape[0]
+        data_range = float(np.sum(upper - lower))
+        threshold = self._resolve_threshold(user_epsilon, data_range, variance)
+        probability = sample_mechanism_probabilities(user_epsilon, threshold)
+        expected_kept = float(probability.sum())
+        if expected_kept == 0.0:
+            raise ValueError(
+                f"threshold={self.threshold!r} keeps no user: every keep probability "
+                "underflows to 0; use a smaller threshold"
+            )
+        rng = check_random_state(self.random_state)
+        kept = rng.random(n_samples) < probability
+        centre = (lower + upper) / 2.0
+        kept_sum = (values[kept] - centre).sum(axis=0)
+        if np.isinf(threshold):
+            # Only public users have p > 0, and they are kept for sure: no noise.
+            offset = kept_sum / expected_kept
+        else:
+            offset = central_group_mean(
+                kept_sum, expected_kept, mechanism="laplace", epsilon=threshold, delta=0.0,
+                ranges=upper - lower, rng=rng,
+            ).mean
+        population_mse = sample_mechanism_mse(
+            user_epsilon, threshold, data_range=data_range, variance=variance
+        )
+        self.mean_ = centre + offset
+        self.threshold_ = threshold
+        self.sampling_probability_ = probability
+        self.n_sampled_ = expected_kept
+        self.expected_mse_ = np.asarray(
+            mse_about_empirical_mean(population_mse, n_samples=n_samples, variance=variance),
+            dtype=np.float64,
+        )
+        return self
+
+    def _resolve_threshold(self, user_epsilon, data_range, variance):
+        if not isinstance(self.threshold, str):
+            return float(self.threshold)
+        if self.threshold == "optimal":
+            # One t for all features: it minimises the error summed over the features,
+            # whose sampling term has the features' mean variance.
+            return float(
+                optimal_sample_threshold(
+                    user_epsilon, data_range=data_range, variance=float(np.mean(variance))
+                )
+            )
+        return float(sample_mechanism_thresholds(user_epsilon)[self.threshold])
