@@ -5,7 +5,8 @@ Users either trust the curator (``"tcm"``, central DP) or randomize their own da
 take both as per-sample metadata: ``est.fit(X, trust_group=..., epsilon=...)``.
 """
 
-from . import audit, datasets, exceptions, heavy_hitters, mechanisms, theory
+from . import audit, cluster, datasets, exceptions, heavy_hitters, mechanisms, theory
+from .cluster import HybridKMeans
 from .heavy_hitters import BlenderHeavyHitters
 from .mean import (
     ADPMEstimator,
@@ -20,12 +21,14 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "ADPMEstimator",
     "BlenderHeavyHitters",
+    "HybridKMeans",
     "HybridMeanEstimator",
     "MixedMeanEstimator",
     "MixedQuantileEstimator",
     "PDPSampleEstimator",
     "__version__",
     "audit",
+    "cluster",
     "datasets",
     "exceptions",
     "heavy_hitters",

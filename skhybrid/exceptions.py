@@ -11,8 +11,8 @@ class PrivacyLeakWarning(UserWarning):
     """
 
 
-class PrivacyBudgetWarning(UserWarning):
-    """A repeated release spends the privacy budget again."""
+class EmptyGroupWarning(UserWarning):
+    """A hybrid strategy fell back to one group's estimate because the other group is empty."""
 
 
-__all__ = ["PrivacyBudgetWarning", "PrivacyLeakWarning"]
+__all__ = ["EmptyGroupWarning", "PrivacyLeakWarning"]

@@ -7,6 +7,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from skhybrid import (
     ADPMEstimator,
     BlenderHeavyHitters,
+    HybridKMeans,
     HybridMeanEstimator,
     MixedMeanEstimator,
     MixedQuantileEstimator,
@@ -34,6 +35,10 @@ def _estimators():
         yield PDPSampleEstimator(threshold=threshold, bounds=(-3.0, 3.0))
     yield MixedQuantileEstimator(0.1, bounds=(-3.0, 3.0), variance=1.0)
     yield MixedMeanEstimator(bounds=(-3.0, 3.0), variance=1.0, epsilon=float("inf"))
+    yield HybridKMeans()
+    yield HybridKMeans(bounds=(-3.0, 3.0))
+    for strategy in ("tcm_only", "full_lm"):
+        yield HybridKMeans(strategy=strategy, bounds=(-3.0, 3.0))
     yield BlenderHeavyHitters()
     yield BlenderHeavyHitters(project_to_simplex=False, epsilon=1.0)
 

@@ -15,6 +15,7 @@ from .._group_estimates import (
     reported_group_mean,
 )
 from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, validate_fit_input
+from ..exceptions import EmptyGroupWarning
 from ..theory._hybrid import (
     full_lm_mse,
     hybrid_mse,
@@ -30,10 +31,6 @@ from ..utils._validation import clip_to_bounds, resolve_bounds, resolve_variance
 
 _HYBRID_STRATEGIES = ("kvh", "pwh", "naive")
 _STRATEGIES = _HYBRID_STRATEGIES + ("tcm_only", "full_lm", "lm_only")
-
-
-class EmptyGroupWarning(UserWarning):
-    """A hybrid strategy fell back to one group's estimate because the other is empty."""
 
 
 def _group_epsilon(epsilon, members, name):

@@ -234,7 +234,8 @@ def resolve_bounds(bounds, X):
         "which leaks information about the data and voids the privacy guarantee. Pass "
         "data-independent bounds=(lower, upper) to fit privately.",
         PrivacyLeakWarning,
-        stacklevel=3,
+        # resolve_bounds <- fit <- scikit-learn's fit wrapper <- the user's call
+        stacklevel=4,
     )
     lower = X.min(axis=0).astype(np.float64)
     upper = X.max(axis=0).astype(np.float64)

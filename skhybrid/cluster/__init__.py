@@ -1,0 +1,5 @@
+"""Private clustering."""
+
+from ._kmeans import HybridKMeans
+
+__all__ = ["HybridKMeans"]

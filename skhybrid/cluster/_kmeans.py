@@ -1,0 +1,969 @@
+"""Hybrid-model differentially private K-means (Avent, Dubey and Korolova 2020, Sec. 7).
+
+Algorithm 1 of the paper (Appendix E) runs two DP K-means algorithms side by side and
+merges their centres after every iteration with the privacy-weighted hybrid (PWH)
+estimator of Def. 5.3:
+
+- tcm users (trusted-curator model) give the curator their clipped values; in each of the
+  ``tau`` iterations the curator assigns them to their nearest centre and releases every
+  cluster's count and sum with Laplace noise (the classic DP K-means of Dwork 2011):
+  :class:`_CentralClustering`.
+- lm users (local model) send their value once with local Laplace noise and, in each
+  iteration, their nearest centre, computed on their device from their true value,
+  through k-ary randomized response (:class:`RandomizedResponse`); the curator
+  aggregates the reports by reported cluster: :class:`_LocalClustering`.
+
+Budget of one fit (``epsilon`` = a user's total, ``tau`` = ``n_iter``)
+-----------------------------------------------------------------------
+- tcm user: ``tau`` releases of the counts and centred sums, each ``epsilon / tau``-DP
+  (:func:`central_iteration_mechanism`): total ``epsilon``.
+- lm user: one report at ``epsilon / (tau + 1)`` and ``tau`` randomized responses at
+  ``epsilon / (tau + 1)`` each (:func:`local_release_epsilon`): total ``epsilon``.
+
+Everything else (means, weights, de-mixing, clipping of the centres) is
+post-processing of these releases.
+
+Neighbouring relation: replace one user's value (any value; values are clipped to the
+bounds first), with the number of users and the trust groups public. The centres of
+every iteration are released (they are what the next iteration is computed from), so
+the guarantee follows from adaptive sequential composition.
+
+Departures from Algorithm 1, none of which changes what a user spends:
+
+- the tcm noise scale is calibrated to replacing a user (``m d + 2``, not ``m d + 1``;
+  see :func:`central_iteration_sensitivity`), and the tcm sums are centred on the box;
+- the lm reports are de-mixed from the randomized response, which makes the lm cluster
+  means unbiased (Algorithm 1's plain average pulls every centre towards the overall
+  mean by the share of responses from other clusters, about half of them at
+  epsilon = 7, tau = 5, K = 4);
+- the PWH weight uses the noise variance of each group's cluster *mean*, including the
+  noise of its cluster size and of the randomized response (Algorithm 1, line 13,
+  writes ``s_T^2 = 2 b_T^2`` and ``s_L^2 = 2 b_L^2``, the variances of one noisy sum
+  and of one report).
+"""
+
+import os
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    _fit_context,
+)
+from sklearn.metrics.pairwise import euclidean_distances
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import ThreadpoolController
+
+from .._group_estimates import local_report_variance, privatize_locally
+from ..base import RANDOM_STATE_CONSTRAINT, validate_fit_input
+from ..exceptions import EmptyGroupWarning
+from ..mechanisms import LaplaceMechanism
+from ..theory._hybrid import pwh_weight
+from ..utils._random import check_random_state
+from ..utils._validation import check_epsilon, clip_to_bounds, resolve_bounds
+
+_STRATEGIES = ("hybrid", "tcm_only", "full_lm")
+
+#: Rows per block of the nearest-centre search.
+_CHUNK_ROWS = 8192
+#: Below this many input values per core, a thread costs more than it saves.
+_ELEMENTS_PER_WORKER = 2**20
+_CHUNKS_PER_TASK = 4
+
+
+# -- privacy budget of Algorithm 1 ----------------------------------------------------------
+
+
+def central_iteration_sensitivity(ranges):
+    """L1 sensitivity of one iteration's tcm release: all clusters' counts and centred sums.
+
+    Algorithm 1 (Avent et al. 2020, Appendix E, line 2) calibrates the tcm noise to
+    ``m d + 1``: the L1 norm of a value in ``[0, m]^d`` plus one count, the change when a
+    user is *added or removed*. skhybrid's neighbours *replace* a user. The sums are taken
+    of the values minus the middle of the box, each of L1 norm at most
+    ``sum(ranges) / 2``. A user who moves to another cluster changes two counts by one
+    and two centred sums by at most ``sum(ranges) / 2`` each; a user who stays changes
+    one centred sum by at most ``sum(ranges)``. Hence
+
+        sensitivity = sum(upper - lower) + 2,
+
+    where ``sum(upper - lower)`` (the L1 diameter of the box) is the paper's ``m d`` for
+    per-feature bounds.
+
+    Parameters
+    ----------
+    ranges : ndarray of shape (n_features,)
+        ``upper - lower``.
+
+    Returns
+    -------
+    sensitivity : float
+    """
+    return float(np.sum(ranges)) + 2.0
+
+
+def central_iteration_mechanism(ranges, n_iter, epsilon):
+    """The Laplace mechanism of one iteration's tcm counts and sums (Algorithm 1, lines 9-10).
+
+    Each of the ``n_iter`` iterations spends ``epsilon / n_iter`` of a tcm user's budget,
+    so the Laplace scale is ``b_T = (sum(ranges) + 2) n_iter / epsilon``: Algorithm 1's
+    ``(m d + 1) tau / epsilon`` under replacement (see
+    :func:`central_iteration_sensitivity`). Counts and sums share the scale, as in the
+    paper.
+
+    Parameters
+    ----------
+    ranges : ndarray of shape (n_features,)
+    n_iter : int
+    epsilon : float
+        The tcm users' total budget.
+
+    Returns
+    -------
+    mechanism : skhybrid.mechanisms.LaplaceMechanism
+    """
+    sensitivity = central_iteration_sensitivity(ranges)
+    return LaplaceMechanism(epsilon=epsilon / n_iter, sensitivity=sensitivity)
+
+
+def local_release_epsilon(epsilon, n_iter):
+    """An lm user's budget for each local release: ``epsilon / (tau + 1)`` (Algorithm 1).
+
+    The user spends it once on their Laplace-noised report (line 4: scale
+    ``b_L = m d (tau + 1) / epsilon``, with ``m d = sum(upper - lower)``) and once per
+    iteration on the randomized response of their nearest centre (line 7).
+
+    Parameters
+    ----------
+    epsilon : float or ndarray
+        The users' total budget.
+    n_iter : int
+
+    Returns
+    -------
+    epsilon : float or ndarray
+    """
+    return epsilon / (n_iter + 1)
+
+
+# -- randomized response --------------------------------------------------------------------
+
+
+def randomized_response_keep_probability(epsilon, n_categories):
+    """Probability that k-ary randomized response reports the true category.
+
+    ``e^eps / (e^eps + k - 1)``; each other category has probability
+    ``1 / (e^eps + k - 1)``, so any output is at most ``e^eps`` times likelier under one
+    input than under another (Kairouz, Oh and Viswanath 2016). Algorithm 1, line 7 of
+    Avent et al. 2020 states the same distribution as "the closest cluster with
+    probability ``(e^eps - 1) / (K + e^eps - 1)``, a uniformly random one otherwise".
+    Computed as ``1 / (1 + (k - 1) e^-eps)``, which does not overflow.
+
+    Parameters
+    ----------
+    epsilon : float or ndarray
+        > 0.
+    n_categories : int
+        k >= 1.
+
+    Returns
+    -------
+    probability : float or ndarray
+    """
+    return 1.0 / (1.0 + (n_categories - 1) * np.exp(-np.asarray(epsilon, dtype=np.float64)))
+
+
+class RandomizedResponse:
+    """k-ary randomized response: each user's epsilon-LDP report of one of k categories.
+
+    The true category is kept with probability ``e^eps / (e^eps + k - 1)``; otherwise
+    one of the other ``k - 1`` categories is reported, uniformly. Any two inputs are
+    neighbours (local DP), and every output's probability ratio between them is at most
+    ``e^eps``.
+
+    Parameters
+    ----------
+    n_categories : int
+        k >= 1; the categories are ``0, ..., k - 1``.
+    epsilon : float, default=1.0
+        The default privacy level; ``privatize`` accepts one per user.
+
+    Notes
+    -----
+    The outputs are categories, not floating-point values, so there is no low-order-bit
+    leak. A report changes when a uniform double (a multiple of 2**-53) is below the
+    change probability ``(k - 1) / (e^eps + k - 1)``, so the probabilities are exact up to
+    that grid; for an epsilon so large that the change probability is below 2**-53, the
+    achieved level is about ``53 ln 2 + ln(k - 1)`` (about 37), never unbounded.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skhybrid.cluster._kmeans import RandomizedResponse
+    >>> response = RandomizedResponse(n_categories=4, epsilon=np.log(3.0))
+    >>> response.probabilities(0).round(3).tolist()
+    [0.5, 0.167, 0.167, 0.167]
+    >>> response.privatize(np.array([0, 3, 3]), random_state=0).shape
+    (3,)
+    """
+
+    def __init__(self, *, n_categories, epsilon=1.0):
+        self.n_categories = n_categories
+        self.epsilon = epsilon
+
+    def keep_probability(self, epsilon=None):
+        """Probability of reporting the true category (``epsilon=None``: the randomizer's)."""
+        return randomized_response_keep_probability(self._levels(epsilon), self._categories())
+
+    def probabilities(self, category, *, epsilon=None):
+        """The output distribution for a user whose true category is ``category``.
+
+        Returns
+        -------
+        probabilities : ndarray of shape (n_categories,)
+        """
+        k = self._categories()
+        levels = self._levels(epsilon)
+        keep = float(randomized_response_keep_probability(levels, k))
+        probabilities = np.full(k, float(self._other_probability(levels, k)) if k > 1 else 0.0)
+        probabilities[self._check_categories(np.array([category]))[0]] = keep
+        return probabilities
+
+    def privatize(self, categories, *, epsilon=None, random_state=None):
+        """Randomize each user's category on their device.
+
+        Parameters
+        ----------
+        categories : array-like of int, shape (n_users,)
+            True categories in ``[0, n_categories)``.
+        epsilon : float or array-like of shape (n_users,), default=None
+            Each user's privacy level for this report; ``None`` uses ``epsilon``.
+        random_state : None, int or numpy.random.Generator, default=None
+            ``None`` uses the operating system's secure randomness.
+
+        Returns
+        -------
+        reports : ndarray of int, shape (n_users,)
+        """
+        k = self._categories()
+        true = self._check_categories(categories)
+        levels = self._levels(epsilon, true.shape[0])
+        rng = check_random_state(random_state)
+        if k == 1:
+            return true.astype(np.intp)
+        changed = rng.random(true.shape[0]) < (k - 1) * self._other_probability(levels, k)
+        # A shift of 1 .. k-1 (mod k) is uniform over the other categories.
+        reports = rng.integers(1, k, size=true.shape[0], dtype=np.intp)
+        reports *= changed
+        reports += true
+        np.remainder(reports, k, out=reports)
+        return reports
+
+    @staticmethod
+    def _other_probability(levels, k):
+        # 1 / (e^eps + k - 1) = e^-eps keep, accurate even where keep rounds to 1 (so a
+        # change never becomes impossible).
+        return np.exp(-levels) * randomized_response_keep_probability(levels, k)
+
+    def _categories(self):
+        k = self.n_categories
+        if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
+            raise ValueError(f"n_categories must be an integer >= 1; got {k!r}")
+        return int(k)
+
+    def _levels(self, epsilon, n_users=None):
+        if epsilon is None:
+            return check_epsilon(self.epsilon)
+        if np.ndim(epsilon) == 0:
+            return check_epsilon(epsilon)
+        return check_epsilon(epsilon, n_users)
+
+    def _check_categories(self, categories):
+        array = np.asarray(categories)
+        if array.ndim != 1 or array.dtype.kind not in "iu":
+            raise ValueError(
+                "categories must be a 1-dimensional array of integers; got an array of "
+                f"dtype {array.dtype} and shape {array.shape}"
+            )
+        k = self._categories()
+        if array.size and (array.min() < 0 or array.max() >= k):
+            index = int(np.flatnonzero((array < 0) | (array >= k))[0])
+            raise ValueError(
+                f"categories must be in [0, {k}); got {array[index].item()!r} at index {index}"
+            )
+        return array
+
+
+# -- the two groups' cluster estimates -------------------------------------------------------
+
+
+def nearest_centre(X, centres):
+    """Index of each row's nearest centre in squared Euclidean distance (first on ties).
+
+    ``argmin_k ||x - c_k||^2 = argmin_k (||c_k||^2 - 2 x . c_k)``, computed in blocks of
+    ``_CHUNK_ROWS`` rows (a block of distances stays in cache), spread over the
+    available cores for large inputs as scikit-learn's Lloyd iterations are.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    centres : ndarray of shape (n_clusters, n_features)
+
+    Returns
+    -------
+    labels : ndarray of shape (n_samples,), dtype=intp
+    """
+    scaled = np.ascontiguousarray(-2.0 * centres.T)
+    norms = np.einsum("kd,kd->k", centres, centres)
+    labels = np.empty(X.shape[0], dtype=np.intp)
+
+    def search(start):
+        block = X[start : start + _CHUNK_ROWS] @ scaled
+        block += norms
+        labels[start : start + _CHUNK_ROWS] = block.argmin(axis=1)
+
+    def search_all(starts):
+        for start in starts:
+            search(start)
+
+    starts = range(0, X.shape[0], _CHUNK_ROWS)
+    workers = min(_available_cores(), X.size // _ELEMENTS_PER_WORKER)
+    # One BLAS thread per block: for products this small BLAS threads cost more than
+    # they save, and on busy cores their spin-waiting can slow a product a hundredfold.
+    with _threadpool_controller().limit(limits=1, user_api="blas"):
+        if workers > 1:
+            # numpy releases the GIL in the product and the argmin. Many small tasks
+            # balance the load when another process holds a core.
+            step = _CHUNKS_PER_TASK
+            tasks = [starts[i : i + step] for i in range(0, len(starts), step)]
+            with ThreadPoolExecutor(workers) as pool:
+                for _ in pool.map(search_all, tasks):
+                    pass
+        else:
+            search_all(starts)
+    return labels
+
+
+@lru_cache(maxsize=1)
+def _threadpool_controller():
+    # Created once: inspecting the loaded libraries on every call costs about 0.5 ms.
+    return ThreadpoolController()
+
+
+@lru_cache(maxsize=1)
+def _available_cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def cluster_sums(values_by_feature, labels, n_clusters):
+    """Each cluster's size and the sum of its members' values.
+
+    Parameters
+    ----------
+    values_by_feature : ndarray of shape (n_features, n_samples)
+        The values, one feature per row (contiguous rows make ``np.bincount`` fast).
+    labels : ndarray of shape (n_samples,)
+    n_clusters : int
+
+    Returns
+    -------
+    counts : ndarray of shape (n_clusters,), float
+    sums : ndarray of shape (n_clusters, n_features)
+    """
+    counts = np.bincount(labels, minlength=n_clusters).astype(np.float64)
+    sums = np.empty((n_clusters, values_by_feature.shape[0]))
+    for feature, column in enumerate(values_by_feature):
+        sums[:, feature] = np.bincount(labels, weights=column, minlength=n_clusters)
+    return counts, sums
+
+
+@dataclass(frozen=True)
+class _ClusterMeans:
+    """One trust group's private cluster means in one iteration.
+
+    Attributes
+    ----------
+    means : ndarray of shape (n_clusters, n_features)
+        NaN rows for clusters without an estimate.
+    sizes : ndarray of shape (n_clusters,)
+        The private cluster sizes the means divide by.
+    present : ndarray of shape (n_clusters,), bool
+        Clusters with an estimate: private size at least 1 (a non-empty cluster has a
+        member; dividing by less would amplify the noise without bound).
+    noise_variance : ndarray of shape (n_clusters, n_features)
+        Variance of the privacy noise in each coordinate of each mean (NaN where absent),
+        with the data's contribution at its worst case for the bounds.
+    """
+
+    means: np.ndarray
+    sizes: np.ndarray
+    present: np.ndarray
+    noise_variance: np.ndarray
+
+
+def _cluster_means(midpoint, centred_sums, sizes, sum_variance):
+    present = sizes >= 1.0
+    means = np.full(centred_sums.shape, np.nan)
+    means[present] = midpoint + centred_sums[present] / sizes[present, np.newaxis]
+    variance = np.full(centred_sums.shape, np.nan)
+    variance[present] = sum_variance[present] / sizes[present, np.newaxis] ** 2
+    return _ClusterMeans(means, sizes, present, variance)
+
+
+class _CentralClustering:
+    """The tcm side of an iteration: the curator's Laplace-noised counts and sums.
+
+    The curator sees the clipped values, assigns each to its nearest centre
+    (Algorithm 1, line 6) and releases every cluster's count and centred sum with
+    :func:`central_iteration_mechanism` (lines 9-10). A cluster's mean is the middle
+    of the box plus its noisy centred sum over its noisy count.
+    """
+
+    def __init__(self, values, midpoint, half_ranges, mechanism):
+        self._midpoint = midpoint
+        self._centred = values - midpoint
+        self._centred_by_feature = np.ascontiguousarray(self._centred.T)
+        self._mechanism = mechanism
+        self._half_ranges = half_ranges
+
+    def estimate(self, centres, rng):
+        k, n_features = centres.shape
+        nearest = nearest_centre(self._centred, centres - self._midpoint)
+        counts, sums = cluster_sums(self._centred_by_feature, nearest, k)
+        statistic = np.concatenate([counts, sums.ravel()])
+        released = self._mechanism.randomise(statistic, random_state=rng)
+        noisy_counts, noisy_sums = released[:k], released[k:].reshape(k, n_features)
+        # The mean's error is (Y_sum - mu Y_count) / count, with mu the centred mean: both
+        # noises, the count's times |mu| <= half the range.
+        noise = self._mechanism.variance(released.size)
+        sum_variance = np.broadcast_to(noise * (1.0 + self._half_ranges**2), (k, n_features))
+        return _cluster_means(self._midpoint, noisy_sums, noisy_counts, sum_variance)
+
+
+class _LocalClustering:
+    """The lm side of an iteration: reports sent once, then a randomized-response cluster.
+
+    ``values`` are the users' clipped true values, which stay on their devices: each
+    device computes its nearest centre from its own value and sends it through
+    randomized response (Algorithm 1, line 7). The curator collects the Laplace-noised
+    ``reports`` (line 4) by reported cluster (lines 11-12) and de-mixes them: a report
+    lands in its true cluster with probability ``keep`` and in each other one with
+    probability ``other``, so (per privacy level)
+
+        E[reported count_j] = other n + (keep - other) N_j,
+        E[reported sum_j] = other T + (keep - other) S_j,
+
+    with ``T`` the sum of all reports; solving gives unbiased sizes ``N_j`` and sums
+    ``S_j``. (Algorithm 1 divides the reported sum by the reported count, which pulls
+    every centre towards the overall mean by the share of reports from other clusters.)
+
+    Parameters
+    ----------
+    values, reports : ndarray of shape (n_users, n_features)
+    midpoint, ranges : ndarray of shape (n_features,)
+    release_epsilon, report_variance : ndarray of shape (n_levels,)
+        Each privacy level's budget per release and per-coordinate report noise variance.
+    level : ndarray of shape (n_users,) or None
+        Each user's privacy level (index into the two arrays above); None for one level.
+    """
+
+    def __init__(self, values, reports, midpoint, ranges, release_epsilon, report_variance, level):
+        self._values = values
+        self._midpoint = midpoint
+        self._ranges = ranges
+        self._centred_by_feature = np.subtract(reports.T, midpoint[:, np.newaxis], order="C")
+        self._release_epsilon = release_epsilon
+        self._report_variance = report_variance
+        self._level = level
+        if level is None:
+            self._n_users = np.array([float(values.shape[0])])
+            self._report_totals = self._centred_by_feature.sum(axis=1)[np.newaxis]
+        else:
+            self._n_users, self._report_totals = cluster_sums(
+                self._centred_by_feature, level, release_epsilon.shape[0]
+            )
+
+    def estimate(self, centres, rng):
+        k, n_features = centres.shape
+        n_levels = self._release_epsilon.shape[0]
+        nearest = nearest_centre(self._values, centres)
+        if self._level is None:
+            user_epsilon, offset = self._release_epsilon[0], 0
+        else:
+            user_epsilon, offset = self._release_epsilon[self._level], k * self._level
+        response = RandomizedResponse(n_categories=k)
+        reported = response.privatize(nearest, epsilon=user_epsilon, random_state=rng)
+        counts, sums = cluster_sums(self._centred_by_feature, reported + offset, k * n_levels)
+        counts = counts.reshape(n_levels, k)
+        sums = sums.reshape(n_levels, k, n_features)
+
+        keep = randomized_response_keep_probability(self._release_epsilon, k)[:, np.newaxis]
+        other = RandomizedResponse._other_probability(self._release_epsilon, k)[:, np.newaxis]
+        if k == 1:
+            other = np.zeros_like(keep)
+        gain = keep - other
+        sizes = (counts - other * self._n_users[:, np.newaxis]) / gain
+        demixed = (sums - other[..., np.newaxis] * self._report_totals[:, np.newaxis, :]) / gain[
+            ..., np.newaxis
+        ]
+        # The mean's error is (S_j - mu_j N_j) / N_j = sum_i (x_i + Y_i - mu_j) w_ij / N_j
+        # over all users, with w_ij = (1[report_i = j] - other) / gain of second moment
+        # other (1 - other) / gain^2 outside cluster j and
+        # (keep (1 - other)^2 + (1 - keep) other^2) / gain^2 inside it; E[(x + Y - mu)^2]
+        # is the report's noise variance plus at most range^2.
+        inside = np.clip(sizes, 0.0, self._n_users[:, np.newaxis])
+        spread = (
+            (self._n_users[:, np.newaxis] - inside) * other * (1.0 - other)
+            + inside * (keep * (1.0 - other) ** 2 + (1.0 - keep) * other**2)
+        ) / gain**2
+        second_moment = self._report_variance[:, np.newaxis] + self._ranges**2
+        sum_variance = np.einsum("lk,ld->kd", spread, second_moment)
+        return _cluster_means(self._midpoint, demixed.sum(axis=0), sizes.sum(axis=0), sum_variance)
+
+
+def _merge_cluster_means(tcm, lm, previous, lower, upper):
+    """Algorithm 1, lines 13-15: each cluster's PWH combination of the two groups' means.
+
+    Per cluster and feature, Def. 5.3's weight ``s_L^2 / (s_L^2 + (1 - c) n s_T^2)``
+    with ``s_T^2`` the noise variance of the tcm mean and ``s_L^2 / ((1 - c) n)`` that of
+    the lm mean, each including the noise of its cluster size (and, for lm users, of the
+    randomized response): the inverse-variance weighting of the two means' privacy
+    noise. A cluster with one group's estimate takes it (weight 1 or 0); a cluster with
+    neither keeps its previous centre (weight NaN). The centres are then clipped to the
+    bounds: post-processing that only brings them closer to the clusters' true means,
+    which lie in the box.
+
+    Returns
+    -------
+    centres : ndarray of shape (n_clusters, n_features)
+    weight : ndarray of shape (n_clusters, n_features)
+    """
+    absent = np.zeros(previous.shape[0], dtype=bool)
+    has_tcm = tcm.present if tcm is not None else absent
+    has_lm = lm.present if lm is not None else absent
+    weight = np.where(has_tcm, 1.0, np.where(has_lm, 0.0, np.nan))
+    weight = np.repeat(weight[:, np.newaxis], previous.shape[1], axis=1)
+    both = has_tcm & has_lm
+    if both.any():
+        n_tcm = tcm.sizes[both, np.newaxis]
+        n_lm = lm.sizes[both, np.newaxis]
+        n = n_tcm + n_lm
+        weight[both] = pwh_weight(
+            n=n, c=n_tcm / n, s_T2=tcm.noise_variance[both], s_L2=n_lm * lm.noise_variance[both]
+        )
+    missing = np.zeros_like(previous)
+    tcm_means = np.where(has_tcm[:, np.newaxis], tcm.means, 0.0) if tcm is not None else missing
+    lm_means = np.where(has_lm[:, np.newaxis], lm.means, 0.0) if lm is not None else missing
+    merged = weight * tcm_means + (1.0 - weight) * lm_means
+    updated = has_tcm | has_lm
+    centres = previous.copy()
+    centres[updated] = merged[updated]
+    return np.clip(centres, lower, upper), weight
+
+
+def within_cluster_sum_of_squares(X, centres):
+    """The K-means objective (WCSS): sum over rows of the squared distance to the nearest centre.
+
+    Avent et al. 2020, Sec. 7: ``sum_k sum_{x in C_k} ||x - mu_k||^2`` with each row in the
+    cluster of its nearest centre. Distances to the chosen centre are computed directly,
+    without the cancellation of ``||x||^2 - 2 x . c + ||c||^2``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    centres : ndarray of shape (n_clusters, n_features)
+
+    Returns
+    -------
+    wcss : float
+    """
+    labels = nearest_centre(X, centres)
+    total = 0.0
+    for start in range(0, X.shape[0], _CHUNK_ROWS):
+        block = slice(start, start + _CHUNK_ROWS)
+        difference = X[block] - centres[labels[block]]
+        total += float(np.einsum("ij,ij->", difference, difference))
+    return total
+
+
+def _group_epsilon(epsilon, members, name):
+    """The one privacy level of a trust group: Algorithm 1 calibrates each group's noise to it."""
+    if np.ndim(epsilon) == 0:
+        return epsilon
+    levels = epsilon[members]
+    if levels.size == 0:
+        return None
+    different = np.flatnonzero(levels != levels[0])
+    if different.size:
+        index = int(np.flatnonzero(members)[different[0]])
+        raise ValueError(
+            f"HybridKMeans needs one epsilon per trust group, but the {name} group has "
+            f"{float(levels[0])!r} and {float(epsilon[index])!r} (at index {index}); pass the same "
+            f"epsilon for every {name} user (the two groups may differ)"
+        )
+    return float(levels[0])
+
+
+class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Differentially private K-means for users who trust the curator to different degrees.
+
+    Algorithm 1 of Avent, Dubey and Korolova (2020): tcm users' clipped values go
+    through the classic DP K-means (Laplace-noised cluster counts and sums in each
+    iteration); lm users send one Laplace-noised report and, in each iteration, their
+    nearest centre by randomized response. After every iteration the two groups'
+    cluster means are merged with the privacy-weighted hybrid weight (Def. 5.3). Every
+    user spends exactly their ``epsilon`` over the whole fit (see Notes for the budget
+    and for where this differs from the paper's pseudocode).
+
+    Read more in :doc:`/privacy` about the guarantee and its neighbouring relation.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+        The number of centres.
+    epsilon : float, default=1.0
+        Every user's privacy level when no ``epsilon`` metadata is passed: the total
+        budget of one fit over all features and all iterations.
+    n_iter : int, default=5
+        The number of iterations tau; the budget is split across them in advance, so
+        all of them run (there is no convergence test on the private data).
+    strategy : {"hybrid", "tcm_only", "full_lm"}, default="hybrid"
+        - ``"hybrid"``: Algorithm 1, tcm users in the central algorithm, lm users in the
+          local one, merged with the PWH weight.
+        - ``"tcm_only"``: the classic DP K-means on tcm users only; lm users' data are
+          not touched.
+        - ``"full_lm"``: the local algorithm on every user; the curator runs the local
+          randomizers on tcm users' values.
+    bounds : tuple (lower, upper) or None, default=None
+        Data-independent clipping bounds, scalars or per feature. ``None`` derives them
+        from the data and emits :class:`~skhybrid.exceptions.PrivacyLeakWarning`.
+    init : "random" or array-like of shape (n_clusters, n_features), default="random"
+        Initial centres, which must not depend on the private data: ``"random"`` draws
+        them uniformly in the bounds from ``random_state``; an array is used as given.
+    random_state : None, int or numpy.random.Generator, default=None
+        ``None`` draws the noise (and random initial centres) from the operating
+        system's secure randomness; an int gives reproducible noise (simulations only).
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray of shape (n_clusters, n_features)
+        The private centres after the last iteration (clipped to the bounds at every
+        update).
+    n_iter_ : int
+        The number of iterations run (always ``n_iter``).
+    weight_ : ndarray of shape (n_clusters, n_features)
+        The weight on the tcm group's mean in the last iteration, per cluster and
+        feature: the PWH weight where both groups have an estimate, 1 or 0 where only
+        one has, NaN where neither has (the centre was kept).
+    n_tcm_, n_lm_ : int
+        Group sizes (public under the neighbouring relation).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when ``X`` has string feature names.
+
+    See Also
+    --------
+    skhybrid.HybridMeanEstimator : the hybrid mean estimator this algorithm builds on.
+    sklearn.cluster.KMeans : the non-private algorithm.
+
+    Notes
+    -----
+    **Budget.** With ``tau = n_iter`` and ``m d = sum(upper - lower)`` (the paper's data
+    range ``m`` times the dimension ``d`` for data in ``[0, m]^d``; for per-feature
+    bounds, the L1 diameter of the box, which is what bounds a report's sensitivity):
+
+    - a tcm user takes part in ``tau`` Laplace releases of every cluster's count and
+      centred sum, of scale ``b_T = (m d + 2) tau / epsilon``: ``epsilon / tau`` each.
+      Algorithm 1 writes ``(m d + 1) tau / epsilon``, the sensitivity when a user is
+      added or removed; skhybrid's neighbours replace a user, which changes two counts
+      (see :func:`central_iteration_sensitivity`).
+    - an lm user sends one report with Laplace noise of scale
+      ``b_L = m d (tau + 1) / epsilon`` (``epsilon / (tau + 1)``) and ``tau`` randomized
+      responses at ``epsilon / (tau + 1)`` each.
+
+    Per-user ``epsilon`` metadata is supported when it is equal within each trust group.
+    With ``"full_lm"`` the two groups may still differ: each user's report and responses
+    use their own level, and the de-mixing is done per level.
+
+    **lm means.** Randomized response sends a user's report to a wrong cluster with
+    probability ``1 - keep``. The curator de-mixes the reported counts and sums (see
+    :class:`_LocalClustering`), so the lm cluster means are unbiased; Algorithm 1 takes
+    the plain average, which shrinks the centres towards the overall mean.
+
+    **Merging.** For each cluster and feature, the PWH weight of Def. 5.3 with the
+    variance of the privacy noise in each group's cluster mean: the noisy sum and count
+    for tcm users, the local noise carried through the de-mixing for lm users, with the
+    data's part at its worst case for the bounds. (Algorithm 1's line 13 plugs in
+    ``2 b_T^2`` and ``2 b_L^2``, the variances of one noisy sum and of one report.)
+
+    **Empty clusters.** A cluster whose private size (noisy tcm count, de-mixed lm count)
+    is below 1, possibly zero or negative, gets no estimate from that group; the other
+    group's estimate is then used alone, and a cluster with neither keeps its previous
+    centre. New centres are clipped to the bounds (post-processing).
+
+    **What is released.** Only ``cluster_centers_`` and what derives from it. There is no
+    ``inertia_`` and no ``labels_``: both are non-private statistics of the training
+    data. For the same reason this class does not inherit scikit-learn's
+    ``ClusterMixin``, whose contract (and estimator checks) are built on ``labels_``; it
+    is tagged as a clusterer. :meth:`fit_predict` is ``fit(X).predict(X)``: each row's
+    nearest private centre, which reveals each row's own region and so is not itself
+    private. :meth:`score` on private data is likewise not private.
+
+    References
+    ----------
+    B. Avent, Y. Dubey and A. Korolova. "The Power of the Hybrid Model for Mean
+    Estimation". PoPETs 2020(4), Sec. 7 and Appendix E (Algorithm 1).
+
+    C. Dwork. "A firm foundation for private data analysis". Communications of the ACM
+    54(1), 2011 (the DP K-means of the tcm group).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skhybrid.cluster import HybridKMeans
+    >>> rng = np.random.default_rng(0)
+    >>> corners = np.array([[0.25, 0.25], [0.75, 0.75]])
+    >>> X = corners[rng.integers(0, 2, 40_000)] + rng.normal(0, 0.03, (40_000, 2))
+    >>> trust = np.where(rng.random(40_000) < 0.1, "tcm", "lm")
+    >>> km = HybridKMeans(n_clusters=2, epsilon=4.0, bounds=(0, 1), random_state=1)
+    >>> km = km.fit(X, trust_group=trust)
+    >>> km.predict([[0.2, 0.3], [0.8, 0.7]]).tolist() in ([0, 1], [1, 0])
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "n_iter": [Interval(Integral, 1, None, closed="left")],
+        "strategy": [StrOptions(set(_STRATEGIES))],
+        "bounds": [tuple, list, None],
+        "init": [StrOptions({"random"}), "array-like"],
+        "random_state": RANDOM_STATE_CONSTRAINT,
+    }
+
+    def __init__(
+        self,
+        n_clusters=8,
+        *,
+        epsilon=1.0,
+        n_iter=5,
+        strategy="hybrid",
+        bounds=None,
+        init="random",
+        random_state=None,
+    ):
+        self.n_clusters = n_clusters
+        self.epsilon = epsilon
+        self.n_iter = n_iter
+        self.strategy = strategy
+        self.bounds = bounds
+        self.init = init
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, *, trust_group=None, epsilon=None):
+        """Fit the private centres.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            One row per user: their raw values.
+        y : ignored
+        trust_group : array-like of shape (n_samples,), default=None
+            ``"tcm"`` / ``"lm"`` (case-insensitive) or booleans (True = tcm); ``None``
+            means every user is tcm.
+        epsilon : array-like of shape (n_samples,), default=None
+            Per-user privacy levels; they must be equal within each trust group (the
+            groups may differ). ``None`` uses the ``epsilon`` parameter.
+
+        Returns
+        -------
+        self : HybridKMeans
+        """
+        X, is_tcm, user_epsilon = validate_fit_input(self, X, trust_group, epsilon)
+        self._check_groups(is_tcm, trust_group is not None)
+        epsilon_tcm = _group_epsilon(user_epsilon, is_tcm, "tcm")
+        epsilon_lm = _group_epsilon(user_epsilon, ~is_tcm, "lm")
+        lower, upper = resolve_bounds(self.bounds, X)
+        rng = check_random_state(self.random_state)
+        centres = self._initial_centres(lower, upper, rng)
+        values = clip_to_bounds(X, lower, upper)
+        central, local = self._group_clusterings(
+            values, is_tcm, epsilon_tcm, epsilon_lm, lower, upper, rng
+        )
+        weight = np.full(centres.shape, np.nan)
+        for _ in range(self.n_iter):
+            tcm = central.estimate(centres, rng) if central is not None else None
+            lm = local.estimate(centres, rng) if local is not None else None
+            centres, weight = _merge_cluster_means(tcm, lm, centres, lower, upper)
+
+        self.cluster_centers_ = centres
+        self.n_iter_ = self.n_iter
+        self.weight_ = weight
+        self.n_tcm_ = int(np.count_nonzero(is_tcm))
+        self.n_lm_ = X.shape[0] - self.n_tcm_
+        self._n_features_out = self.n_clusters
+        return self
+
+    def fit_predict(self, X, y=None, *, trust_group=None, epsilon=None):
+        """Fit, then give each row of ``X`` its nearest private centre.
+
+        This is ``fit(X, ...).predict(X)``: a prediction from the private centres, not
+        a private release (each row's label reveals that row's region).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+        trust_group, epsilon : array-like of shape (n_samples,), default=None
+            See :meth:`fit`.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+        """
+        return self.fit(X, y, trust_group=trust_group, epsilon=epsilon).predict(X)
+
+    def predict(self, X):
+        """The index of the nearest centre for each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return nearest_centre(X, self.cluster_centers_)
+
+    def transform(self, X):
+        """Euclidean distance of each row of ``X`` to each centre.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        distances : ndarray of shape (n_samples, n_clusters)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return euclidean_distances(X, self.cluster_centers_)
+
+    def score(self, X, y=None):
+        """Minus the within-cluster sum of squares of ``X`` per sample.
+
+        Each row counts in the cluster of its nearest private centre; see
+        :func:`within_cluster_sum_of_squares`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        score : float
+            Higher is better; 0 when every row sits on a centre.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return -within_cluster_sum_of_squares(X, self.cluster_centers_) / X.shape[0]
+
+    # -- private helpers ------------------------------------------------------------------
+
+    def _check_groups(self, is_tcm, trust_given):
+        n_tcm = int(np.count_nonzero(is_tcm))
+        n_lm = is_tcm.shape[0] - n_tcm
+        if self.strategy == "tcm_only" and n_tcm == 0:
+            raise ValueError("strategy='tcm_only' needs at least one tcm user; got none")
+        if self.strategy == "hybrid" and trust_given and min(n_tcm, n_lm) == 0:
+            present = "tcm" if n_tcm else "lm"
+            warnings.warn(
+                f"strategy='hybrid' merges two groups but every user is {present}; the "
+                f"centres come from the {present} algorithm alone",
+                EmptyGroupWarning,
+                stacklevel=4,
+            )
+
+    def _initial_centres(self, lower, upper, rng):
+        shape = (self.n_clusters, lower.shape[0])
+        if isinstance(self.init, str):
+            # "random": uniform in the (public) bounds, independent of the data.
+            return rng.uniform(lower, upper, size=shape)
+        try:
+            centres = np.array(self.init, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"init must be 'random' or an array of numbers; got {self.init!r}"
+            ) from None
+        if centres.shape != shape:
+            raise ValueError(
+                f"init must have shape (n_clusters, n_features) = {shape}; got {centres.shape}"
+            )
+        if not np.all(np.isfinite(centres)):
+            raise ValueError("init must contain finite numbers only")
+        return centres
+
+    def _group_clusterings(self, values, is_tcm, epsilon_tcm, epsilon_lm, lower, upper, rng):
+        """Who runs which algorithm under each strategy: (central, local), each or None."""
+        midpoint = (lower + upper) / 2.0
+        half_ranges = (upper - lower) / 2.0
+        central = None
+        if self.strategy != "full_lm" and is_tcm.any():
+            mechanism = central_iteration_mechanism(upper - lower, self.n_iter, epsilon_tcm)
+            central = _CentralClustering(values[is_tcm], midpoint, half_ranges, mechanism)
+        local_rows = np.ones_like(is_tcm) if self.strategy == "full_lm" else ~is_tcm
+        if self.strategy == "tcm_only" or not local_rows.any():
+            return central, None
+
+        # The local users' privacy levels: the lm group's and, for full_lm, the tcm group's.
+        local_is_tcm = is_tcm[local_rows]
+        levels = np.unique([
+            group_epsilon
+            for group_epsilon, members in ((epsilon_tcm, local_is_tcm), (epsilon_lm, ~local_is_tcm))
+            if members.any()
+        ])
+        level = None
+        if levels.size > 1:
+            level = np.where(local_is_tcm, *np.searchsorted(levels, [epsilon_tcm, epsilon_lm]))
+        release_epsilon = local_release_epsilon(levels, self.n_iter)
+        noise = {"mechanism": "laplace", "delta": 0.0, "lower": lower, "upper": upper}
+        report_variance = np.array([
+            local_report_variance(epsilon=step, **noise)[0] for step in release_epsilon
+        ])
+        local_values = values if local_rows.all() else values[local_rows]
+        if level is None:
+            reports = privatize_locally(local_values, epsilon=release_epsilon[0], rng=rng, **noise)
+        else:
+            reports = np.empty_like(local_values)
+            for index, step in enumerate(release_epsilon):
+                members = level == index
+                reports[members] = privatize_locally(
+                    local_values[members], epsilon=step, rng=rng, **noise
+                )
+        local = _LocalClustering(
+            local_values, reports, midpoint, upper - lower, release_epsilon, report_variance, level
+        )
+        return central, local
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.estimator_type = "clusterer"
+        tags.target_tags.required = False
+        tags.input_tags.allow_nan = False
+        return tags

@@ -1,0 +1,659 @@
+"""HybridKMeans: Algorithm 1's budget, its mechanisms' privacy, the paper's Figure 6, sklearn."""
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn import config_context
+from sklearn.base import clone
+from sklearn.cluster import KMeans
+from sklearn.model_selection import GridSearchCV, KFold, cross_validate
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+import skhybrid.cluster._kmeans as kmeans_module
+from skhybrid._group_estimates import local_report_variance, privatize_locally
+from skhybrid.audit import audit_mechanism, estimator_release
+from skhybrid.cluster import HybridKMeans
+from skhybrid.cluster._kmeans import (
+    RandomizedResponse,
+    _CentralClustering,
+    _ClusterMeans,
+    _LocalClustering,
+    _merge_cluster_means,
+    central_iteration_mechanism,
+    central_iteration_sensitivity,
+    cluster_sums,
+    local_release_epsilon,
+    nearest_centre,
+    randomized_response_keep_probability,
+    within_cluster_sum_of_squares,
+)
+from skhybrid.exceptions import PrivacyLeakWarning
+from skhybrid.mean import EmptyGroupWarning
+from skhybrid.mechanisms import LaplaceMechanism
+from skhybrid.theory._hybrid import pwh_weight
+
+STRATEGIES = ["hybrid", "tcm_only", "full_lm"]
+CORNERS = np.array([[0.25, 0.25], [0.25, 0.75], [0.75, 0.25], [0.75, 0.75]])
+N_AUDIT = 200_000  # releases per side for the vectorised mechanism audits
+WEAKER = 1.4  # the controls divide the noise scale by this
+
+
+def _blobs(n=4000, tcm_fraction=0.25, seed=0, scale=0.03):
+    """Four spherical clusters in the unit square; the first rows are tcm users."""
+    rng = np.random.default_rng(seed)
+    X = CORNERS[rng.integers(0, 4, n)] + rng.normal(0.0, scale, (n, 2))
+    n_tcm = int(round(tcm_fraction * n))
+    trust = np.array(["tcm"] * n_tcm + ["lm"] * (n - n_tcm))
+    return X, trust
+
+
+# -- randomized response ------------------------------------------------------------------------
+
+
+def test_keep_probability_is_algorithm_1_line_7():
+    # "closest cluster with prob. (e^eps - 1) / (K + e^eps - 1), a uniformly random one
+    # (possibly the closest) otherwise".
+    epsilon, k = np.array([0.1, 1.0, 3.5, 40.0]), 4
+    closest = (np.exp(epsilon) - 1) / (k + np.exp(epsilon) - 1)
+    np.testing.assert_allclose(
+        randomized_response_keep_probability(epsilon, k), closest + (1 - closest) / k, rtol=1e-12
+    )
+    assert randomized_response_keep_probability(800.0, k) == 1.0  # no overflow
+
+
+def test_randomized_response_keeps_the_truth_with_probability_e_eps_over_e_eps_plus_k_minus_1():
+    k, epsilon, n = 5, 0.8, 400_000
+    response = RandomizedResponse(n_categories=k, epsilon=epsilon)
+    reports = response.privatize(np.full(n, 2), random_state=0)
+    frequencies = np.bincount(reports, minlength=k) / n
+    keep = np.exp(epsilon) / (np.exp(epsilon) + k - 1)
+    expected = np.where(np.arange(k) == 2, keep, (1 - keep) / (k - 1))
+    standard_error = np.sqrt(expected * (1 - expected) / n)
+    assert np.all(np.abs(frequencies - expected) < 4 * standard_error)
+    np.testing.assert_allclose(response.probabilities(2), expected, rtol=1e-12)
+
+
+def test_randomized_response_uses_each_users_own_epsilon():
+    n = 200_000
+    epsilon = np.where(np.arange(n) < n // 2, 0.1, 6.0)
+    reports = RandomizedResponse(n_categories=3).privatize(np.zeros(n, dtype=int), epsilon=epsilon,
+                                                           random_state=1)
+    for members, level in ((slice(None, n // 2), 0.1), (slice(n // 2, None), 6.0)):
+        kept = np.mean(reports[members] == 0)
+        keep = randomized_response_keep_probability(level, 3)
+        assert abs(kept - keep) < 4 * np.sqrt(keep * (1 - keep) / (n // 2))
+
+
+def test_one_category_is_always_reported():
+    response = RandomizedResponse(n_categories=1, epsilon=0.01)
+    reports = response.privatize(np.zeros(50, int), random_state=0)
+    assert np.all(reports == 0)
+
+
+@pytest.mark.parametrize(
+    "categories, message",
+    [(np.array([0, 4]), r"in \[0, 4\); got 4 at index 1"), (np.array([0.0, 1.0]), "integers")],
+)
+def test_randomized_response_rejects_bad_categories(categories, message):
+    with pytest.raises(ValueError, match=message):
+        RandomizedResponse(n_categories=4).privatize(categories)
+
+
+def _response_release(response, category, epsilon):
+    def release(n, rng):
+        return response.privatize(np.full(n, category), epsilon=epsilon, random_state=rng)
+
+    return release
+
+
+def test_randomized_response_passes_the_categorical_audit_at_its_epsilon():
+    response = RandomizedResponse(n_categories=4)
+    result = audit_mechanism(
+        _response_release(response, 0, 1.0), _response_release(response, 2, 1.0), 1.0,
+        n_samples=N_AUDIT, random_state=31,
+    )
+    assert result.n_bins == 4 and result.passed, str(result)
+
+
+def test_randomized_response_audit_fails_when_run_at_1_4_times_the_epsilon():
+    response = RandomizedResponse(n_categories=4)
+    result = audit_mechanism(
+        _response_release(response, 0, 1.4), _response_release(response, 2, 1.4), 1.0,
+        n_samples=N_AUDIT, random_state=32,
+    )
+    assert not result.passed, str(result)
+
+
+# -- the budget: every user spends exactly epsilon -----------------------------------------------
+
+
+class _Ledger:
+    """Records every release that touches users' data, to add up what each user spends."""
+
+    def __init__(self, monkeypatch, is_tcm):
+        self.is_tcm = is_tcm
+        self.spent = np.zeros(is_tcm.shape[0])
+        self.central_scales, self.report_scales = [], []
+        ledger = self
+
+        class RecordingLaplace(LaplaceMechanism):
+            def randomise(self, value, *, random_state=None):
+                # One iteration's counts and sums of all tcm users.
+                ledger.spent[ledger.is_tcm] += self.epsilon
+                ledger.central_scales.append(self.scale)
+                return super().randomise(value, random_state=random_state)
+
+        def recording_privatize_locally(values, *, epsilon, lower, upper, **kwargs):
+            ledger._charge(values.shape[0], epsilon)
+            ledger.report_scales.append(np.sum(upper - lower) / epsilon)
+            return privatize_locally(values, epsilon=epsilon, lower=lower, upper=upper, **kwargs)
+
+        original_response = RandomizedResponse.privatize
+
+        def recording_response(self, categories, *, epsilon=None, random_state=None):
+            ledger._charge(len(categories), epsilon)
+            return original_response(self, categories, epsilon=epsilon, random_state=random_state)
+
+        monkeypatch.setattr(kmeans_module, "LaplaceMechanism", RecordingLaplace)
+        monkeypatch.setattr(kmeans_module, "privatize_locally", recording_privatize_locally)
+        monkeypatch.setattr(RandomizedResponse, "privatize", recording_response)
+
+    def _charge(self, n_rows, epsilon):
+        # A local release covers the tcm users, the lm users or everyone, in row order.
+        n_tcm = int(self.is_tcm.sum())
+        rows = {n_tcm: self.is_tcm, self.is_tcm.size - n_tcm: ~self.is_tcm}.get(
+            n_rows, np.ones_like(self.is_tcm)
+        )
+        assert rows.sum() == n_rows
+        self.spent[rows] += epsilon
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_each_user_spends_exactly_their_epsilon_over_a_fit(monkeypatch, strategy):
+    X, trust = _blobs(n=100, tcm_fraction=0.3)
+    is_tcm = trust == "tcm"
+    epsilon = np.where(is_tcm, 2.0, 0.5)
+    ledger = _Ledger(monkeypatch, is_tcm)
+    n_iter = 4
+    HybridKMeans(4, n_iter=n_iter, strategy=strategy, bounds=(0, 1), random_state=0).fit(
+        X, trust_group=trust, epsilon=epsilon
+    )
+    expected = epsilon.copy()
+    if strategy == "tcm_only":
+        expected[~is_tcm] = 0.0  # lm users' data are never touched
+    np.testing.assert_allclose(ledger.spent, expected, rtol=1e-12)
+
+
+def test_noise_scales_are_algorithm_1s_for_a_replaced_user(monkeypatch):
+    X, trust = _blobs(n=100, tcm_fraction=0.3)
+    ledger = _Ledger(monkeypatch, trust == "tcm")
+    epsilon, n_iter, bounds = 3.0, 4, (0.0, [1.0, 2.0])
+    km = HybridKMeans(4, epsilon=epsilon, n_iter=n_iter, bounds=bounds, random_state=0)
+    km.fit(X, trust_group=trust)
+    m_d = 1.0 + 2.0  # the L1 diameter of the box: m d for per-feature bounds
+    # b_T = (m d + 1) tau / epsilon in the paper, for an added or removed user; a replaced
+    # user moves one unit of count between two clusters, hence m d + 2.
+    np.testing.assert_allclose(ledger.central_scales, [(m_d + 2) * n_iter / epsilon] * n_iter)
+    np.testing.assert_allclose(ledger.report_scales, [m_d * (n_iter + 1) / epsilon])
+
+
+def _central_statistic(X, centres, lower, upper):
+    """One iteration's tcm statistic, computed the way the estimator computes it."""
+    midpoint = (lower + upper) / 2
+    centred = np.clip(X, lower, upper) - midpoint
+    labels = nearest_centre(centred, centres - midpoint)
+    counts, sums = cluster_sums(np.ascontiguousarray(centred.T), labels, centres.shape[0])
+    return np.concatenate([counts, sums.ravel()])
+
+
+def test_central_sensitivity_bounds_every_replacement_and_is_attained():
+    rng = np.random.default_rng(3)
+    lower, upper = np.array([0.0, -1.0, 0.0]), np.array([1.0, 1.0, 0.5])
+    X = rng.uniform(lower, upper, size=(50, 3))
+    X[0] = lower  # a corner user...
+    centres = rng.uniform(lower, upper, size=(4, 3))
+    centres[:2] = [lower + 0.1, upper - 0.1]  # ...and the opposite corner in another cluster
+    base = _central_statistic(X, centres, lower, upper)
+    replacements = np.vstack([
+        rng.uniform(lower, upper, size=(200, 3)),
+        rng.choice([-1e6, 1e6], size=(200, 3)),  # far outside: clipped to the corners
+    ])
+    changes = []
+    for user in range(5):
+        for value in replacements:
+            X_prime = X.copy()
+            X_prime[user] = value
+            changes.append(np.abs(_central_statistic(X_prime, centres, lower, upper) - base).sum())
+    sensitivity = central_iteration_sensitivity(upper - lower)
+    assert sensitivity == pytest.approx(np.sum(upper - lower) + 2)
+    assert max(changes) <= sensitivity + 1e-12
+    # A corner user moved to the opposite corner, into another cluster, attains it.
+    assert max(changes) == pytest.approx(sensitivity)
+
+
+# -- privacy audits of one iteration's mechanisms ------------------------------------------------
+
+
+def _central_neighbours(replaced_by):
+    """Ten 1-d tcm users, two clusters; user 0 (at 0, cluster 0) is replaced."""
+    X = np.linspace(0.0, 1.0, 10).reshape(-1, 1)
+    X_prime = X.copy()
+    X_prime[0, 0] = replaced_by
+    centres = np.array([[0.25], [0.75]])
+    bounds = (np.zeros(1), np.ones(1))
+    return _central_statistic(X, centres, *bounds), _central_statistic(X_prime, centres, *bounds)
+
+
+def _audit_central_release(mechanism, a, b, epsilon, seed):
+    """Audit the release by its Laplace log-likelihood ratio, the most powerful projection."""
+
+    def release(statistic):
+        def draw(n, rng):
+            released = mechanism.randomise(np.tile(statistic, (n, 1)), random_state=rng)
+            return (np.abs(released - b) - np.abs(released - a)).sum(axis=1) / mechanism.scale
+
+        return draw
+
+    return audit_mechanism(release(a), release(b), epsilon, n_samples=N_AUDIT, random_state=seed)
+
+
+@pytest.mark.parametrize(
+    "replaced_by",
+    [1e6, -1e6, 0.3],  # to the other cluster (via clipping), far below (same cluster), inside
+)
+def test_one_iterations_counts_and_sums_pass_the_audit_at_epsilon_over_tau(replaced_by):
+    a, b = _central_neighbours(replaced_by)
+    epsilon, n_iter = 2.0, 2
+    mechanism = central_iteration_mechanism(np.ones(1), n_iter, epsilon)
+    result = _audit_central_release(mechanism, a, b, epsilon / n_iter, seed=41)
+    assert result.passed, str(result)
+
+
+def test_counts_and_sums_audit_fails_when_the_noise_scale_is_divided_by_1_4(monkeypatch):
+    original = kmeans_module.central_iteration_sensitivity
+    monkeypatch.setattr(
+        kmeans_module, "central_iteration_sensitivity", lambda ranges: original(ranges) / WEAKER
+    )
+    a, b = _central_neighbours(1e6)
+    mechanism = central_iteration_mechanism(np.ones(1), 2, 2.0)
+    result = _audit_central_release(mechanism, a, b, 1.0, seed=42)
+    assert not result.passed, str(result)
+
+
+def test_algorithm_1s_add_or_remove_scale_fails_the_replace_one_audit():
+    # b_T = (m d + 1) tau / epsilon with m = d = 1: two thirds of the scale a moved user needs.
+    a, b = _central_neighbours(1e6)
+    mechanism = LaplaceMechanism(epsilon=1.0, sensitivity=1.0 * 1 + 1)
+    result = _audit_central_release(mechanism, a, b, 1.0, seed=43)
+    assert not result.passed, str(result)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy, replaced", [("tcm_only", "tcm"), ("full_lm", "lm")])
+def test_fitted_centres_pass_the_audit_for_a_user_replaced_far_outside(strategy, replaced):
+    # End to end, one iteration: clipping must keep the far value from showing.
+    X = np.linspace(0.0, 1.0, 12).reshape(-1, 1)
+    trust = np.array(["tcm"] * 6 + ["lm"] * 6)
+    X_prime = X.copy()
+    X_prime[0 if replaced == "tcm" else 6, 0] = 1e6
+    estimator = HybridKMeans(2, epsilon=1.0, n_iter=1, strategy=strategy, bounds=(0.0, 1.0),
+                             init=[[0.25], [0.75]])
+    release = {"attribute": "cluster_centers_", "project": lambda centres: centres[1, 0],
+               "trust_group": trust}
+    result = audit_mechanism(
+        estimator_release(estimator, X, **release),
+        estimator_release(estimator, X_prime, **release),
+        1.0, n_samples=2_000, n_bins=10, random_state=44,
+    )
+    assert result.passed, str(result)
+
+
+# -- the two groups' cluster means and their merging --------------------------------------------
+
+
+def _clustered_values(seed, n=3000):
+    rng = np.random.default_rng(seed)
+    centres = np.array([[0.2, 0.2], [0.8, 0.3], [0.5, 0.9]])
+    values = np.clip(centres[rng.integers(0, 3, n)] + rng.normal(0, 0.05, (n, 2)), 0, 1)
+    labels = nearest_centre(values, centres)
+    truth = np.array([values[labels == k].mean(axis=0) for k in range(3)])
+    return rng, values, centres, truth
+
+
+def _relative_variance_error(draws):
+    """Standard error of the sample variance over the variance: sqrt((kurtosis - 1) / R)."""
+    centred = draws - draws.mean(axis=0)
+    kurtosis = np.mean(centred**4, axis=0) / np.mean(centred**2, axis=0) ** 2
+    return np.sqrt((kurtosis - 1) / draws.shape[0])
+
+
+def test_demixed_lm_cluster_means_are_unbiased_with_the_stated_noise_variance():
+    rng, values, centres, truth = _clustered_values(5)
+    lower, upper = np.zeros(2), np.ones(2)
+    step = local_release_epsilon(2.0, 3)
+    noise = {"mechanism": "laplace", "delta": 0.0, "lower": lower, "upper": upper}
+    report_variance = local_report_variance(epsilon=step, **noise)[0]
+    n_trials = 1500
+    means, stated = np.empty((n_trials, 3, 2)), np.empty((n_trials, 3, 2))
+    for trial in range(n_trials):
+        reports = privatize_locally(values, epsilon=step, rng=rng, **noise)
+        local = _LocalClustering(values, reports, (lower + upper) / 2, upper - lower,
+                                 np.array([step]), np.array([report_variance]), None)
+        estimate = local.estimate(centres, rng)
+        means[trial], stated[trial] = estimate.means, estimate.noise_variance
+    standard_error = means.std(axis=0) / np.sqrt(n_trials)
+    assert np.all(np.abs(means.mean(axis=0) - truth) < 4 * standard_error)
+    # The stated variance puts the data's part at its worst case, range^2 = 1 against the
+    # report's noise variance: a relative slack of 1 / report_variance.
+    ratio = means.var(axis=0) / stated.mean(axis=0)
+    slack = 1.0 / report_variance
+    assert np.all(np.abs(ratio - 1) < 4 * _relative_variance_error(means) + slack)
+
+
+def test_tcm_cluster_means_are_unbiased_with_the_stated_noise_variance():
+    rng, values, centres, truth = _clustered_values(7)
+    lower, upper = np.zeros(2), np.ones(2)
+    mechanism = central_iteration_mechanism(upper - lower, 3, 2.0)
+    central = _CentralClustering(values, (lower + upper) / 2, (upper - lower) / 2, mechanism)
+    n_trials = 4000
+    draws = [central.estimate(centres, rng) for _ in range(n_trials)]
+    means = np.array([draw.means for draw in draws])
+    stated = np.array([draw.noise_variance for draw in draws]).mean(axis=0)
+    standard_error = means.std(axis=0) / np.sqrt(n_trials)
+    assert np.all(np.abs(means.mean(axis=0) - truth) < 4 * standard_error)
+    # To first order the error is (Y_sum - (mean - 0.5) Y_count) / count; the stated
+    # variance bounds |mean - 0.5| by half the range.
+    sizes = np.bincount(nearest_centre(values, centres), minlength=3)[:, np.newaxis]
+    first_order = mechanism.variance(9) * (1 + (truth - 0.5) ** 2) / sizes**2
+    tolerance = 4 * _relative_variance_error(means)
+    assert np.all(np.abs(means.var(axis=0) / first_order - 1) < tolerance)
+    assert np.all(stated >= first_order * (1 - tolerance))
+
+
+def _means(means, sizes, variance):
+    sizes = np.asarray(sizes, dtype=float)
+    return _ClusterMeans(np.asarray(means, dtype=float), sizes, sizes >= 1,
+                         np.asarray(variance, dtype=float))
+
+
+def test_merge_weights_each_cluster_and_feature_by_the_pwh_weight():
+    tcm = _means([[0.2, 0.2], [0.6, 0.6]], [40, 10], [[1e-3, 4e-3], [2e-2, 2e-2]])
+    lm = _means([[0.3, 0.3], [0.5, 0.5]], [900, 400], [[3e-3, 1e-3], [1e-4, 1e-4]])
+    centres, weight = _merge_cluster_means(tcm, lm, np.zeros((2, 2)), np.zeros(2), np.ones(2))
+    n = tcm.sizes[:, None] + lm.sizes[:, None]
+    expected = pwh_weight(n=n, c=tcm.sizes[:, None] / n, s_T2=tcm.noise_variance,
+                          s_L2=lm.sizes[:, None] * lm.noise_variance)
+    np.testing.assert_allclose(weight, expected)
+    # Def. 5.3 with each group's noise variance is inverse-variance weighting.
+    np.testing.assert_allclose(weight, lm.noise_variance / (lm.noise_variance + tcm.noise_variance))
+    np.testing.assert_allclose(centres, weight * tcm.means + (1 - weight) * lm.means)
+
+
+def test_merge_of_empty_clusters_uses_the_group_present_or_keeps_the_centre():
+    nan = np.nan
+    # Cluster 0: only tcm; 1: only lm (tcm noisy count 0.4 < 1); 2: neither (tcm count -3).
+    tcm = _means([[0.1, 0.1], [nan, nan], [nan, nan]], [5, 0.4, -3], np.full((3, 2), 1e-3))
+    lm = _means([[nan, nan], [0.7, 1.8], [nan, nan]], [0, 50, 0.2], np.full((3, 2), 1e-3))
+    previous = np.array([[0.0, 0.0], [0.5, 0.5], [0.9, 0.8]])
+    centres, weight = _merge_cluster_means(tcm, lm, previous, np.zeros(2), np.ones(2))
+    # 1.8 is clipped to the upper bound.
+    np.testing.assert_array_equal(centres, [[0.1, 0.1], [0.7, 1.0], [0.9, 0.8]])
+    np.testing.assert_array_equal(weight[:2], [[1.0, 1.0], [0.0, 0.0]])
+    assert np.all(np.isnan(weight[2]))
+
+
+# -- the algorithm ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("strategy", ["tcm_only", "full_lm"])
+def test_without_noise_each_strategy_runs_lloyds_iterations(strategy):
+    X, _ = _blobs(n=3000, scale=0.08)
+    init = np.array([[0.1, 0.1], [0.2, 0.9], [0.9, 0.3], [0.5, 0.5]])
+    private = HybridKMeans(4, epsilon=1e9, n_iter=3, strategy=strategy, bounds=(-1, 2), init=init,
+                           random_state=0).fit(X)
+    lloyd = KMeans(4, init=init, n_init=1, max_iter=3, tol=0, algorithm="lloyd").fit(X)
+    np.testing.assert_allclose(private.cluster_centers_, lloyd.cluster_centers_, atol=1e-6)
+
+
+def test_hybrid_with_every_user_tcm_is_tcm_only():
+    X, _ = _blobs(n=500)
+    hybrid = HybridKMeans(4, bounds=(0, 1), random_state=3).fit(X)
+    tcm_only = HybridKMeans(4, strategy="tcm_only", bounds=(0, 1), random_state=3).fit(X)
+    np.testing.assert_array_equal(hybrid.cluster_centers_, tcm_only.cluster_centers_)
+    np.testing.assert_array_equal(hybrid.weight_, np.ones((4, 2)))
+
+
+def test_tcm_only_never_reads_lm_users_data():
+    X, trust = _blobs(n=400)
+    X_other = X.copy()
+    X_other[trust == "lm"] = 0.0
+    fits = [
+        HybridKMeans(4, strategy="tcm_only", bounds=(0, 1), random_state=1).fit(
+            data, trust_group=trust
+        )
+        for data in (X, X_other)
+    ]
+    np.testing.assert_array_equal(fits[0].cluster_centers_, fits[1].cluster_centers_)
+
+
+def test_random_initial_centres_are_uniform_in_the_bounds_and_ignore_the_data(monkeypatch):
+    searched = []
+    original = kmeans_module.nearest_centre
+
+    def recording(X, centres):
+        searched.append(centres.copy())
+        return original(X, centres)
+
+    monkeypatch.setattr(kmeans_module, "nearest_centre", recording)
+    initial = []
+    for seed in (0, 1):
+        X, _ = _blobs(n=200, seed=seed)
+        searched.clear()
+        HybridKMeans(8, strategy="full_lm", bounds=(-1.0, [2.0, 5.0]), random_state=7).fit(X)
+        initial.append(searched[0])  # full_lm first searches the initial centres
+    np.testing.assert_array_equal(initial[0], initial[1])
+    expected = np.random.default_rng(7).uniform([-1.0, -1.0], [2.0, 5.0], size=(8, 2))
+    np.testing.assert_array_equal(initial[0], expected)
+
+
+def test_an_empty_cluster_keeps_its_initial_centre():
+    X, _ = _blobs(n=2000)
+    init = np.vstack([CORNERS, [[0.0, 1.0]]])  # nobody is nearest to the fifth centre
+    km = HybridKMeans(5, epsilon=1e9, n_iter=3, strategy="tcm_only", bounds=(-1, 2), init=init,
+                      random_state=0).fit(X)
+    np.testing.assert_array_equal(km.cluster_centers_[4], [0.0, 1.0])
+    assert np.all(np.isnan(km.weight_[4]))
+
+
+def test_one_cluster_gives_the_mean():
+    X, trust = _blobs(n=20_000)
+    km = HybridKMeans(1, epsilon=50.0, n_iter=2, bounds=(0, 1), random_state=0)
+    km.fit(X, trust_group=trust)
+    np.testing.assert_allclose(km.cluster_centers_[0], X.mean(axis=0), atol=0.01)
+
+
+# -- the paper's Figure 6 ------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_figure_6_hybrid_wcss_is_about_the_better_baselines():
+    """Avent et al. 2020, Fig. 6: the hybrid matches the better of TCM-only and Full-LM.
+
+    4 clusters of 2-d Gaussians (scale 0.028, 40,000 points each) in the unit square,
+    epsilon = 7, tcm fractions 0.1% and 1%, tau in {2, 5, 10}; 30 trials each (the paper
+    ran 364). The three strategies share each trial's seed, hence its random initial
+    centres, so they are compared on paired differences. "About" means: the hybrid's mean
+    WCSS is at most 10% above the better baseline's, plus 3 standard errors of the paired
+    difference (most of the spread comes from the random initial centres).
+    """
+    rng = np.random.default_rng(2020)
+    n = 160_000
+    X = np.repeat(CORNERS, 40_000, axis=0) + rng.normal(0.0, 0.028, (n, 2))
+    n_trials, wcss = 30, {}
+
+    def mean_wcss(strategy, tau, trust=None):
+        values = np.empty(n_trials)
+        for trial in range(n_trials):
+            km = HybridKMeans(4, epsilon=7.0, n_iter=tau, strategy=strategy, bounds=(0, 1),
+                              random_state=trial).fit(X, trust_group=trust)
+            values[trial] = within_cluster_sum_of_squares(X, km.cluster_centers_)
+        return values
+
+    for tau in (2, 5, 10):
+        full_lm = mean_wcss("full_lm", tau)  # every user local: the tcm fraction is irrelevant
+        for fraction in (0.001, 0.01):
+            trust = np.where(rng.permutation(n) < fraction * n, "tcm", "lm")
+            runs = {"hybrid": mean_wcss("hybrid", tau, trust), "full_lm": full_lm,
+                    "tcm_only": mean_wcss("tcm_only", tau, trust)}
+            wcss[fraction, tau] = runs
+            best = min(("tcm_only", "full_lm"), key=lambda name: runs[name].mean())
+            difference = runs["hybrid"] - runs[best]
+            standard_error = difference.std(ddof=1) / np.sqrt(n_trials)
+            assert runs["hybrid"].mean() <= 1.1 * runs[best].mean() + 3 * standard_error, (
+                fraction, tau, {name: values.mean() for name, values in runs.items()}
+            )
+    # The paper's point: which baseline is better is not known in advance. At tau = 10,
+    # Full-LM wins with 0.1% tcm users and TCM-only with 1%.
+    for fraction, winner, loser in ((0.001, "full_lm", "tcm_only"), (0.01, "tcm_only", "full_lm")):
+        difference = wcss[fraction, 10][loser] - wcss[fraction, 10][winner]
+        assert difference.mean() > 3 * difference.std(ddof=1) / np.sqrt(n_trials)
+
+
+# -- predictions, scores and what is exposed -----------------------------------------------------
+
+
+def test_predict_transform_and_score_agree_with_the_centres():
+    X, trust = _blobs(n=1000)
+    km = HybridKMeans(4, epsilon=5.0, bounds=(0, 1), random_state=0).fit(X, trust_group=trust)
+    distances = np.linalg.norm(X[:, None, :] - km.cluster_centers_[None], axis=2)
+    np.testing.assert_allclose(km.transform(X), distances, atol=1e-12)
+    np.testing.assert_array_equal(km.predict(X), distances.argmin(axis=1))
+    assert km.score(X) == pytest.approx(-np.mean(distances.min(axis=1) ** 2), rel=1e-12)
+
+
+def test_fit_predict_is_a_prediction_from_the_private_centres():
+    X, trust = _blobs(n=1000)
+    km = HybridKMeans(4, bounds=(0, 1), random_state=2)
+    labels = km.fit_predict(X, trust_group=trust)
+    refit = clone(km).fit(X, trust_group=trust)
+    np.testing.assert_array_equal(labels, refit.predict(X))
+
+
+def test_no_non_private_statistic_of_the_training_data_is_exposed():
+    X, trust = _blobs(n=500)
+    km = HybridKMeans(4, bounds=(0, 1), random_state=0).fit(X, trust_group=trust)
+    fitted = {name for name in vars(km) if name.endswith("_") and not name.startswith("_")}
+    assert fitted == {"cluster_centers_", "n_iter_", "weight_", "n_tcm_", "n_lm_", "n_features_in_"}
+    assert km.n_iter_ == 5 and (km.n_tcm_, km.n_lm_) == (125, 375)
+
+
+def test_the_estimator_is_tagged_as_a_clusterer_without_labels():
+    from sklearn.base import is_clusterer
+
+    assert is_clusterer(HybridKMeans())
+
+
+# -- metadata and edge cases ---------------------------------------------------------------------
+
+
+def test_epsilon_equal_within_each_group_is_accepted_and_unequal_raises():
+    X, trust = _blobs(n=200)
+    per_group = np.where(trust == "tcm", 2.0, 0.5)
+    HybridKMeans(4, bounds=(0, 1), random_state=0).fit(X, trust_group=trust, epsilon=per_group)
+    varying = per_group.copy()
+    varying[-1] = 0.7
+    message = r"one epsilon per trust group.*lm group has 0.5 and 0.7 \(at index 199\)"
+    with pytest.raises(ValueError, match=message):
+        HybridKMeans(4, bounds=(0, 1)).fit(X, trust_group=trust, epsilon=varying)
+
+
+def test_tcm_only_without_tcm_users_raises_and_hybrid_warns_about_a_missing_group():
+    X, _ = _blobs(n=100)
+    with pytest.raises(ValueError, match="at least one tcm user"):
+        HybridKMeans(4, strategy="tcm_only", bounds=(0, 1)).fit(X, trust_group=["lm"] * 100)
+    with pytest.warns(EmptyGroupWarning, match="every user is lm"):
+        HybridKMeans(4, bounds=(0, 1), random_state=0).fit(X, trust_group=["lm"] * 100)
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"init": np.zeros((3, 2))}, r"shape \(n_clusters, n_features\) = \(4, 2\)"),
+        ({"init": [[np.nan, 0.0]] * 4}, "finite"),
+        ({"bounds": (1.0, 0.0)}, "lower < upper"),
+    ],
+)
+def test_bad_parameters_raise_clear_errors(params, message):
+    X, _ = _blobs(n=50)
+    with pytest.raises(ValueError, match=message):
+        HybridKMeans(4, **{"bounds": (0, 1), **params}).fit(X)
+
+
+def test_missing_bounds_warn_and_inputs_are_not_modified():
+    X, trust = _blobs(n=100)
+    X[0] = [7.0, -3.0]  # outside the bounds: clipped in a copy, never in X
+    before, init = X.copy(), CORNERS.copy()
+    HybridKMeans(4, bounds=(0, 1), init=init, random_state=0).fit(X, trust_group=trust)
+    np.testing.assert_array_equal(X, before)
+    np.testing.assert_array_equal(init, CORNERS)
+    with pytest.warns(PrivacyLeakWarning):
+        HybridKMeans(4, random_state=0).fit(X, trust_group=trust)
+
+
+def test_default_randomness_differs_between_fits_and_seeds_reproduce():
+    X, trust = _blobs(n=300)
+    def centres(**params):
+        return HybridKMeans(4, bounds=(0, 1), **params).fit(X, trust_group=trust).cluster_centers_
+
+    unseeded = [centres() for _ in range(2)]
+    assert not np.array_equal(*unseeded)
+    seeded = [centres(random_state=5) for _ in range(2)]
+    np.testing.assert_array_equal(*seeded)
+
+
+# -- scikit-learn integration --------------------------------------------------------------------
+
+
+def test_pipeline_routes_metadata_and_names_the_distance_features():
+    pd = pytest.importorskip("pandas")
+    X, trust = _blobs(n=500)
+    frame = pd.DataFrame(X, columns=["a", "b"])
+    pipe = Pipeline([
+        ("scale", FunctionTransformer(lambda Z: Z * 1.0, feature_names_out="one-to-one")),
+        ("km", HybridKMeans(4, bounds=(0, 1), random_state=0)),
+    ])
+    pipe.fit(frame, km__trust_group=trust)
+    direct = HybridKMeans(4, bounds=(0, 1), random_state=0).fit(X, trust_group=trust)
+    np.testing.assert_array_equal(pipe[-1].cluster_centers_, direct.cluster_centers_)
+    assert pipe[-1].feature_names_in_.tolist() == ["a", "b"]
+    assert pipe.get_feature_names_out().tolist() == [f"hybridkmeans{k}" for k in range(4)]
+
+
+def test_cross_validate_scores_held_out_wcss_with_routing_off():
+    X, trust = _blobs(n=1200)
+    result = cross_validate(HybridKMeans(4, bounds=(0, 1), random_state=0), X, cv=KFold(3),
+                            params={"trust_group": trust})
+    assert np.all(result["test_score"] < 0)
+
+
+@pytest.mark.parametrize("routing", [False, True])
+def test_grid_search_over_strategy_with_metadata(routing):
+    X, trust = _blobs(n=2000, tcm_fraction=0.3)
+    epsilon = np.where(trust == "tcm", 4.0, 4.0)
+    est = HybridKMeans(4, bounds=(0, 1), random_state=0)
+    with config_context(enable_metadata_routing=routing):
+        if routing:
+            est = est.set_fit_request(trust_group=True, epsilon=True)
+        search = GridSearchCV(est, {"strategy": STRATEGIES, "n_iter": [2, 4]}, cv=KFold(2))
+        search.fit(X, trust_group=trust, epsilon=epsilon)
+    assert len(search.cv_results_["params"]) == 6
+
+
+def test_clone_and_pickle_keep_parameters_and_fitted_state():
+    X, trust = _blobs(n=300)
+    km = HybridKMeans(4, epsilon=0.3, bounds=(0, 1), random_state=0).fit(X, trust_group=trust)
+    assert clone(km).get_params().keys() == km.get_params().keys()
+    restored = pickle.loads(pickle.dumps(km))
+    np.testing.assert_array_equal(restored.predict(X), km.predict(X))
