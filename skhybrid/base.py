@@ -54,7 +54,16 @@ def validate_fit_input(estimator, X, trust_group, epsilon, *, allow_inf=False):
 
 
 class MeanEstimatorMixin:
-    """``predict`` and ``score`` of a private mean estimator with a fitted ``mean_``."""
+    """``predict`` and ``score`` of an estimator that releases one private statistic.
+
+    The statistic is the fitted attribute named by ``_estimate_attribute`` (``mean_`` by
+    default); ``score`` compares it with ``_empirical_statistic`` of the given data.
+    """
+
+    _estimate_attribute = "mean_"
+
+    def _empirical_statistic(self, X):
+        return X.mean(axis=0)
 
     def predict(self, X):
         """The private estimate, repeated for each row of ``X``.
@@ -69,11 +78,13 @@ class MeanEstimatorMixin:
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        estimate = np.tile(self.mean_, (X.shape[0], 1))
+        estimate = np.tile(getattr(self, self._estimate_attribute), (X.shape[0], 1))
         return estimate[:, 0] if self.n_features_in_ == 1 else estimate
 
     def score(self, X, y=None):
-        """Minus the mean over features of the squared error of ``mean_`` against ``X``'s means.
+        """Minus the mean over features of the squared error of the estimate against ``X``.
+
+        For a mean estimator, the estimate is compared with ``X``'s column means.
 
         Parameters
         ----------
@@ -87,7 +98,8 @@ class MeanEstimatorMixin:
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        return -float(np.mean((self.mean_ - X.mean(axis=0)) ** 2))
+        estimate = getattr(self, self._estimate_attribute)
+        return -float(np.mean((estimate - self._empirical_statistic(X)) ** 2))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -11,7 +11,6 @@ from numbers import Real
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._group_estimates import central_group_mean
 from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin
@@ -262,7 +261,7 @@ class MixedMeanEstimator(MeanEstimatorMixin, _BaseMixedEstimator):
         ).mean
 
 
-class MixedQuantileEstimator(_BaseMixedEstimator):
+class MixedQuantileEstimator(MeanEstimatorMixin, _BaseMixedEstimator):
     """Private quantile for per-user privacy levels: one exponential mechanism per level, mixed.
 
     Users with the same epsilon form a group; each group's quantile is released by the
@@ -380,41 +379,11 @@ class MixedQuantileEstimator(_BaseMixedEstimator):
         self.quantile_, _, _ = self._fit_mixture(X, trust_group, epsilon)
         return self
 
-    def predict(self, X):
-        """The private quantile, repeated for each row of ``X``.
+    _estimate_attribute = "quantile_"
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,) for one feature, else (n_samples, n_features)
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        estimate = np.tile(self.quantile_, (X.shape[0], 1))
-        return estimate[:, 0] if self.n_features_in_ == 1 else estimate
-
-    def score(self, X, y=None):
-        """Minus the mean over features of the squared error of ``quantile_`` against ``X``'s.
-
-        ``X``'s quantiles are :func:`numpy.quantile` with linear interpolation.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-
-        Returns
-        -------
-        score : float
-            Higher is better; 0 is a perfect estimate.
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        empirical = np.quantile(X, self.quantile, axis=0)
-        return -float(np.mean((self.quantile_ - empirical) ** 2))
+    def _empirical_statistic(self, X):
+        # score(X) compares quantile_ with numpy's linearly interpolated quantile of X.
+        return np.quantile(X, self.quantile, axis=0)
 
     def _group_estimate(self, groups, group, rng):
         """The group's quantile: exact for the public group, else the exponential mechanism."""
@@ -432,9 +401,3 @@ class MixedQuantileEstimator(_BaseMixedEstimator):
             )
             for feature in range(n_features)
         ])
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = False
-        tags.input_tags.allow_nan = False
-        return tags

@@ -8,10 +8,14 @@ estimators, examples and tests call these functions.
   values, R_max and privacy amplification.
 - Combining public and private data (Ferrando, Gillenwater and Kulesza): the Sample
   mechanism of Jorgensen et al., its optimal threshold, inverse-variance mixing.
+- ADPM (Chaudhuri and Courtade): the weight program solved exactly or by cvxpy, its
+  hybrid extension, two-group closed forms, saturation and the baselines.
 - BLENDER (Avent et al. 2017): LocalAlg, denoising, variances, blending and the
   list-of-lists NDCG.
 """
 
+from ._adpm import __all__ as _adpm_all
+from ._adpm import *  # noqa: F401,F403
 from ._blender import __all__ as _blender_all
 from ._blender import *  # noqa: F401,F403
 from ._hybrid import __all__ as _hybrid_all
@@ -32,6 +36,7 @@ from ._mixed import (
 
 __all__ = sorted(
     _hybrid_all
+    + _adpm_all
     + _blender_all
     + [
         "group_mean_noise_scale",
