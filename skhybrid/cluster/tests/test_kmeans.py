@@ -633,7 +633,8 @@ def test_pipeline_routes_metadata_and_names_the_distance_features():
 
 def test_cross_validate_scores_held_out_wcss_with_routing_off():
     X, trust = _blobs(n=1200)
-    result = cross_validate(HybridKMeans(4, bounds=(0, 1), random_state=0), X, cv=KFold(3),
+    cv = KFold(3, shuffle=True, random_state=0)
+    result = cross_validate(HybridKMeans(4, bounds=(0, 1), random_state=0), X, cv=cv,
                             params={"trust_group": trust})
     assert np.all(result["test_score"] < 0)
 
@@ -646,7 +647,9 @@ def test_grid_search_over_strategy_with_metadata(routing):
     with config_context(enable_metadata_routing=routing):
         if routing:
             est = est.set_fit_request(trust_group=True, epsilon=True)
-        search = GridSearchCV(est, {"strategy": STRATEGIES, "n_iter": [2, 4]}, cv=KFold(2))
+        cv = KFold(2, shuffle=True, random_state=0)
+        grid = {"strategy": STRATEGIES, "n_iter": [2, 4]}
+        search = GridSearchCV(est, grid, cv=cv, error_score="raise")
         search.fit(X, trust_group=trust, epsilon=epsilon)
     assert len(search.cv_results_["params"]) == 6
 
