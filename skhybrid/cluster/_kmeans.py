@@ -67,7 +67,12 @@ from ..exceptions import EmptyGroupWarning
 from ..mechanisms import LaplaceMechanism
 from ..theory._hybrid import pwh_weight
 from ..utils._random import check_random_state
-from ..utils._validation import check_epsilon, clip_to_bounds, resolve_bounds
+from ..utils._validation import (
+    check_epsilon,
+    check_group_epsilons,
+    clip_to_bounds,
+    resolve_bounds,
+)
 
 _STRATEGIES = ("hybrid", "tcm_only", "full_lm")
 
@@ -596,24 +601,6 @@ def within_cluster_sum_of_squares(X, centres):
     return total
 
 
-def _group_epsilon(epsilon, members, name):
-    """The one privacy level of a trust group: Algorithm 1 calibrates each group's noise to it."""
-    if np.ndim(epsilon) == 0:
-        return epsilon
-    levels = epsilon[members]
-    if levels.size == 0:
-        return None
-    different = np.flatnonzero(levels != levels[0])
-    if different.size:
-        index = int(np.flatnonzero(members)[different[0]])
-        raise ValueError(
-            f"HybridKMeans needs one epsilon per trust group, but the {name} group has "
-            f"{float(levels[0])!r} and {float(epsilon[index])!r} (at index {index}); pass the same "
-            f"epsilon for every {name} user (the two groups may differ)"
-        )
-    return float(levels[0])
-
-
 class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Differentially private K-means for users who trust the curator to different degrees.
 
@@ -792,8 +779,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         """
         X, is_tcm, user_epsilon = validate_fit_input(self, X, trust_group, epsilon)
         self._check_groups(is_tcm, trust_group is not None)
-        epsilon_tcm = _group_epsilon(user_epsilon, is_tcm, "tcm")
-        epsilon_lm = _group_epsilon(user_epsilon, ~is_tcm, "lm")
+        epsilon_tcm, epsilon_lm = check_group_epsilons(user_epsilon, is_tcm, "HybridKMeans")
         lower, upper = resolve_bounds(self.bounds, X)
         rng = check_random_state(self.random_state)
         centres = self._initial_centres(lower, upper, rng)

@@ -55,7 +55,7 @@ from ..theory._blender import (
     project_onto_simplex,
 )
 from ..utils._random import check_random_state
-from ..utils._validation import check_epsilon, check_trust_group
+from ..utils._validation import check_epsilon, check_group_epsilons, check_trust_group
 
 __all__ = ["WILDCARD", "BlenderClient", "BlenderHeavyHitters"]
 
@@ -498,23 +498,6 @@ def _estimate_client_probabilities(report_counts, client):
 # --------------------------------------------------------------------------
 
 
-def _one_epsilon_per_group(epsilon, is_optin):
-    """The privacy level of the opt-in users and of the clients (one each)."""
-    if np.ndim(epsilon) == 0:
-        return epsilon, epsilon
-    levels = {}
-    for name, members in (("opt-in (tcm)", is_optin), ("client (lm)", ~is_optin)):
-        values = epsilon[members]
-        if values.size and np.any(values != values[0]):
-            other = values[int(np.flatnonzero(values != values[0])[0])]
-            raise ValueError(
-                f"BlenderHeavyHitters needs one epsilon per trust group, but the {name} "
-                f"group has {values[0]!r} and {other!r}"
-            )
-        levels[name] = float(values[0]) if values.size else None
-    return levels["opt-in (tcm)"], levels["client (lm)"]
-
-
 def _headlist_group_size(n_optin, headlist_fraction):
     """``|S| = round(headlist_fraction |O|)``, leaving at least two users in T.
 
@@ -699,7 +682,9 @@ class BlenderHeavyHitters(BaseEstimator):
         is_optin = check_trust_group(trust_group, X.shape[0])
         user_epsilon = check_epsilon(self.epsilon if epsilon is None else epsilon,
                                      None if epsilon is None else X.shape[0])
-        epsilon_optin, epsilon_client = _one_epsilon_per_group(user_epsilon, is_optin)
+        epsilon_optin, epsilon_client = check_group_epsilons(
+            user_epsilon, is_optin, "BlenderHeavyHitters"
+        )
         rng = check_random_state(self.random_state)
 
         optin = X[is_optin]

@@ -27,27 +27,15 @@ from ..theory._hybrid import (
     tcm_only_mse,
 )
 from ..utils._random import check_random_state
-from ..utils._validation import clip_to_bounds, resolve_bounds, resolve_variance
+from ..utils._validation import (
+    check_group_epsilons,
+    clip_to_bounds,
+    resolve_bounds,
+    resolve_variance,
+)
 
 _HYBRID_STRATEGIES = ("kvh", "pwh", "naive")
 _STRATEGIES = _HYBRID_STRATEGIES + ("tcm_only", "full_lm", "lm_only")
-
-
-def _group_epsilon(epsilon, members, name):
-    """The one privacy level of a group; the hybrid estimators need it to be shared."""
-    if np.ndim(epsilon) == 0:
-        return epsilon
-    levels = epsilon[members]
-    if levels.size == 0:
-        return None
-    different = levels != levels[0]
-    if different.any():
-        other = levels[int(np.flatnonzero(different)[0])]
-        raise ValueError(
-            f"HybridMeanEstimator needs one epsilon per trust group, but the {name} group has "
-            f"{levels[0]!r} and {other!r}; for a different epsilon per user use ADPMEstimator"
-        )
-    return float(levels[0])
 
 
 class HybridMeanEstimator(MeanEstimatorMixin, BaseEstimator):
@@ -206,8 +194,10 @@ class HybridMeanEstimator(MeanEstimatorMixin, BaseEstimator):
         n_lm = X.shape[0] - n_tcm
         self._check_mechanism()
         self._check_groups(n_tcm, n_lm, trust_group is not None)
-        epsilon_tcm = _group_epsilon(user_epsilon, is_tcm, "tcm")
-        epsilon_lm = _group_epsilon(user_epsilon, ~is_tcm, "lm")
+        epsilon_tcm, epsilon_lm = check_group_epsilons(
+            user_epsilon, is_tcm, "HybridMeanEstimator",
+            hint="; for a different epsilon per user use ADPMEstimator",
+        )
         # take() on row indices is faster than boolean indexing of 2-d arrays.
         tcm_rows = X.take(np.flatnonzero(is_tcm), axis=0)
         raw = tcm_rows if self.local_reports else X

@@ -284,3 +284,43 @@ def resolve_variance(variance, lower, upper, *, allow_zero=True):
             f"variable within the bounds has more); got {variance!r}"
         )
     return values.copy()
+
+
+def check_group_epsilons(epsilon, is_tcm, estimator_name, *, hint=""):
+    """The one privacy level of each trust group, for estimators calibrated per group.
+
+    Parameters
+    ----------
+    epsilon : float or ndarray of shape (n_samples,)
+        Validated levels (a float means every user has it).
+    is_tcm : ndarray of bool
+    estimator_name : str
+        Named in the error message.
+    hint : str, default=""
+        Appended to the error message (e.g. which estimator handles per-user levels).
+
+    Returns
+    -------
+    epsilon_tcm, epsilon_lm : float or None
+        None for an empty group.
+
+    Raises
+    ------
+    ValueError
+        When the levels differ within a group; names both values and the index.
+    """
+    if np.ndim(epsilon) == 0:
+        return epsilon, epsilon
+    levels = []
+    for name, members in (("tcm", is_tcm), ("lm", ~is_tcm)):
+        values = epsilon[members]
+        different = np.flatnonzero(values != values[0]) if values.size else []
+        if len(different):
+            index = int(np.flatnonzero(members)[different[0]])
+            raise ValueError(
+                f"{estimator_name} needs one epsilon per trust group, but the {name} group "
+                f"has {float(values[0])!r} and {float(epsilon[index])!r} (at index {index}); "
+                f"the two groups may differ{hint}"
+            )
+        levels.append(float(values[0]) if values.size else None)
+    return tuple(levels)
