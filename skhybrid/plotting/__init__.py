@@ -1,0 +1,5 @@
+"""Plots in the style of scikit-learn's Display objects (needs the ``plot`` extra: matplotlib)."""
+
+from ._curve import CurveDisplay
+
+__all__ = ["CurveDisplay"]

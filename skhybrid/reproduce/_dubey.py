@@ -1,0 +1,4 @@
+"""Reproductions of the dubey paper's headline results (filled in by issue 8)."""
+
+#: name -> function(*, quick, random_state, progress) -> Reproduction
+REPRODUCTIONS = {}

@@ -1,0 +1,156 @@
+"""Dask inputs: sufficient statistics computed chunk by chunk, without collecting the data.
+
+Every estimator's fit is a reduction: a numpy function turns one chunk of rows (and the
+chunk's metadata) into small sufficient statistics (counts, clipped sums, counts per
+epsilon level, per-cluster sums), the statistics of all chunks are added up, and the
+curator draws its noise once from the totals. :func:`map_chunks` runs the per-chunk
+function on every chunk of a Dask collection with ``dask.compute`` (so on whatever
+scheduler is active: threads, processes or a ``distributed`` cluster); only the small
+per-chunk results travel back.
+
+The core never imports Dask: :func:`is_dask_collection` looks in ``sys.modules`` first,
+so an object can only be a Dask collection when Dask was already imported by the user.
+"""
+
+import sys
+
+import numpy as np
+
+
+def is_dask_collection(obj):
+    """Whether ``obj`` is a Dask collection (array, DataFrame, Series), without importing Dask."""
+    if "dask" not in sys.modules or obj is None:
+        return False
+    import dask
+
+    return dask.is_dask_collection(obj)
+
+
+def any_dask(*objs):
+    """Whether any of ``objs`` is a Dask collection."""
+    return any(is_dask_collection(obj) for obj in objs)
+
+
+def _is_dataframe_like(obj):
+    return hasattr(obj, "npartitions") and hasattr(obj, "map_partitions")
+
+
+def _row_lengths(X):
+    """Number of rows in each chunk (partition) of a Dask array or DataFrame."""
+    if _is_dataframe_like(X):
+        return tuple(int(n) for n in X.map_partitions(len).compute())
+    chunks = X.chunks[0]
+    if any(np.isnan(n) for n in chunks):
+        X = X.compute_chunk_sizes()
+        chunks = X.chunks[0]
+    return tuple(int(n) for n in chunks)
+
+
+def _blocks(obj, lengths, name):
+    """Split ``obj`` into one delayed (or in-memory) block per chunk of ``lengths`` rows."""
+    if obj is None or np.ndim(obj) == 0 and not is_dask_collection(obj):
+        return [obj] * len(lengths)
+    if is_dask_collection(obj):
+        if _is_dataframe_like(obj):
+            if obj.npartitions == len(lengths):
+                return list(obj.to_delayed())
+            obj = obj.to_dask_array(lengths=True)
+        if obj.ndim == 2:
+            obj = obj.rechunk({0: lengths, 1: -1})
+        else:
+            obj = obj.rechunk({0: lengths})
+        if sum(obj.chunks[0]) != sum(lengths):
+            raise ValueError(
+                f"{name} must have one entry per sample: expected {sum(lengths)}, "
+                f"got {sum(obj.chunks[0])}"
+            )
+        return list(obj.to_delayed().ravel())
+    array = obj if hasattr(obj, "iloc") else np.asarray(obj)
+    if len(array) != sum(lengths):
+        raise ValueError(
+            f"{name} must have one entry per sample: expected {sum(lengths)}, got {len(array)}"
+        )
+    stops = np.cumsum(lengths)
+    starts = stops - np.asarray(lengths)
+    if hasattr(array, "iloc"):
+        return [array.iloc[start:stop] for start, stop in zip(starts, stops)]
+    return [array[start:stop] for start, stop in zip(starts, stops)]
+
+
+def chunk_arrays(X, **metadata):
+    """Split ``X`` and its per-sample metadata into aligned chunks.
+
+    Parameters
+    ----------
+    X : dask array of shape (n_samples, n_features) or dask DataFrame
+        Split along its own chunks (partitions); a chunked array is first rechunked to
+        hold every feature of a row in one chunk.
+    **metadata : dask array or Series, array-like, scalar or None
+        Per-sample metadata (``trust_group=...``, ``epsilon=...``); a scalar or None is
+        passed to every chunk as it is.
+
+    Returns
+    -------
+    blocks : list of tuple
+        For each chunk: ``(X_block, metadata_block, ...)`` in the order of ``metadata``;
+        Dask blocks are ``dask.delayed`` objects.
+    lengths : tuple of int
+        Rows per chunk.
+    """
+    lengths = _row_lengths(X)
+    if not _is_dataframe_like(X):
+        X = X.rechunk({0: lengths, 1: -1}) if X.ndim == 2 else X
+    columns = [_blocks(X, lengths, "X")]
+    columns += [_blocks(value, lengths, name) for name, value in metadata.items()]
+    return list(zip(*columns)), lengths
+
+
+def map_chunks(function, X, *, generators=None, **metadata):
+    """Apply ``function`` to every chunk of ``X`` and its metadata, in parallel with Dask.
+
+    Parameters
+    ----------
+    function : callable
+        Called as ``function(X_block, *metadata_blocks, offset=..., rng=...)`` with numpy
+        (or pandas) blocks; returns small per-chunk statistics. ``offset`` is the index
+        of the chunk's first row (for error messages); ``rng`` is the chunk's own
+        Generator, or None when ``generators`` is None.
+    X : dask array or dask DataFrame
+    generators : list of numpy.random.Generator or None, default=None
+        One independent generator per chunk (see :func:`chunk_generators`), for
+        randomness that happens where the data are (simulated local randomizers).
+    **metadata
+        As in :func:`chunk_arrays`.
+
+    Returns
+    -------
+    results : list
+        ``function``'s result for each chunk, in row order.
+    """
+    import dask
+
+    blocks, lengths = chunk_arrays(X, **metadata)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int)
+    if generators is None:
+        generators = [None] * len(blocks)
+    tasks = [
+        dask.delayed(function)(*block, offset=int(offset), rng=rng)
+        for block, offset, rng in zip(blocks, offsets, generators)
+    ]
+    return list(dask.compute(*tasks))
+
+
+def n_chunks(X):
+    """Number of row chunks (partitions) of a Dask array or DataFrame."""
+    if _is_dataframe_like(X):
+        return X.npartitions
+    return len(X.chunks[0])
+
+
+def chunk_generators(rng, n):
+    """``n`` independent child generators of ``rng`` (numpy's ``Generator.spawn``).
+
+    Children of a seeded generator are reproducible; children of the secure generator
+    are keyed from its own stream's seed sequence and stay unpredictable.
+    """
+    return rng.spawn(n)
