@@ -19,7 +19,7 @@ RANDOM_STATE_CONSTRAINT = [
 ]
 
 
-def validate_fit_input(estimator, X, trust_group, epsilon, *, allow_inf=False):
+def validate_fit_input(estimator, X, trust_group, epsilon, *, allow_inf=False, reset=True):
     """Validate ``X`` and the per-sample metadata of one ``fit`` call.
 
     Parameters
@@ -33,6 +33,8 @@ def validate_fit_input(estimator, X, trust_group, epsilon, *, allow_inf=False):
         :func:`skhybrid.utils.check_sample_epsilon`.
     allow_inf : bool, default=False
         Whether public users (epsilon = inf) are accepted.
+    reset : bool, default=True
+        False checks ``X`` against the features seen before (``partial_fit``).
 
     Returns
     -------
@@ -43,7 +45,7 @@ def validate_fit_input(estimator, X, trust_group, epsilon, *, allow_inf=False):
         The per-sample levels, or the validated ``epsilon`` parameter (a float) when no
         metadata was passed, so that millions of equal levels are never materialised.
     """
-    X = validate_data(estimator, X, dtype=np.float64)
+    X = validate_data(estimator, X, dtype=np.float64, reset=reset)
     n_samples = X.shape[0]
     is_tcm = check_trust_group(trust_group, n_samples)
     if epsilon is None:

@@ -15,4 +15,14 @@ class EmptyGroupWarning(UserWarning):
     """A hybrid strategy fell back to one group's estimate because the other group is empty."""
 
 
-__all__ = ["EmptyGroupWarning", "PrivacyLeakWarning"]
+class PrivacyBudgetWarning(UserWarning):
+    """A release spends the users' privacy budget again.
+
+    Emitted when an estimator fitted with ``partial_fit`` releases a new estimate after
+    more data arrived: every user whose data entered an earlier release has now taken
+    part in two releases, so their total privacy loss is the sum of the epsilons spent
+    (sequential composition).
+    """
+
+
+__all__ = ["EmptyGroupWarning", "PrivacyBudgetWarning", "PrivacyLeakWarning"]

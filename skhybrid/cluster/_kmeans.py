@@ -42,12 +42,16 @@ Departures from Algorithm 1, none of which changes what a user spends:
   and of one report).
 """
 
+import copy
 import os
+import re
 import warnings
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import (
@@ -58,7 +62,13 @@ from sklearn.base import (
 )
 from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _check_feature_names,
+    _check_n_features,
+    check_array,
+    check_is_fitted,
+    validate_data,
+)
 from threadpoolctl import ThreadpoolController
 
 from .._group_estimates import local_report_variance, privatize_locally
@@ -66,9 +76,11 @@ from ..base import RANDOM_STATE_CONSTRAINT, validate_fit_input
 from ..exceptions import EmptyGroupWarning
 from ..mechanisms import LaplaceMechanism
 from ..theory._hybrid import pwh_weight
+from ..utils._dask import chunk_generators, is_dask_collection, map_chunks, n_chunks
 from ..utils._random import check_random_state
 from ..utils._validation import (
     check_epsilon,
+    check_trust_group,
     check_group_epsilons,
     clip_to_bounds,
     resolve_bounds,
@@ -425,13 +437,106 @@ def _cluster_means(midpoint, centred_sums, sizes, sum_variance):
     return _ClusterMeans(means, sizes, present, variance)
 
 
-class _CentralClustering:
-    """The tcm side of an iteration: the curator's Laplace-noised counts and sums.
+class _CentralStatistics(NamedTuple):
+    """One chunk's tcm statistics in one iteration: what the curator adds noise to once.
 
-    The curator sees the clipped values, assigns each to its nearest centre
-    (Algorithm 1, line 6) and releases every cluster's count and centred sum with
-    :func:`central_iteration_mechanism` (lines 9-10). A cluster's mean is the middle
-    of the box plus its noisy centred sum over its noisy count.
+    counts : ndarray of shape (n_clusters,)
+    sums : ndarray of shape (n_clusters, n_features)
+        Sums of the values centred on the middle of the box.
+    """
+
+    counts: np.ndarray
+    sums: np.ndarray
+
+
+class _LocalStatistics(NamedTuple):
+    """One chunk's lm statistics in one iteration: the reports, collected by reported cluster.
+
+    counts : ndarray of shape (n_levels, n_clusters)
+    sums : ndarray of shape (n_levels, n_clusters, n_features)
+        Per privacy level and reported cluster, the number of reports and the sum of the
+        reports centred on the middle of the box.
+    n_users : ndarray of shape (n_levels,)
+    report_totals : ndarray of shape (n_levels, n_features)
+        The sums of all centred reports, whatever cluster they report.
+    """
+
+    counts: np.ndarray
+    sums: np.ndarray
+    n_users: np.ndarray
+    report_totals: np.ndarray
+
+
+def _add_statistics(parts):
+    """The statistics of all chunks: the field-wise sums of the chunks' statistics."""
+    return type(parts[0])(*(sum(field) for field in zip(*parts)))
+
+
+def _release_central(statistics, midpoint, half_ranges, mechanism, rng):
+    """The curator's tcm release of one iteration (Algorithm 1, lines 9-10): noise drawn once.
+
+    All clusters' counts and centred sums go through ``mechanism`` in one vector; a
+    cluster's mean is the middle of the box plus its noisy centred sum over its noisy
+    count.
+    """
+    counts, sums = statistics
+    k, n_features = sums.shape
+    released = mechanism.randomise(np.concatenate([counts, sums.ravel()]), random_state=rng)
+    noisy_counts, noisy_sums = released[:k], released[k:].reshape(k, n_features)
+    # The mean's error is (Y_sum - mu Y_count) / count, with mu the centred mean: both
+    # noises, the count's times |mu| <= half the range.
+    noise = mechanism.variance(released.size)
+    sum_variance = np.broadcast_to(noise * (1.0 + half_ranges**2), (k, n_features))
+    return _cluster_means(midpoint, noisy_sums, noisy_counts, sum_variance)
+
+
+def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance):
+    """The curator's lm cluster means of one iteration, de-mixed from the randomized response.
+
+    A report lands in its true cluster with probability ``keep`` and in each other one
+    with probability ``other``, so (per privacy level)
+
+        E[reported count_j] = other n + (keep - other) N_j,
+        E[reported sum_j] = other T + (keep - other) S_j,
+
+    with ``T`` the sum of all reports; solving gives unbiased sizes ``N_j`` and sums
+    ``S_j``. (Algorithm 1 divides the reported sum by the reported count, which pulls
+    every centre towards the overall mean by the share of reports from other clusters.)
+    Post-processing: no noise is drawn here.
+    """
+    counts, sums, n_users, report_totals = statistics
+    k = counts.shape[1]
+    keep = randomized_response_keep_probability(release_epsilon, k)[:, np.newaxis]
+    other = RandomizedResponse._other_probability(release_epsilon, k)[:, np.newaxis]
+    if k == 1:
+        other = np.zeros_like(keep)
+    gain = keep - other
+    n_users = n_users[:, np.newaxis]
+    sizes = (counts - other * n_users) / gain
+    demixed = (sums - other[..., np.newaxis] * report_totals[:, np.newaxis, :]) / gain[
+        ..., np.newaxis
+    ]
+    # The mean's error is (S_j - mu_j N_j) / N_j = sum_i (x_i + Y_i - mu_j) w_ij / N_j
+    # over all users, with w_ij = (1[report_i = j] - other) / gain of second moment
+    # other (1 - other) / gain^2 outside cluster j and
+    # (keep (1 - other)^2 + (1 - keep) other^2) / gain^2 inside it; E[(x + Y - mu)^2]
+    # is the report's noise variance plus at most range^2.
+    inside = np.clip(sizes, 0.0, n_users)
+    spread = (
+        (n_users - inside) * other * (1.0 - other)
+        + inside * (keep * (1.0 - other) ** 2 + (1.0 - keep) * other**2)
+    ) / gain**2
+    second_moment = report_variance[:, np.newaxis] + ranges**2
+    sum_variance = np.einsum("lk,ld->kd", spread, second_moment)
+    return _cluster_means(midpoint, demixed.sum(axis=0), sizes.sum(axis=0), sum_variance)
+
+
+class _CentralClustering:
+    """The tcm side of an iteration on one chunk: the curator's counts and sums, then noise.
+
+    The curator sees the clipped values and assigns each to its nearest centre
+    (Algorithm 1, line 6): :meth:`statistics`. The noise is added once to the totals of
+    all chunks by :func:`_release_central`; :meth:`estimate` is the one-chunk case.
     """
 
     def __init__(self, values, midpoint, half_ranges, mechanism):
@@ -441,36 +546,29 @@ class _CentralClustering:
         self._mechanism = mechanism
         self._half_ranges = half_ranges
 
-    def estimate(self, centres, rng):
-        k, n_features = centres.shape
+    def statistics(self, centres):
+        """Each cluster's count and centred sum: :class:`_CentralStatistics`."""
         nearest = nearest_centre(self._centred, centres - self._midpoint)
-        counts, sums = cluster_sums(self._centred_by_feature, nearest, k)
-        statistic = np.concatenate([counts, sums.ravel()])
-        released = self._mechanism.randomise(statistic, random_state=rng)
-        noisy_counts, noisy_sums = released[:k], released[k:].reshape(k, n_features)
-        # The mean's error is (Y_sum - mu Y_count) / count, with mu the centred mean: both
-        # noises, the count's times |mu| <= half the range.
-        noise = self._mechanism.variance(released.size)
-        sum_variance = np.broadcast_to(noise * (1.0 + self._half_ranges**2), (k, n_features))
-        return _cluster_means(self._midpoint, noisy_sums, noisy_counts, sum_variance)
+        return _CentralStatistics(
+            *cluster_sums(self._centred_by_feature, nearest, centres.shape[0])
+        )
+
+    def estimate(self, centres, rng):
+        statistics = self.statistics(centres)
+        return _release_central(
+            statistics, self._midpoint, self._half_ranges, self._mechanism, rng
+        )
 
 
 class _LocalClustering:
-    """The lm side of an iteration: reports sent once, then a randomized-response cluster.
+    """The lm side of an iteration on one chunk: reports sent once, then a randomized response.
 
     ``values`` are the users' clipped true values, which stay on their devices: each
     device computes its nearest centre from its own value and sends it through
-    randomized response (Algorithm 1, line 7). The curator collects the Laplace-noised
-    ``reports`` (line 4) by reported cluster (lines 11-12) and de-mixes them: a report
-    lands in its true cluster with probability ``keep`` and in each other one with
-    probability ``other``, so (per privacy level)
-
-        E[reported count_j] = other n + (keep - other) N_j,
-        E[reported sum_j] = other T + (keep - other) S_j,
-
-    with ``T`` the sum of all reports; solving gives unbiased sizes ``N_j`` and sums
-    ``S_j``. (Algorithm 1 divides the reported sum by the reported count, which pulls
-    every centre towards the overall mean by the share of reports from other clusters.)
+    randomized response (Algorithm 1, line 7), drawn from ``rng`` in :meth:`statistics`.
+    The curator collects the Laplace-noised ``reports`` (line 4) by reported cluster
+    (lines 11-12) and de-mixes the totals of all chunks (:func:`_demix_local`);
+    :meth:`estimate` is the one-chunk case.
 
     Parameters
     ----------
@@ -498,9 +596,13 @@ class _LocalClustering:
                 self._centred_by_feature, level, release_epsilon.shape[0]
             )
 
-    def estimate(self, centres, rng):
+    def statistics(self, centres, rng):
+        """The reports by privacy level and reported cluster: :class:`_LocalStatistics`."""
         k, n_features = centres.shape
         n_levels = self._release_epsilon.shape[0]
+        if self._values.shape[0] == 0:
+            return _LocalStatistics(np.zeros((n_levels, k)), np.zeros((n_levels, k, n_features)),
+                                    self._n_users, self._report_totals)
         nearest = nearest_centre(self._values, centres)
         if self._level is None:
             user_epsilon, offset = self._release_epsilon[0], 0
@@ -509,31 +611,14 @@ class _LocalClustering:
         response = RandomizedResponse(n_categories=k)
         reported = response.privatize(nearest, epsilon=user_epsilon, random_state=rng)
         counts, sums = cluster_sums(self._centred_by_feature, reported + offset, k * n_levels)
-        counts = counts.reshape(n_levels, k)
-        sums = sums.reshape(n_levels, k, n_features)
+        return _LocalStatistics(counts.reshape(n_levels, k), sums.reshape(n_levels, k, n_features),
+                                self._n_users, self._report_totals)
 
-        keep = randomized_response_keep_probability(self._release_epsilon, k)[:, np.newaxis]
-        other = RandomizedResponse._other_probability(self._release_epsilon, k)[:, np.newaxis]
-        if k == 1:
-            other = np.zeros_like(keep)
-        gain = keep - other
-        sizes = (counts - other * self._n_users[:, np.newaxis]) / gain
-        demixed = (sums - other[..., np.newaxis] * self._report_totals[:, np.newaxis, :]) / gain[
-            ..., np.newaxis
-        ]
-        # The mean's error is (S_j - mu_j N_j) / N_j = sum_i (x_i + Y_i - mu_j) w_ij / N_j
-        # over all users, with w_ij = (1[report_i = j] - other) / gain of second moment
-        # other (1 - other) / gain^2 outside cluster j and
-        # (keep (1 - other)^2 + (1 - keep) other^2) / gain^2 inside it; E[(x + Y - mu)^2]
-        # is the report's noise variance plus at most range^2.
-        inside = np.clip(sizes, 0.0, self._n_users[:, np.newaxis])
-        spread = (
-            (self._n_users[:, np.newaxis] - inside) * other * (1.0 - other)
-            + inside * (keep * (1.0 - other) ** 2 + (1.0 - keep) * other**2)
-        ) / gain**2
-        second_moment = self._report_variance[:, np.newaxis] + self._ranges**2
-        sum_variance = np.einsum("lk,ld->kd", spread, second_moment)
-        return _cluster_means(self._midpoint, demixed.sum(axis=0), sizes.sum(axis=0), sum_variance)
+    def estimate(self, centres, rng):
+        statistics = self.statistics(centres, rng)
+        return _demix_local(
+            statistics, self._midpoint, self._ranges, self._release_epsilon, self._report_variance
+        )
 
 
 def _merge_cluster_means(tcm, lm, previous, lower, upper):
@@ -599,6 +684,224 @@ def within_cluster_sum_of_squares(X, centres):
         difference = X[block] - centres[labels[block]]
         total += float(np.einsum("ij,ij->", difference, difference))
     return total
+
+
+# -- one fit as reductions over chunks of users ------------------------------------------------
+
+
+@contextmanager
+def _renumbered_errors(row_of):
+    """Errors raised on a chunk (or a summary) name rows of the whole input.
+
+    A ``ValueError`` whose message says ``at index i`` or ``at row i`` is raised again
+    with ``row_of(i)`` in place of ``i`` (for a chunk, ``row_of`` adds its offset).
+    """
+    try:
+        yield
+    except ValueError as error:
+        message = re.sub(
+            r"\bat (index|row) (\d+)", lambda m: f"at {m[1]} {row_of(int(m[2]))}", str(error)
+        )
+        raise ValueError(message) from None
+
+
+class _GroupSummary(NamedTuple):
+    """What the curator needs to know about the users before the first iteration (all public).
+
+    epsilon_tcm, epsilon_lm : float or None
+        Each group's privacy level (None for an empty group).
+    minimum, maximum : ndarray of shape (n_features,) or None
+        The data's range, read only when ``bounds=None``.
+    """
+
+    n_tcm: int
+    n_lm: int
+    epsilon_tcm: float
+    epsilon_lm: float
+    minimum: np.ndarray = None
+    maximum: np.ndarray = None
+
+
+def _summarise_chunk(X_block, trust_block, epsilon_block, *, offset, rng, default_epsilon):
+    """Validate one chunk of a Dask input and summarise it (the first reduction of a fit).
+
+    Errors name the row in the whole input. Returns the group sizes, each group's one
+    privacy level with the row of its first member (for the merge), and the chunk's
+    range.
+    """
+    with _renumbered_errors(lambda row: offset + row):
+        values = check_array(X_block, dtype=np.float64, ensure_all_finite=False,
+                             ensure_min_samples=0, input_name="X")
+        not_finite = ~np.isfinite(values)
+        if not_finite.any():
+            row, column = np.argwhere(not_finite)[0]
+            raise ValueError(
+                f"X must hold finite numbers (no NaN or infinity); got {values[row, column]!r} "
+                f"at row {row}, column {column}"
+            )
+        n_rows = values.shape[0]
+        is_tcm = check_trust_group(trust_block, n_rows)
+        if epsilon_block is None:
+            user_epsilon = default_epsilon
+        else:
+            user_epsilon = check_epsilon(epsilon_block, n_rows)
+        levels = check_group_epsilons(user_epsilon, is_tcm, "HybridKMeans")
+    first = [np.flatnonzero(members)[:1] for members in (is_tcm, ~is_tcm)]
+    groups = tuple(
+        (level, offset + int(rows[0])) if rows.size else None for level, rows in zip(levels, first)
+    )
+    n_tcm = int(np.count_nonzero(is_tcm))
+    if n_rows == 0:
+        return n_tcm, n_rows - n_tcm, groups, None, None
+    return n_tcm, n_rows - n_tcm, groups, values.min(axis=0), values.max(axis=0)
+
+
+def _merge_chunk_summaries(summaries):
+    """The curator's :class:`_GroupSummary` from the chunks' summaries.
+
+    Each group's level must be the same in every chunk: the levels of each chunk's first
+    member of each group go through :func:`check_group_epsilons` again, whose error then
+    names that member's row.
+    """
+    first_members = [
+        (row, level, group == 0)
+        for *_, groups, _, _ in summaries
+        for group, member in enumerate(groups)
+        if member is not None
+        for level, row in [member]
+    ]
+    rows, levels, is_tcm = (np.array(column) for column in zip(*first_members))
+    with _renumbered_errors(lambda index: int(rows[index])):
+        epsilon_tcm, epsilon_lm = check_group_epsilons(levels, is_tcm, "HybridKMeans")
+    ranges = [(low, high) for *_, low, high in summaries if low is not None]
+    return _GroupSummary(
+        n_tcm=sum(summary[0] for summary in summaries),
+        n_lm=sum(summary[1] for summary in summaries),
+        epsilon_tcm=epsilon_tcm,
+        epsilon_lm=epsilon_lm,
+        minimum=np.min([low for low, _ in ranges], axis=0),
+        maximum=np.max([high for _, high in ranges], axis=0),
+    )
+
+
+@dataclass(frozen=True)
+class _FitPlan:
+    """What the curator fixes before the first iteration; public, sent to every chunk.
+
+    Attributes
+    ----------
+    lower, upper : ndarray of shape (n_features,)
+    central : LaplaceMechanism or None
+        The tcm release of each iteration; None when no one runs the central algorithm.
+    local_groups : tuple of bool
+        Whether tcm users and whether lm users run the local algorithm.
+    release_epsilon, report_variance : ndarray of shape (n_levels,) or None
+        Each local privacy level's budget per release and report noise variance; None
+        when no one runs the local algorithm.
+    group_levels : tuple of int
+        The index of the tcm group's and of the lm group's level in ``release_epsilon``.
+    """
+
+    lower: np.ndarray
+    upper: np.ndarray
+    central: LaplaceMechanism = None
+    local_groups: tuple = (False, False)
+    release_epsilon: np.ndarray = None
+    report_variance: np.ndarray = None
+    group_levels: tuple = (0, 0)
+
+    @property
+    def midpoint(self):
+        return (self.lower + self.upper) / 2.0
+
+    @property
+    def ranges(self):
+        return self.upper - self.lower
+
+    @property
+    def local_noise(self):
+        """The lm report's randomizer: Laplace noise on values clipped to the bounds."""
+        return {"mechanism": "laplace", "delta": 0.0, "lower": self.lower, "upper": self.upper}
+
+    def release_central(self, statistics, rng):
+        return _release_central(statistics, self.midpoint, self.ranges / 2.0, self.central, rng)
+
+    def demix_local(self, statistics):
+        return _demix_local(
+            statistics, self.midpoint, self.ranges, self.release_epsilon, self.report_variance
+        )
+
+
+class _ChunkClustering:
+    """One chunk of users as Algorithm 1 sees them: who runs which algorithm, and the reports.
+
+    The tcm users' clipped values go to the curator (:class:`_CentralClustering`); the
+    local users' values stay on their devices, which send their one Laplace-noised
+    report, drawn here from ``report_rng`` (:class:`_LocalClustering`).
+    :meth:`statistics` gives one iteration's statistics of the chunk.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_users, n_features)
+        Clipped to the bounds.
+    is_tcm : ndarray of bool, shape (n_users,)
+    plan : _FitPlan
+    report_rng : numpy.random.Generator or None
+        The chunk's devices' randomness for their reports (None without local users).
+    """
+
+    def __init__(self, values, is_tcm, plan, report_rng):
+        self.central = None
+        if plan.central is not None:
+            self.central = _CentralClustering(
+                values[is_tcm], plan.midpoint, plan.ranges / 2.0, plan.central
+            )
+        self.local = None
+        if plan.release_epsilon is None:
+            return
+        local_rows = np.where(is_tcm, *plan.local_groups)
+        local_values = values if local_rows.all() else values[local_rows]
+        level = None
+        if plan.release_epsilon.size > 1:
+            level = np.where(is_tcm[local_rows], *plan.group_levels)
+        privatize = partial(privatize_locally, rng=report_rng, **plan.local_noise)
+        if level is None:
+            reports = local_values.copy()
+            if local_values.shape[0]:
+                reports = privatize(local_values, epsilon=plan.release_epsilon[0])
+        else:
+            reports = np.empty_like(local_values)
+            for index, step in enumerate(plan.release_epsilon):
+                members = level == index
+                if members.any():
+                    reports[members] = privatize(local_values[members], epsilon=step)
+        self.local = _LocalClustering(
+            local_values, reports, plan.midpoint, plan.ranges, plan.release_epsilon,
+            plan.report_variance, level,
+        )
+
+    def statistics(self, centres, response_rng):
+        """(:class:`_CentralStatistics` or None, :class:`_LocalStatistics` or None)."""
+        central = self.central.statistics(centres) if self.central is not None else None
+        local = self.local.statistics(centres, response_rng) if self.local is not None else None
+        return central, local
+
+
+def _chunk_statistics(X_block, trust_block, *, offset, rng, plan, centres):
+    """One iteration's statistics of one chunk of a Dask input (validated by the first pass).
+
+    ``rng`` is the chunk's pair (report generator, this iteration's response generator).
+    The lm users' reports are sent once: each iteration re-creates the chunk's reports
+    from a copy of the same report generator, so every iteration sees bit-identical
+    reports (one release at ``epsilon / (tau + 1)``, as in memory). Re-drawing them costs
+    time, but keeps the fit out of core, where persisting the reports would hold a copy
+    of the local users' data in the cluster's memory.
+    """
+    report_rng, response_rng = rng if rng is not None else (None, None)
+    values = clip_to_bounds(np.asarray(X_block, dtype=np.float64), plan.lower, plan.upper)
+    is_tcm = check_trust_group(trust_block, values.shape[0])
+    chunk = _ChunkClustering(values, is_tcm, plan, copy.deepcopy(report_rng))
+    return chunk.statistics(centres, response_rng)
 
 
 class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -777,27 +1080,56 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         -------
         self : HybridKMeans
         """
-        X, is_tcm, user_epsilon = validate_fit_input(self, X, trust_group, epsilon)
-        self._check_groups(is_tcm, trust_group is not None)
-        epsilon_tcm, epsilon_lm = check_group_epsilons(user_epsilon, is_tcm, "HybridKMeans")
-        lower, upper = resolve_bounds(self.bounds, X)
+        # Every iteration is one reduction: each chunk of users gives its statistics for
+        # the current centres (an in-memory X is one chunk), the curator adds them up and
+        # draws the central noise once. A Dask X is read chunk by chunk, never collected.
+        in_dask = is_dask_collection(X)
+        if in_dask:
+            users = self._summarise_dask_input(X, trust_group, epsilon)
+            observed_range = np.vstack([users.minimum, users.maximum])
+        else:
+            X, is_tcm, user_epsilon = validate_fit_input(self, X, trust_group, epsilon)
+            n_tcm = int(np.count_nonzero(is_tcm))
+            users = _GroupSummary(
+                n_tcm, X.shape[0] - n_tcm,
+                *check_group_epsilons(user_epsilon, is_tcm, "HybridKMeans"),
+            )
+            observed_range = X
+        self._check_groups(users.n_tcm, users.n_lm, trust_group is not None)
+        lower, upper = resolve_bounds(self.bounds, observed_range)
         rng = check_random_state(self.random_state)
         centres = self._initial_centres(lower, upper, rng)
-        values = clip_to_bounds(X, lower, upper)
-        central, local = self._group_clusterings(
-            values, is_tcm, epsilon_tcm, epsilon_lm, lower, upper, rng
-        )
+        plan = self._plan(users, lower, upper)
+
+        # The devices' randomness (reports, randomized responses) comes from each chunk's
+        # own generators: the report's, then one per iteration.
+        device_rngs = None
+        if plan.release_epsilon is not None:
+            device_rngs = [
+                chunk_rng.spawn(self.n_iter + 1)
+                for chunk_rng in chunk_generators(rng, n_chunks(X) if in_dask else 1)
+            ]
+        if in_dask:
+            statistics = partial(self._dask_statistics, X, trust_group, plan, device_rngs)
+        else:
+            rngs = device_rngs[0] if device_rngs else [None] * (self.n_iter + 1)
+            chunk = _ChunkClustering(clip_to_bounds(X, lower, upper), is_tcm, plan, rngs[0])
+
+            def statistics(centres, iteration):
+                return chunk.statistics(centres, rngs[1 + iteration])
+
         weight = np.full(centres.shape, np.nan)
-        for _ in range(self.n_iter):
-            tcm = central.estimate(centres, rng) if central is not None else None
-            lm = local.estimate(centres, rng) if local is not None else None
+        for iteration in range(self.n_iter):
+            central, local = statistics(centres, iteration)
+            tcm = plan.release_central(central, rng) if central is not None else None
+            lm = plan.demix_local(local) if local is not None else None
             centres, weight = _merge_cluster_means(tcm, lm, centres, lower, upper)
 
         self.cluster_centers_ = centres
         self.n_iter_ = self.n_iter
         self.weight_ = weight
-        self.n_tcm_ = int(np.count_nonzero(is_tcm))
-        self.n_lm_ = X.shape[0] - self.n_tcm_
+        self.n_tcm_ = users.n_tcm
+        self.n_lm_ = users.n_lm
         self._n_features_out = self.n_clusters
         return self
 
@@ -872,9 +1204,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
 
     # -- private helpers ------------------------------------------------------------------
 
-    def _check_groups(self, is_tcm, trust_given):
-        n_tcm = int(np.count_nonzero(is_tcm))
-        n_lm = is_tcm.shape[0] - n_tcm
+    def _check_groups(self, n_tcm, n_lm, trust_given):
         if self.strategy == "tcm_only" and n_tcm == 0:
             raise ValueError("strategy='tcm_only' needs at least one tcm user; got none")
         if self.strategy == "hybrid" and trust_given and min(n_tcm, n_lm) == 0:
@@ -905,47 +1235,59 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
             raise ValueError("init must contain finite numbers only")
         return centres
 
-    def _group_clusterings(self, values, is_tcm, epsilon_tcm, epsilon_lm, lower, upper, rng):
-        """Who runs which algorithm under each strategy: (central, local), each or None."""
-        midpoint = (lower + upper) / 2.0
-        half_ranges = (upper - lower) / 2.0
+    def _plan(self, users, lower, upper):
+        """Who runs which algorithm under each strategy, with which budget: a :class:`_FitPlan`."""
         central = None
-        if self.strategy != "full_lm" and is_tcm.any():
-            mechanism = central_iteration_mechanism(upper - lower, self.n_iter, epsilon_tcm)
-            central = _CentralClustering(values[is_tcm], midpoint, half_ranges, mechanism)
-        local_rows = np.ones_like(is_tcm) if self.strategy == "full_lm" else ~is_tcm
-        if self.strategy == "tcm_only" or not local_rows.any():
-            return central, None
-
+        if self.strategy != "full_lm" and users.n_tcm:
+            central = central_iteration_mechanism(upper - lower, self.n_iter, users.epsilon_tcm)
+        plan = _FitPlan(lower, upper, central)
+        local_groups = (self.strategy == "full_lm", self.strategy != "tcm_only")
+        group_epsilons = (users.epsilon_tcm, users.epsilon_lm)
         # The local users' privacy levels: the lm group's and, for full_lm, the tcm group's.
-        local_is_tcm = is_tcm[local_rows]
-        levels = np.unique([
+        present = [
             group_epsilon
-            for group_epsilon, members in ((epsilon_tcm, local_is_tcm), (epsilon_lm, ~local_is_tcm))
-            if members.any()
-        ])
-        level = None
-        if levels.size > 1:
-            level = np.where(local_is_tcm, *np.searchsorted(levels, [epsilon_tcm, epsilon_lm]))
+            for group_epsilon, local, size in zip(group_epsilons, local_groups, users[:2])
+            if local and size
+        ]
+        if not present:
+            return plan
+        levels = np.unique(present)
         release_epsilon = local_release_epsilon(levels, self.n_iter)
-        noise = {"mechanism": "laplace", "delta": 0.0, "lower": lower, "upper": upper}
         report_variance = np.array([
-            local_report_variance(epsilon=step, **noise)[0] for step in release_epsilon
+            local_report_variance(epsilon=step, **plan.local_noise)[0] for step in release_epsilon
         ])
-        local_values = values if local_rows.all() else values[local_rows]
-        if level is None:
-            reports = privatize_locally(local_values, epsilon=release_epsilon[0], rng=rng, **noise)
-        else:
-            reports = np.empty_like(local_values)
-            for index, step in enumerate(release_epsilon):
-                members = level == index
-                reports[members] = privatize_locally(
-                    local_values[members], epsilon=step, rng=rng, **noise
-                )
-        local = _LocalClustering(
-            local_values, reports, midpoint, upper - lower, release_epsilon, report_variance, level
+        group_levels = tuple(
+            int(np.searchsorted(levels, group_epsilon)) if group_epsilon is not None else 0
+            for group_epsilon in group_epsilons
         )
-        return central, local
+        return _FitPlan(lower, upper, central, local_groups, release_epsilon, report_variance,
+                        group_levels)
+
+    def _summarise_dask_input(self, X, trust_group, epsilon):
+        """Validate a Dask input chunk by chunk and summarise its users (one reduction)."""
+        _check_n_features(self, X, reset=True)
+        _check_feature_names(self, X, reset=True)
+        default_epsilon = check_epsilon(self.epsilon) if epsilon is None else None
+        summaries = map_chunks(
+            partial(_summarise_chunk, default_epsilon=default_epsilon),
+            X, trust_group=trust_group, epsilon=epsilon,
+        )
+        if sum(summary[0] + summary[1] for summary in summaries) == 0:
+            raise ValueError("X has 0 samples; HybridKMeans needs at least one")
+        return _merge_chunk_summaries(summaries)
+
+    def _dask_statistics(self, X, trust_group, plan, device_rngs, centres, iteration):
+        """One iteration's statistics of all chunks of a Dask input, added up."""
+        generators = None
+        if device_rngs is not None:
+            generators = [(rngs[0], rngs[1 + iteration]) for rngs in device_rngs]
+        parts = map_chunks(
+            partial(_chunk_statistics, plan=plan, centres=centres),
+            X, generators=generators, trust_group=trust_group,
+        )
+        return tuple(
+            _add_statistics(group) if group[0] is not None else None for group in zip(*parts)
+        )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -1,6 +1,7 @@
 """Hybrid-model mean estimation (Avent, Dubey and Korolova 2020)."""
 
 import warnings
+from dataclasses import dataclass
 from numbers import Real
 
 import numpy as np
@@ -14,7 +15,7 @@ from .._group_estimates import (
     privatize_locally,
     reported_group_mean,
 )
-from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, validate_fit_input
+from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin
 from ..exceptions import EmptyGroupWarning
 from ..theory._hybrid import (
     full_lm_mse,
@@ -26,19 +27,52 @@ from ..theory._hybrid import (
     pwh_weight,
     tcm_only_mse,
 )
-from ..utils._random import check_random_state
-from ..utils._validation import (
-    check_group_epsilons,
-    clip_to_bounds,
-    resolve_bounds,
-    resolve_variance,
-)
+from ..utils._validation import check_group_epsilons, clip_to_bounds, resolve_variance
+from ._statistics import StatisticsFitMixin
 
 _HYBRID_STRATEGIES = ("kvh", "pwh", "naive")
 _STRATEGIES = _HYBRID_STRATEGIES + ("tcm_only", "full_lm", "lm_only")
 
 
-class HybridMeanEstimator(MeanEstimatorMixin, BaseEstimator):
+def _same_level(first, second, group):
+    """The one epsilon of a group seen in two sets of statistics (None = group absent)."""
+    if first is None or second is None or first == second:
+        return second if first is None else first
+    raise ValueError(
+        f"HybridMeanEstimator needs one epsilon per trust group, but the {group} group has "
+        f"{first!r} in one chunk and {second!r} in another; for a different epsilon per "
+        "user use ADPMEstimator"
+    )
+
+
+@dataclass(frozen=True)
+class _GroupStatistics:
+    """Sufficient statistics of the hybrid mean: each group's size, level and value sum.
+
+    ``tcm_sum`` adds the tcm users' clipped values (their local reports for
+    ``"full_lm"``); ``lm_sum`` adds lm users' reports (zeros for ``"tcm_only"``, which
+    never reads lm users' data).
+    """
+
+    n_tcm: int
+    n_lm: int
+    epsilon_tcm: float | None
+    epsilon_lm: float | None
+    tcm_sum: np.ndarray
+    lm_sum: np.ndarray
+
+    def __add__(self, other):
+        return _GroupStatistics(
+            n_tcm=self.n_tcm + other.n_tcm,
+            n_lm=self.n_lm + other.n_lm,
+            epsilon_tcm=_same_level(self.epsilon_tcm, other.epsilon_tcm, "tcm"),
+            epsilon_lm=_same_level(self.epsilon_lm, other.epsilon_lm, "lm"),
+            tcm_sum=self.tcm_sum + other.tcm_sum,
+            lm_sum=self.lm_sum + other.lm_sum,
+        )
+
+
+class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
     """Differentially private mean for users who trust the curator to different degrees.
 
     tcm users (trusted-curator model) send raw values: the curator clips them and adds
@@ -174,13 +208,14 @@ class HybridMeanEstimator(MeanEstimatorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like of shape (n_samples, n_features), Dask array or Dask DataFrame
             One row per user: raw values, or for lm users with ``local_reports=True``
-            their privatized reports.
+            their privatized reports. A Dask collection is reduced chunk by chunk where
+            it lives; only the groups' counts and sums are collected.
         y : ignored
         trust_group : array-like of shape (n_samples,), default=None
             ``"tcm"`` / ``"lm"`` (case-insensitive) or booleans (True = tcm); ``None``
-            means every user is tcm.
+            means every user is tcm. A Dask array or Series with Dask ``X``.
         epsilon : array-like of shape (n_samples,), default=None
             Per-user privacy levels; they must be equal within each trust group (the
             groups may differ). ``None`` uses the ``epsilon`` parameter.
@@ -189,69 +224,33 @@ class HybridMeanEstimator(MeanEstimatorMixin, BaseEstimator):
         -------
         self : HybridMeanEstimator
         """
-        X, is_tcm, user_epsilon = validate_fit_input(self, X, trust_group, epsilon)
-        n_tcm = int(np.count_nonzero(is_tcm))
-        n_lm = X.shape[0] - n_tcm
         self._check_mechanism()
-        self._check_groups(n_tcm, n_lm, trust_group is not None)
-        epsilon_tcm, epsilon_lm = check_group_epsilons(
-            user_epsilon, is_tcm, "HybridMeanEstimator",
-            hint="; for a different epsilon per user use ADPMEstimator",
-        )
-        # take() on row indices is faster than boolean indexing of 2-d arrays.
-        tcm_rows = X.take(np.flatnonzero(is_tcm), axis=0)
-        raw = tcm_rows if self.local_reports else X
-        if raw.shape[0] == 0 and self.bounds is None:
-            raise ValueError(
-                "bounds=None cannot be derived from privatized reports alone; pass bounds"
-            )
-        lower, upper = resolve_bounds(self.bounds, raw)
-        variance = resolve_variance(self.variance, lower, upper)
-        rng = check_random_state(self.random_state)
-        noise = {"mechanism": self.mechanism, "delta": self.delta, "lower": lower, "upper": upper}
+        return self._fit_statistics(X, trust_group, epsilon)
 
-        # Sufficient statistics: the clipped tcm sum and the sum of lm users' reports.
-        tcm_values = clip_to_bounds(tcm_rows, lower, upper)
-        lm_report_sum = None
-        if n_lm and self.strategy != "tcm_only":  # tcm_only never touches lm users' data
-            if self.local_reports:
-                lm_report_sum = X.sum(axis=0) - tcm_rows.sum(axis=0)
-            else:
-                lm_values = clip_to_bounds(X.take(np.flatnonzero(~is_tcm), axis=0), lower, upper)
-                lm_report_sum = privatize_locally(
-                    lm_values, epsilon=epsilon_lm, rng=rng, **noise
-                ).sum(axis=0)
-        lm_variance = local_report_variance(epsilon=epsilon_lm, **noise) if n_lm else None
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y=None, *, trust_group=None, epsilon=None):
+        """Add a chunk of users; the estimate is released when ``mean_`` is next read.
 
-        if self.strategy == "full_lm":
-            estimate, weight, mse = self._fit_full_lm(
-                tcm_values, lm_report_sum, n_lm, epsilon_tcm, lm_variance, noise, rng
-            )
-            tcm_variance = np.nan
-        else:
-            tcm = None
-            if n_tcm and self.strategy != "lm_only":
-                tcm = central_group_mean(
-                    tcm_values.sum(axis=0), n_tcm, mechanism=self.mechanism,
-                    epsilon=epsilon_tcm, delta=self.delta, ranges=upper - lower, rng=rng,
-                )
-            lm = None
-            if lm_report_sum is not None:
-                lm = reported_group_mean(lm_report_sum, n_lm, lm_variance)
-            weight, mse = self._weight_and_mse(tcm, n_tcm, n_lm, variance, lm_variance)
-            parts = [w * g.mean for w, g in ((weight, tcm), (1.0 - weight, lm)) if g is not None]
-            estimate = np.sum(parts, axis=0)
-            tcm_variance = float(tcm.noise_variance[0]) if tcm is not None else np.nan
+        The groups' counts and sums accumulate over calls; no noise is drawn here
+        (except the simulated local noise of lm users' raw values, which their devices
+        would add when sending). The first read of ``mean_`` (or ``predict``/``score``)
+        after new data draws the curator's noise once and updates every fitted
+        attribute; reading again returns the same value. Each further release spends
+        every earlier user's epsilon again and warns with
+        :class:`~skhybrid.exceptions.PrivacyBudgetWarning`. With ``bounds=None`` the
+        first chunk's range is used for every chunk (and leaks, as in :meth:`fit`).
 
-        self.mean_ = np.asarray(estimate, dtype=np.float64)
-        self.weight_ = np.broadcast_to(np.asarray(weight, dtype=np.float64), lower.shape).copy()
-        self.expected_mse_ = np.broadcast_to(np.asarray(mse, dtype=np.float64), lower.shape).copy()
-        self.n_tcm_ = n_tcm
-        self.n_lm_ = n_lm
-        self.noise_variance_tcm_ = tcm_variance
-        self.noise_variance_lm_ = float(lm_variance[0]) if lm_variance is not None else np.nan
-        self.amplified_epsilon_ = self._amplification(lower, upper, epsilon_tcm, epsilon_lm)
-        return self
+        Parameters
+        ----------
+        X, y, trust_group, epsilon
+            As in :meth:`fit`, for the new users only.
+
+        Returns
+        -------
+        self : HybridMeanEstimator
+        """
+        self._check_mechanism()
+        return self._partial_fit_statistics(X, trust_group, epsilon)
 
     # -- private helpers ------------------------------------------------------------------
 
@@ -278,7 +277,9 @@ class HybridMeanEstimator(MeanEstimatorMixin, BaseEstimator):
                 f"strategy={self.strategy!r} combines two groups but every user is {present}; "
                 f"the estimate is the {present} group's alone",
                 EmptyGroupWarning,
-                stacklevel=3,
+                # _check_groups <- _release <- _release_pending_estimate <- _fit_statistics
+                # <- fit <- scikit-learn's fit wrapper <- the user's call
+                stacklevel=7,
             )
 
     def _weight_and_mse(self, tcm, n_tcm, n_lm, variance, s_L2):
@@ -305,19 +306,100 @@ class HybridMeanEstimator(MeanEstimatorMixin, BaseEstimator):
             weight = naive_weight(c)
         return weight, hybrid_mse(weight, **group, **sigma)
 
-    def _fit_full_lm(self, tcm_values, lm_report_sum, n_lm, epsilon_tcm, lm_variance, noise, rng):
-        """Def. 3.3: tcm users' values also go through the local randomizer."""
-        n_tcm = tcm_values.shape[0]
-        report_sum = np.zeros(tcm_values.shape[1]) if lm_report_sum is None else lm_report_sum
-        variance_sum = 0.0 if lm_variance is None else lm_variance * n_lm
-        if n_tcm:
-            tcm_reports = privatize_locally(tcm_values, epsilon=epsilon_tcm, rng=rng, **noise)
-            report_sum = report_sum + tcm_reports.sum(axis=0)
-            variance_sum = variance_sum + local_report_variance(epsilon=epsilon_tcm, **noise) * n_tcm
-        n_samples = n_tcm + n_lm
-        # Lemma 3.4 with the users' average report variance (the groups' epsilons may differ).
-        mse = full_lm_mse(n=n_samples, s_L2=variance_sum / n_samples)
-        return report_sum / n_samples, n_tcm / n_samples, mse
+    # -- sufficient statistics and the release (see _statistics.StatisticsFitMixin) -------
+
+    def _raw_rows(self, is_tcm, epsilon):
+        return is_tcm if self.local_reports else np.ones_like(is_tcm)
+
+    def _public_context(self, lower, upper):
+        return {
+            "lower": lower, "upper": upper, "variance": resolve_variance(self.variance, lower, upper),
+        }
+
+    def _noise(self, context):
+        return {"mechanism": self.mechanism, "delta": self.delta,
+                "lower": context["lower"], "upper": context["upper"]}
+
+    def _chunk_statistics(self, X, is_tcm, epsilon, context, rng):
+        """The groups' counts and sums: clipped tcm values, lm users' reports.
+
+        lm users' raw values are privatized here, as their devices would; with
+        ``"full_lm"`` the curator runs the same randomizer on the tcm users' values.
+        """
+        epsilon_tcm, epsilon_lm = check_group_epsilons(
+            epsilon, is_tcm, "HybridMeanEstimator",
+            hint="; for a different epsilon per user use ADPMEstimator",
+        )
+        noise = self._noise(context)
+        lower, upper = context["lower"], context["upper"]
+        # take() on row indices is faster than boolean indexing of 2-d arrays.
+        tcm_rows = X.take(np.flatnonzero(is_tcm), axis=0)
+        n_tcm = tcm_rows.shape[0]
+        n_lm = X.shape[0] - n_tcm
+        tcm_values = clip_to_bounds(tcm_rows, lower, upper)
+        if self.strategy == "full_lm" and n_tcm:
+            tcm_values = privatize_locally(tcm_values, epsilon=epsilon_tcm, rng=rng, **noise)
+        lm_sum = np.zeros(X.shape[1])
+        if n_lm and self.strategy != "tcm_only":  # tcm_only never touches lm users' data
+            if self.local_reports:
+                lm_sum = X.sum(axis=0) - tcm_rows.sum(axis=0)
+            else:
+                lm_values = clip_to_bounds(X.take(np.flatnonzero(~is_tcm), axis=0), lower, upper)
+                lm_sum = privatize_locally(
+                    lm_values, epsilon=epsilon_lm, rng=rng, **noise
+                ).sum(axis=0)
+        return _GroupStatistics(
+            n_tcm=n_tcm, n_lm=n_lm,
+            epsilon_tcm=epsilon_tcm if n_tcm else None,
+            epsilon_lm=epsilon_lm if n_lm else None,
+            tcm_sum=tcm_values.sum(axis=0), lm_sum=lm_sum,
+        )
+
+    def _release(self, statistics, context, rng, fit_warnings):
+        """Draw the central noise once from the groups' statistics and weight the estimates."""
+        n_tcm, n_lm = statistics.n_tcm, statistics.n_lm
+        epsilon_tcm, epsilon_lm = statistics.epsilon_tcm, statistics.epsilon_lm
+        self._check_groups(n_tcm, n_lm, fit_warnings)
+        lower, upper, variance = context["lower"], context["upper"], context["variance"]
+        noise = self._noise(context)
+        lm_variance = local_report_variance(epsilon=epsilon_lm, **noise) if n_lm else None
+
+        if self.strategy == "full_lm":
+            # Def. 3.3: tcm users' values went through the local randomizer too.
+            n_samples = n_tcm + n_lm
+            variance_sum = lm_variance * n_lm if n_lm else 0.0
+            if n_tcm:
+                variance_sum = variance_sum + local_report_variance(
+                    epsilon=epsilon_tcm, **noise
+                ) * n_tcm
+            estimate = (statistics.tcm_sum + statistics.lm_sum) / n_samples
+            weight = n_tcm / n_samples
+            # Lemma 3.4 with the users' average report variance (group epsilons may differ).
+            mse = full_lm_mse(n=n_samples, s_L2=variance_sum / n_samples)
+            tcm_variance = np.nan
+        else:
+            tcm = None
+            if n_tcm and self.strategy != "lm_only":
+                tcm = central_group_mean(
+                    statistics.tcm_sum, n_tcm, mechanism=self.mechanism,
+                    epsilon=epsilon_tcm, delta=self.delta, ranges=upper - lower, rng=rng,
+                )
+            lm = None
+            if n_lm and self.strategy != "tcm_only":
+                lm = reported_group_mean(statistics.lm_sum, n_lm, lm_variance)
+            weight, mse = self._weight_and_mse(tcm, n_tcm, n_lm, variance, lm_variance)
+            parts = [w * g.mean for w, g in ((weight, tcm), (1.0 - weight, lm)) if g is not None]
+            estimate = np.sum(parts, axis=0)
+            tcm_variance = float(tcm.noise_variance[0]) if tcm is not None else np.nan
+
+        self.weight_ = np.broadcast_to(np.asarray(weight, dtype=np.float64), lower.shape).copy()
+        self.expected_mse_ = np.broadcast_to(np.asarray(mse, dtype=np.float64), lower.shape).copy()
+        self.n_tcm_ = n_tcm
+        self.n_lm_ = n_lm
+        self.noise_variance_tcm_ = tcm_variance
+        self.noise_variance_lm_ = float(lm_variance[0]) if lm_variance is not None else np.nan
+        self.amplified_epsilon_ = self._amplification(lower, upper, epsilon_tcm, epsilon_lm)
+        return estimate
 
     def _amplification(self, lower, upper, epsilon_tcm, epsilon_lm):
         """Theorem 8.1's amplified epsilon of each group, never above the nominal one.

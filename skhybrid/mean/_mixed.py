@@ -187,7 +187,7 @@ class MixedMeanEstimator(MeanEstimatorMixin, _BaseMixedEstimator):
     users at epsilon_g. The other groups' estimates do not depend on them and the
     weights depend on public quantities only, so each user gets their own epsilon.
 
-    Ferrando et al. write the sum's sensitivity as max(|a|, |b|), its add/remove
+    Ferrando et al. write the sum's sensitivity as ``max(|a|, |b|)``, its add/remove
     sensitivity; under replacement it is b - a (see :mod:`skhybrid.theory`).
 
     References

@@ -774,7 +774,7 @@ def hybrid_privacy_amplification(*, weight, n, c, m, s_T2, s_L2, delta, n_advers
     delta : float or array-like
         The delta of the guarantee, in (0, 1); it is not amplified.
     n_adversarial : float or array-like, default=0
-        |A|, the number of lm users in the largest coalition whose noise is known to the
+        ``|A|``, the number of lm users in the largest coalition whose noise is known to the
         adversary; between 0 and ``(1 - c) n``.
 
     Returns

@@ -349,7 +349,7 @@ def group_mean_noise_scale(group_size, epsilon, data_range):
 
     Neighbouring relation: replace one user's value in [lower, upper], group sizes
     public. The group sum then moves by at most ``data_range = upper - lower`` (the
-    paper's r = max(|a|, |b|) is the add/remove sensitivity; see the module notes).
+    paper's ``r = max(|a|, |b|)`` is the add/remove sensitivity; see the module notes).
     The same formula gives the Sample mechanism's scale with the kept count as
     ``group_size`` and the threshold t as ``epsilon``.
 

@@ -211,7 +211,7 @@ def check_bounds(bounds, n_features):
     return lower, upper
 
 
-def resolve_bounds(bounds, X):
+def resolve_bounds(bounds, X, *, stacklevel=4):
     """Validated bounds, or bounds derived from ``X`` with a :class:`PrivacyLeakWarning`.
 
     Deriving the bounds from the data makes them a non-private statistic of it; this
@@ -221,6 +221,9 @@ def resolve_bounds(bounds, X):
     ----------
     bounds : tuple (lower, upper) or None
     X : ndarray of shape (n_samples, n_features)
+    stacklevel : int, default=4
+        Of the warning: 4 points at the user's call when called from ``fit`` (through
+        scikit-learn's fit wrapper).
 
     Returns
     -------
@@ -234,8 +237,7 @@ def resolve_bounds(bounds, X):
         "which leaks information about the data and voids the privacy guarantee. Pass "
         "data-independent bounds=(lower, upper) to fit privately.",
         PrivacyLeakWarning,
-        # resolve_bounds <- fit <- scikit-learn's fit wrapper <- the user's call
-        stacklevel=4,
+        stacklevel=stacklevel,
     )
     lower = X.min(axis=0).astype(np.float64)
     upper = X.max(axis=0).astype(np.float64)
