@@ -5,8 +5,9 @@ from numbers import Real
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _num_samples
 
-from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, validate_fit_input
+from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin
 from ..mechanisms import LaplaceMechanism, LocalLaplaceRandomizer
 from ..mechanisms._noise import personalized_laplace_release
 from ..theory._adpm import (
@@ -18,13 +19,24 @@ from ..theory._adpm import (
     uni_weights,
 )
 from ..theory._mixed import mse_about_empirical_mean
-from ..utils._random import check_random_state
-from ..utils._validation import clip_to_bounds, resolve_bounds, resolve_variance
+from ..utils._dask import any_dask, map_rows
+from ..utils._validation import (
+    check_epsilon,
+    check_trust_group,
+    clip_to_bounds,
+    resolve_variance,
+)
+from ._statistics import LevelStatistics, StatisticsFitMixin, level_lookup
 
 _BASELINES = {"uni": uni_weights, "propdpm": propdpm_weights, "ldpe": ldpe_weights}
 
 
-class ADPMEstimator(MeanEstimatorMixin, BaseEstimator):
+def _local_users(is_tcm, epsilon):
+    """lm users with a finite epsilon; public lm users need no local noise (count as tcm)."""
+    return ~is_tcm & np.isfinite(epsilon)
+
+
+class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
     """Private mean for users who each choose their own privacy level epsilon_i.
 
     ADPM releases ``sum_i w_i x_i + Laplace(b)`` for values clipped to the bounds, with the
@@ -114,6 +126,8 @@ class ADPMEstimator(MeanEstimatorMixin, BaseEstimator):
     1.0
     """
 
+    _allow_inf = True
+
     _parameter_constraints: dict = {
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "bounds": [tuple, list, None],
@@ -149,7 +163,9 @@ class ADPMEstimator(MeanEstimatorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like of shape (n_samples, n_features), Dask array or Dask DataFrame
+            A Dask collection is reduced chunk by chunk where it lives; only the counts
+            and value sums per privacy level are collected.
         y : ignored
         trust_group : array-like of shape (n_samples,), default=None
             ``"tcm"`` / ``"lm"`` or booleans (True = tcm); ``None``: everyone is tcm.
@@ -161,51 +177,151 @@ class ADPMEstimator(MeanEstimatorMixin, BaseEstimator):
         -------
         self : ADPMEstimator
         """
-        X, is_tcm, user_epsilon = validate_fit_input(self, X, trust_group, epsilon, allow_inf=True)
-        n_samples = X.shape[0]
-        user_epsilon = np.broadcast_to(user_epsilon, (n_samples,)).astype(np.float64)
-        # Public lm users need no local noise: they count as public tcm users.
-        local = ~is_tcm & np.isfinite(user_epsilon)
-        if self.strategy != "adpm" and local.any():
+        self._fit_statistics(X, trust_group, epsilon)
+        self.weights_ = self._user_weights(X, trust_group, epsilon)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y=None, *, trust_group=None, epsilon=None):
+        """Add a chunk of users; the estimate is released when ``mean_`` is next read.
+
+        The counts and value sums per privacy level accumulate over calls; the weights
+        are solved and the noise drawn on the first read of ``mean_`` (or
+        ``predict``/``score``) after new data, which also updates the other fitted
+        attributes. Each further release spends every earlier user's epsilon again and
+        warns with :class:`~skhybrid.exceptions.PrivacyBudgetWarning`. The per-user
+        ``weights_`` are not kept over a stream: ``level_weights_`` gives each level's.
+
+        Parameters
+        ----------
+        X, y, trust_group, epsilon
+            As in :meth:`fit`, for the new users only.
+
+        Returns
+        -------
+        self : ADPMEstimator
+        """
+        self.__dict__.pop("weights_", None)
+        return self._partial_fit_statistics(X, trust_group, epsilon)
+
+    # -- sufficient statistics and the release (see _statistics.StatisticsFitMixin) -------
+
+    def _raw_rows(self, is_tcm, epsilon):
+        if not self.local_reports:
+            return np.ones_like(is_tcm)
+        return ~_local_users(is_tcm, epsilon)
+
+    def _public_context(self, lower, upper):
+        variance = resolve_variance(self.variance, lower, upper, allow_zero=False)
+        return {"lower": lower, "upper": upper, "variance": variance}
+
+    def _chunk_statistics(self, X, is_tcm, epsilon, context, rng):
+        """Counts and value sums per (trust model, epsilon) level.
+
+        tcm users' values are clipped; lm users' values are their reports, privatized
+        here with their own epsilon (as their devices would) unless ``local_reports``.
+        """
+        local = _local_users(is_tcm, epsilon)
+        self._check_local(int(np.count_nonzero(local)))
+        lower, upper = context["lower"], context["upper"]
+        values = clip_to_bounds(X, lower, upper)
+        if local.any():
+            if self.local_reports:
+                values[local] = X[local]
+            else:
+                user_epsilon = np.broadcast_to(epsilon, local.shape)[local]
+                values[local] = LocalLaplaceRandomizer(bounds=(lower, upper)).privatize(
+                    values[local], epsilon=user_epsilon, random_state=rng
+                )
+        return LevelStatistics.from_users(values, epsilon, local)
+
+    def _check_local(self, n_local):
+        if self.strategy != "adpm" and n_local:
             raise ValueError(
-                f"strategy={self.strategy!r} is a trusted-curator baseline; got "
-                f"{int(local.sum())} lm users. Use strategy='adpm' for the hybrid extension"
+                f"strategy={self.strategy!r} is a trusted-curator baseline; got {n_local} lm "
+                "users. Use strategy='adpm' for the hybrid extension"
             )
-        raw = X[~local] if self.local_reports else X
-        if raw.shape[0] == 0 and self.bounds is None:
-            raise ValueError("bounds=None cannot be derived from privatized reports alone")
-        lower, upper = resolve_bounds(self.bounds, raw)
-        feature_variance = resolve_variance(self.variance, lower, upper, allow_zero=False)
+
+    def _release(self, statistics, context, rng, fit_warnings):
+        """Solve the weights from the level counts, then add the noise to the weighted sum."""
+        lower, upper, feature_variance = context["lower"], context["upper"], context["variance"]
         data_range = float(np.sum(upper - lower))
         program_variance = float(np.mean(feature_variance))
+        # The programs take one entry per user; users of a level get equal weights.
+        user_epsilon = np.repeat(statistics.epsilons, statistics.counts)
+        local = np.repeat(statistics.local, statistics.counts)
         solution = self._solve(user_epsilon, local, data_range, program_variance)
-        rng = check_random_state(self.random_state)
+        first_user = np.concatenate([[0], np.cumsum(statistics.counts)[:-1]])
+        level_weights = solution.weights[first_user]
 
-        report_variance = np.zeros(n_samples)
+        report_variance = np.zeros(user_epsilon.size)
         if local.any():
-            randomizer = LocalLaplaceRandomizer(bounds=(lower, upper))
-            report_variance[local] = randomizer.noise_variance(
+            report_variance[local] = LocalLaplaceRandomizer(bounds=(lower, upper)).noise_variance(
                 lower.shape[0], epsilon=user_epsilon[local]
             )
         self.released_midpoint_ = bool(solution.trivial)
         if solution.trivial:
-            self.mean_ = (lower + upper) / 2.0
+            estimate = (lower + upper) / 2.0
             self.noise_scale_ = np.zeros(lower.shape[0])
         else:
-            values = self._values(X, local, user_epsilon, lower, upper, rng)
-            self.mean_, scale = self._release(solution, values, user_epsilon, local, data_range, rng)
+            estimate, scale = self._noisy_sum(
+                solution, statistics, level_weights, data_range, rng
+            )
             self.noise_scale_ = np.full(lower.shape[0], scale)
-
-        self.weights_ = solution.weights
+        self.level_epsilons_ = statistics.epsilons
+        self.level_local_ = statistics.local
+        self.level_sizes_ = statistics.counts
+        self.level_weights_ = level_weights
         self.saturation_epsilon_ = float(
             saturation_threshold(user_epsilon, data_range=data_range, variance=program_variance,
                                  local=local)
         )
         self.expected_mse_ = self._expected_mse(solution, feature_variance, report_variance,
-                                                lower, upper, n_samples)
-        return self
+                                                lower, upper, user_epsilon.size)
+        return estimate
 
-    # -- private helpers ------------------------------------------------------------------
+    def _noisy_sum(self, solution, statistics, level_weights, data_range, rng):
+        """The weighted sum of the values plus the central noise; returns it and the scale."""
+        weighted = level_weights @ statistics.sums
+        if self.strategy == "ldpe":
+            # LDPE noises each privacy level's mean: level k's term W_k mean_k moves by at
+            # most W_k D / n_k when one of its users is replaced.
+            finite = statistics.epsilons[np.isfinite(statistics.epsilons)]
+            noise = np.zeros_like(weighted)
+            for level, scale in zip(finite, solution.level_noise_scales):
+                mechanism = LaplaceMechanism(epsilon=level, sensitivity=scale * level)
+                noise += mechanism.randomise(np.zeros_like(weighted), random_state=rng)
+            return weighted + noise, 0.0
+        # Replacing tcm user i moves the weighted sum by w_i D in L1; lm users' reports
+        # are already private and public users need no protection. Every user of a level
+        # has the level's weight, so the per-level maximum is the per-user one.
+        sensitivity = np.where(statistics.local, 0.0, level_weights * data_range)
+        released, scale = personalized_laplace_release(
+            weighted[np.newaxis, :], sensitivity, statistics.epsilons, rng, secure=True
+        )
+        return released[0], scale
+
+    def _user_weights(self, X, trust_group, epsilon):
+        """Each user's weight: their level's, looked up row by row (lazily for Dask)."""
+        if any_dask(X, trust_group, epsilon):
+            return map_rows(self._level_weight_of_rows, X, trust_group=trust_group,
+                            epsilon=epsilon)
+        n_samples = _num_samples(X)
+        return self._level_weight_of_rows(n_samples, trust_group, epsilon)
+
+    def _level_weight_of_rows(self, n_samples, trust_group, epsilon):
+        is_tcm = check_trust_group(trust_group, n_samples)
+        user_epsilon = check_epsilon(
+            self.epsilon if epsilon is None else epsilon,
+            None if epsilon is None else n_samples, allow_inf=True,
+        )
+        local = _local_users(is_tcm, user_epsilon)
+        user_epsilon = np.broadcast_to(user_epsilon, local.shape)
+        if self.released_midpoint_:
+            return np.zeros(n_samples)
+        return level_lookup(
+            self.level_epsilons_, self.level_local_, self.level_weights_, user_epsilon, local
+        )
 
     def _solve(self, user_epsilon, local, data_range, variance):
         if self.strategy == "adpm":
@@ -213,39 +329,6 @@ class ADPMEstimator(MeanEstimatorMixin, BaseEstimator):
             return adpm_weights(user_epsilon, data_range=data_range, variance=variance,
                                 local=local, solver=solver)
         return _BASELINES[self.strategy](user_epsilon, data_range=data_range, variance=variance)
-
-    def _values(self, X, local, user_epsilon, lower, upper, rng):
-        """Clipped raw values, with lm users' rows replaced by their local reports."""
-        values = clip_to_bounds(X, lower, upper)
-        if local.any():
-            if self.local_reports:
-                values[local] = X[local]
-            else:
-                randomizer = LocalLaplaceRandomizer(bounds=(lower, upper))
-                values[local] = randomizer.privatize(
-                    values[local], epsilon=user_epsilon[local], random_state=rng
-                )
-        return values
-
-    def _release(self, solution, values, user_epsilon, local, data_range, rng):
-        weighted = solution.weights @ values
-        if self.strategy == "ldpe":
-            # LDPE noises each privacy level's mean: level k's term W_k mean_k moves by at
-            # most W_k D / n_k when one of its users is replaced.
-            finite = np.isfinite(user_epsilon)
-            levels, inverse = np.unique(user_epsilon[finite], return_inverse=True)
-            noise = np.zeros_like(weighted)
-            for level, scale in zip(levels, solution.level_noise_scales):
-                mechanism = LaplaceMechanism(epsilon=level, sensitivity=scale * level)
-                noise += mechanism.randomise(np.zeros_like(weighted), random_state=rng)
-            return weighted + noise, 0.0
-        # Replacing tcm user i moves the weighted sum by w_i D in L1; lm users' reports
-        # are already private and public users need no protection.
-        sensitivity = np.where(local, 0.0, solution.weights * data_range)
-        released, scale = personalized_laplace_release(
-            weighted[np.newaxis, :], sensitivity, user_epsilon, rng, secure=True
-        )
-        return released[0], scale
 
     def _expected_mse(self, solution, feature_variance, report_variance, lower, upper, n_samples):
         if solution.trivial:

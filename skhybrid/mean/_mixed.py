@@ -22,7 +22,9 @@ from ..theory._mixed import (
     mse_about_empirical_mean,
 )
 from ..utils._random import check_random_state
-from ._pdp import _validate_curator_fit
+from ..utils._validation import clip_to_bounds, resolve_variance
+from ._pdp import _validate_curator_fit, check_curator_users
+from ._statistics import LevelStatistics, StatisticsFitMixin
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,7 @@ class _BaseMixedEstimator(BaseEstimator):
         return np.einsum("fg,gf->f", weights, estimates), groups, weights
 
 
-class MixedMeanEstimator(MeanEstimatorMixin, _BaseMixedEstimator):
+class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstimator):
     """Private mean for per-user privacy levels: one Laplace mean per level, mixed.
 
     Users with the same epsilon form a group; each group's mean gets Laplace noise for
@@ -210,6 +212,7 @@ class MixedMeanEstimator(MeanEstimatorMixin, _BaseMixedEstimator):
     """
 
     _mixing_weights = staticmethod(mixed_mean_weights)
+    _allow_inf = True
 
     def __init__(self, *, epsilon=1.0, bounds=None, variance=None, random_state=None):
         self.epsilon = epsilon
@@ -223,8 +226,9 @@ class MixedMeanEstimator(MeanEstimatorMixin, _BaseMixedEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            One row per user.
+        X : array-like of shape (n_samples, n_features), Dask array or Dask DataFrame
+            One row per user. A Dask collection is reduced chunk by chunk where it
+            lives; only the counts and clipped sums per privacy level are collected.
         y : ignored
         trust_group : array-like of shape (n_samples,), default=None
             Accepted for the common API; every user must be ``"tcm"`` (or True).
@@ -236,29 +240,72 @@ class MixedMeanEstimator(MeanEstimatorMixin, _BaseMixedEstimator):
         -------
         self : MixedMeanEstimator
         """
-        self.mean_, groups, weights = self._fit_mixture(X, trust_group, epsilon)
+        return self._fit_statistics(X, trust_group, epsilon)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y=None, *, trust_group=None, epsilon=None):
+        """Add a chunk of users; the estimate is released when ``mean_`` is next read.
+
+        The counts and clipped sums per privacy level accumulate over calls; the first
+        read of ``mean_`` (or ``predict``/``score``) after new data draws each group's
+        noise once and updates the other fitted attributes. Each further release
+        spends every earlier user's epsilon again and warns with
+        :class:`~skhybrid.exceptions.PrivacyBudgetWarning`.
+
+        Parameters
+        ----------
+        X, y, trust_group, epsilon
+            As in :meth:`fit`, for the new users only.
+
+        Returns
+        -------
+        self : MixedMeanEstimator
+        """
+        return self._partial_fit_statistics(X, trust_group, epsilon)
+
+    # -- sufficient statistics and the release (see _statistics.StatisticsFitMixin) -------
+
+    def _raw_rows(self, is_tcm, epsilon):
+        return np.ones_like(is_tcm)
+
+    def _public_context(self, lower, upper):
+        return {"lower": lower, "upper": upper,
+                "variance": resolve_variance(self.variance, lower, upper)}
+
+    def _chunk_statistics(self, X, is_tcm, epsilon, context, rng):
+        """Counts and clipped sums per privacy level."""
+        check_curator_users(self, is_tcm)
+        values = clip_to_bounds(X, context["lower"], context["upper"])
+        return LevelStatistics.from_users(values, epsilon, np.zeros(X.shape[0], dtype=bool))
+
+    def _release(self, statistics, context, rng, fit_warnings):
+        """Each group's mean (Laplace noise at its epsilon; exact if public), mixed."""
+        lower, upper, variance = context["lower"], context["upper"], context["variance"]
+        data_range = float(np.sum(upper - lower))
+        epsilons, sizes = statistics.epsilons, statistics.counts
+        estimates = np.array([
+            total / size if np.isinf(level) else central_group_mean(
+                total, int(size), mechanism="laplace", epsilon=float(level), delta=0.0,
+                ranges=upper - lower, rng=rng,
+            ).mean
+            for level, size, total in zip(epsilons, sizes, statistics.sums)
+        ])
+        weights = self._mixing_weights(
+            sizes, epsilons, data_range=data_range, variance=variance[:, np.newaxis]
+        )
+        self.group_epsilons_ = epsilons
+        self.group_sizes_ = sizes
+        self.group_weights_ = weights.T.copy()
         population_mse = mixed_mean_variance(
-            groups.sizes, groups.epsilons, data_range=groups.data_range,
-            variance=groups.variance[:, np.newaxis], weights=weights,
+            sizes, epsilons, data_range=data_range, variance=variance[:, np.newaxis],
+            weights=weights,
         )
         self.expected_mse_ = np.asarray(
-            mse_about_empirical_mean(
-                population_mse, n_samples=groups.values.shape[0], variance=groups.variance
-            ),
+            mse_about_empirical_mean(population_mse, n_samples=statistics.n_users,
+                                     variance=variance),
             dtype=np.float64,
         )
-        return self
-
-    def _group_estimate(self, groups, group, rng):
-        """The group's mean: exact for the public group, else with Laplace noise."""
-        values = groups.members(group)
-        epsilon = groups.epsilons[group]
-        if np.isinf(epsilon):
-            return values.mean(axis=0)
-        return central_group_mean(
-            values.sum(axis=0), int(groups.sizes[group]), mechanism="laplace",
-            epsilon=float(epsilon), delta=0.0, ranges=groups.upper - groups.lower, rng=rng,
-        ).mean
+        return np.einsum("fg,gf->f", weights, estimates)
 
 
 class MixedQuantileEstimator(MeanEstimatorMixin, _BaseMixedEstimator):

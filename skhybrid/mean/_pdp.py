@@ -1,10 +1,12 @@
 """The Sample mechanism of Jorgensen, Yu and Cormode (2015) for personalized-DP means."""
 
+import functools
 from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_feature_names, _check_n_features
 
 from .._group_estimates import central_group_mean
 from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, validate_fit_input
@@ -15,10 +17,30 @@ from ..theory._mixed import (
     sample_mechanism_probabilities,
     sample_mechanism_thresholds,
 )
+from ..utils._dask import any_dask, chunk_generators, map_chunks, map_rows, n_chunks
 from ..utils._random import check_random_state
-from ..utils._validation import clip_to_bounds, resolve_bounds, resolve_variance
+from ..utils._validation import (
+    check_bounds,
+    check_epsilon,
+    clip_to_bounds,
+    resolve_bounds,
+    resolve_variance,
+)
+from ._statistics import LevelStatistics, _global_index, _validate_chunk, level_lookup
 
 _NAMED_THRESHOLDS = ("min", "mean", "max", "optimal")
+
+
+def check_curator_users(estimator, is_tcm):
+    """Raise unless every user is tcm (trusted-curator estimators have no local model)."""
+    if not is_tcm.all():
+        index = int(np.flatnonzero(~is_tcm)[0])
+        raise ValueError(
+            f"{type(estimator).__name__} is a trusted-curator estimator: every user must be "
+            f"'tcm'; got an 'lm' user at index {index}. For local-model users use "
+            "HybridMeanEstimator (one epsilon per trust group) or ADPMEstimator with "
+            "trust_group (one epsilon per user)"
+        )
 
 
 def _validate_curator_fit(estimator, X, trust_group, epsilon):
@@ -39,18 +61,56 @@ def _validate_curator_fit(estimator, X, trust_group, epsilon):
     X, is_tcm, user_epsilon = validate_fit_input(
         estimator, X, trust_group, epsilon, allow_inf=True
     )
-    if not is_tcm.all():
-        index = int(np.flatnonzero(~is_tcm)[0])
-        raise ValueError(
-            f"{type(estimator).__name__} is a trusted-curator estimator: every user must be "
-            f"'tcm'; got an 'lm' user at index {index}. For local-model users use "
-            "HybridMeanEstimator (one epsilon per trust group) or ADPMEstimator with "
-            "trust_group (one epsilon per user)"
-        )
+    check_curator_users(estimator, is_tcm)
     lower, upper = resolve_bounds(estimator.bounds, X)
     variance = resolve_variance(estimator.variance, lower, upper)
     user_epsilon = np.broadcast_to(user_epsilon, X.shape[:1])
     return clip_to_bounds(X, lower, upper), user_epsilon, lower, upper, variance
+
+
+def _kept_sum(values, probability, centre, rng):
+    """Sum of the centred values of the users whose coin B_i ~ Bernoulli(p_i) keeps them."""
+    kept = rng.random(values.shape[0]) < probability
+    return (values[kept] - centre).sum(axis=0)
+
+
+def _chunk_levels(X, trust_group, epsilon, *, offset, rng, validate):
+    """A chunk's user counts per epsilon level, and its range (for ``bounds=None``)."""
+    X, is_tcm, levels = _validate_chunk(X, trust_group, epsilon, offset=offset, **validate)
+    try:
+        check_curator_users(PDPSampleEstimator(), is_tcm)
+    except ValueError as error:
+        raise _global_index(error, offset) from None
+    counts = LevelStatistics.from_users(
+        np.zeros((X.shape[0], 0)), levels, np.zeros(X.shape[0], dtype=bool)
+    )
+    extremes = (X.min(axis=0), X.max(axis=0)) if X.shape[0] else None
+    return counts, extremes
+
+
+def _chunk_kept_sum(X, trust_group, epsilon, *, offset, rng, validate, levels,
+                    level_probability, lower, upper):
+    """A chunk's kept users' centred, clipped sum; the coins are drawn where the data are."""
+    X, _, user_epsilon = _validate_chunk(X, trust_group, epsilon, offset=offset, **validate)
+    user_epsilon = np.broadcast_to(user_epsilon, X.shape[:1])
+    probability = level_lookup(
+        levels.epsilons, levels.local, level_probability, user_epsilon,
+        np.zeros(X.shape[0], dtype=bool),
+    )
+    return _kept_sum(clip_to_bounds(X, lower, upper), probability, (lower + upper) / 2.0, rng)
+
+
+def _row_probability(n_rows, trust_group, epsilon, *, levels, level_probability,
+                     default_epsilon):
+    """Each row's keep probability, from its epsilon level."""
+    user_epsilon = check_epsilon(
+        default_epsilon if epsilon is None else np.asarray(epsilon),
+        None if epsilon is None else n_rows, allow_inf=True,
+    )
+    return level_lookup(
+        levels.epsilons, levels.local, level_probability,
+        np.broadcast_to(user_epsilon, (n_rows,)), np.zeros(n_rows, dtype=bool),
+    )
 
 
 class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
@@ -229,23 +289,35 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         -------
         self : PDPSampleEstimator
         """
+        if any_dask(X, trust_group, epsilon):
+            return self._fit_dask(X, trust_group, epsilon)
         values, user_epsilon, lower, upper, variance = _validate_curator_fit(
             self, X, trust_group, epsilon
         )
-        n_samples = values.shape[0]
         data_range = float(np.sum(upper - lower))
+        threshold, probability = self._sampling(user_epsilon, data_range, variance)
+        rng = check_random_state(self.random_state)
+        kept_sum = _kept_sum(values, probability, (lower + upper) / 2.0, rng)
+        self.sampling_probability_ = probability
+        self._release(kept_sum, user_epsilon, threshold, lower, upper, variance, rng)
+        return self
+
+    def _sampling(self, user_epsilon, data_range, variance):
+        """The threshold t and each user's keep probability (public quantities only)."""
         threshold = self._resolve_threshold(user_epsilon, data_range, variance)
         probability = sample_mechanism_probabilities(user_epsilon, threshold)
-        expected_kept = float(probability.sum())
-        if expected_kept == 0.0:
+        if float(probability.sum()) == 0.0:
             raise ValueError(
                 f"threshold={self.threshold!r} keeps no user: every keep probability "
                 "underflows to 0; use a smaller threshold"
             )
-        rng = check_random_state(self.random_state)
-        kept = rng.random(n_samples) < probability
-        centre = (lower + upper) / 2.0
-        kept_sum = (values[kept] - centre).sum(axis=0)
+        return threshold, probability
+
+    def _release(self, kept_sum, user_epsilon, threshold, lower, upper, variance, rng):
+        """Noise the kept users' centred sum once and divide by the public divisor."""
+        n_samples = user_epsilon.shape[0]
+        data_range = float(np.sum(upper - lower))
+        expected_kept = float(sample_mechanism_probabilities(user_epsilon, threshold).sum())
         if np.isinf(threshold):
             # Only public users have p > 0, and they are kept for sure: no noise.
             offset = kept_sum / expected_kept
@@ -257,14 +329,48 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         population_mse = sample_mechanism_mse(
             user_epsilon, threshold, data_range=data_range, variance=variance
         )
-        self.mean_ = centre + offset
+        self.mean_ = (lower + upper) / 2.0 + offset
         self.threshold_ = threshold
-        self.sampling_probability_ = probability
         self.n_sampled_ = expected_kept
         self.expected_mse_ = np.asarray(
             mse_about_empirical_mean(population_mse, n_samples=n_samples, variance=variance),
             dtype=np.float64,
         )
+
+    def _fit_dask(self, X, trust_group, epsilon):
+        """Two reductions: the epsilon levels' counts (public), then the kept users' sum.
+
+        Each chunk draws its users' coins with its own child generator; only the level
+        counts and the kept sum leave the chunk.
+        """
+        _check_n_features(self, X, reset=True)
+        _check_feature_names(self, X, reset=True)
+        validate = {"default_epsilon": self.epsilon, "n_features": self.n_features_in_,
+                    "allow_inf": True}
+        metadata = {"trust_group": trust_group, "epsilon": epsilon}
+        parts = map_chunks(functools.partial(_chunk_levels, validate=validate), X, **metadata)
+        levels = functools.reduce(lambda total, part: total + part, [p[0] for p in parts])
+        if self.bounds is None:
+            seen = np.vstack([np.vstack(p[1]) for p in parts if p[1] is not None])
+            lower, upper = resolve_bounds(None, seen, stacklevel=5)
+        else:
+            lower, upper = check_bounds(self.bounds, self.n_features_in_)
+        variance = resolve_variance(self.variance, lower, upper)
+        data_range = float(np.sum(upper - lower))
+        user_epsilon = np.repeat(levels.epsilons, levels.counts)
+        threshold, _ = self._sampling(user_epsilon, data_range, variance)
+        level_probability = sample_mechanism_probabilities(levels.epsilons, threshold)
+        rng = check_random_state(self.random_state)
+        task = functools.partial(
+            _chunk_kept_sum, validate=validate, levels=levels,
+            level_probability=level_probability, lower=lower, upper=upper,
+        )
+        kept = map_chunks(task, X, generators=chunk_generators(rng, n_chunks(X)), **metadata)
+        self._release(np.sum(kept, axis=0), user_epsilon, threshold, lower, upper, variance, rng)
+        lookup = functools.partial(_row_probability, levels=levels,
+                                   level_probability=level_probability,
+                                   default_epsilon=self.epsilon)
+        self.sampling_probability_ = map_rows(lookup, X, **metadata)
         return self
 
     def _resolve_threshold(self, user_epsilon, data_range, variance):

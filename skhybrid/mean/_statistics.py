@@ -109,6 +109,30 @@ class LevelStatistics:
         return int(self.counts.sum())
 
 
+def level_lookup(level_epsilons, level_local, level_values, epsilon, local):
+    """Each user's entry of a per-level table (for example their level's weight).
+
+    Parameters
+    ----------
+    level_epsilons, level_local, level_values : ndarray of shape (n_levels,)
+        A table over the levels of a :class:`LevelStatistics`.
+    epsilon : ndarray of shape (n_samples,)
+    local : ndarray of bool of shape (n_samples,)
+
+    Returns
+    -------
+    values : ndarray of shape (n_samples,)
+    """
+    level_keys = np.where(level_local, -level_epsilons, level_epsilons)
+    order = np.argsort(level_keys)
+    keys = np.where(local, -epsilon, epsilon)
+    position = np.searchsorted(level_keys[order], keys)
+    position = np.minimum(position, order.size - 1)
+    if not np.array_equal(level_keys[order][position], keys):
+        raise ValueError("a user's privacy level is not among the fitted levels")
+    return np.asarray(level_values, dtype=np.float64)[order][position]
+
+
 def _global_index(error, offset):
     """Re-raise a chunk's validation error with row indices of the whole dataset."""
     message = _INDEX.sub(lambda match: f"at index {offset + int(match.group(1))}", str(error))

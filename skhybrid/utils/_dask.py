@@ -140,6 +140,34 @@ def map_chunks(function, X, *, generators=None, **metadata):
     return list(dask.compute(*tasks))
 
 
+def map_rows(function, X, **metadata):
+    """A lazy Dask array of one value per row, computed chunk by chunk from the metadata.
+
+    Parameters
+    ----------
+    function : callable
+        Called as ``function(n_rows, *metadata_blocks)``; returns an ndarray of shape
+        (n_rows,).
+    X : dask array or dask DataFrame
+        Gives the chunking.
+    **metadata
+        As in :func:`chunk_arrays`.
+
+    Returns
+    -------
+    values : dask array of shape (n_samples,)
+        Nothing is computed until the caller asks.
+    """
+    import dask
+    import dask.array as da
+
+    blocks, lengths = chunk_arrays(X, **metadata)
+    return da.concatenate([
+        da.from_delayed(dask.delayed(function)(length, *block[1:]), shape=(length,), dtype=float)
+        for block, length in zip(blocks, lengths)
+    ])
+
+
 def n_chunks(X):
     """Number of row chunks (partitions) of a Dask array or DataFrame."""
     if _is_dataframe_like(X):
