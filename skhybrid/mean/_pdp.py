@@ -6,7 +6,6 @@ from numbers import Real
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_feature_names, _check_n_features
 
 from .._group_estimates import central_group_mean
 from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, validate_fit_input
@@ -17,7 +16,14 @@ from ..theory._mixed import (
     sample_mechanism_probabilities,
     sample_mechanism_thresholds,
 )
-from ..utils._dask import any_dask, chunk_generators, map_chunks, map_rows, n_chunks
+from ..utils._dask import (
+    any_dask,
+    check_dask_features,
+    chunk_generators,
+    map_chunks,
+    map_rows,
+    n_chunks,
+)
 from ..utils._random import check_random_state
 from ..utils._validation import (
     check_bounds,
@@ -343,8 +349,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         Each chunk draws its users' coins with its own child generator; only the level
         counts and the kept sum leave the chunk.
         """
-        _check_n_features(self, X, reset=True)
-        _check_feature_names(self, X, reset=True)
+        check_dask_features(self, X, reset=True)
         validate = {"default_epsilon": self.epsilon, "n_features": self.n_features_in_,
                     "allow_inf": True}
         metadata = {"trust_group": trust_group, "epsilon": epsilon}

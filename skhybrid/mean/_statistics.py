@@ -23,11 +23,18 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.utils.validation import _check_feature_names, _check_n_features, check_array
+from sklearn.utils.validation import check_array
 
 from ..base import validate_fit_input
 from ..exceptions import PrivacyBudgetWarning
-from ..utils._dask import any_dask, chunk_generators, is_dask_collection, map_chunks, n_chunks
+from ..utils._dask import (
+    any_dask,
+    check_dask_features,
+    chunk_generators,
+    is_dask_collection,
+    map_chunks,
+    n_chunks,
+)
 from ..utils._random import check_random_state
 from ..utils._validation import check_bounds, check_epsilon, check_trust_group, resolve_bounds
 
@@ -268,10 +275,7 @@ class StatisticsFitMixin:
                 "X must be a Dask array or DataFrame when the metadata are Dask collections; "
                 f"got {type(X).__name__}"
             )
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-dimensional; got a Dask collection of {X.ndim}")
-        _check_n_features(self, X, reset=reset)
-        _check_feature_names(self, X, reset=reset)
+        check_dask_features(self, X, reset=reset)
         validate = {
             "default_epsilon": self.epsilon, "n_features": self.n_features_in_,
             "allow_inf": self._allow_inf,

@@ -168,6 +168,20 @@ def map_rows(function, X, **metadata):
     ])
 
 
+def check_dask_features(estimator, X, *, reset):
+    """Set or check ``n_features_in_`` and ``feature_names_in_`` for a Dask ``X``.
+
+    scikit-learn reads feature names from eager DataFrames only; a Dask DataFrame's
+    empty pandas ``_meta`` carries the same columns.
+    """
+    from sklearn.utils.validation import _check_feature_names, _check_n_features
+
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-dimensional; got a Dask collection of {X.ndim}")
+    _check_n_features(estimator, X, reset=reset)
+    _check_feature_names(estimator, getattr(X, "_meta", X), reset=reset)
+
+
 def n_chunks(X):
     """Number of row chunks (partitions) of a Dask array or DataFrame."""
     if _is_dataframe_like(X):
