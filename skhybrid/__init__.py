@@ -5,7 +5,17 @@ Users either trust the curator (``"tcm"``, central DP) or randomize their own da
 take both as per-sample metadata: ``est.fit(X, trust_group=..., epsilon=...)``.
 """
 
-from . import audit, cluster, datasets, exceptions, heavy_hitters, mechanisms, theory
+from . import (
+    audit,
+    cluster,
+    datasets,
+    exceptions,
+    heavy_hitters,
+    mechanisms,
+    model_selection,
+    plotting,
+    theory,
+)
 from .cluster import HybridKMeans
 from .heavy_hitters import BlenderHeavyHitters
 from .mean import (
@@ -33,5 +43,7 @@ __all__ = [
     "exceptions",
     "heavy_hitters",
     "mechanisms",
+    "model_selection",
+    "plotting",
     "theory",
 ]

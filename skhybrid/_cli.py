@@ -4,6 +4,7 @@ import argparse
 import csv
 import json
 import math
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -552,3 +553,8 @@ def main(argv=None):
     except _CommandError as error:
         print(f"skhybrid {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader closed the pipe (``skhybrid demo | head``): stop quietly, as Unix
+        # tools do; pointing stdout at devnull avoids a second error at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1

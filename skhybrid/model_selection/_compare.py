@@ -216,9 +216,10 @@ def _check_n_trials(n_trials):
 def _check_baselines(baselines, named):
     if baselines is None:
         return None
-    if isinstance(baselines, str) or len(baselines) != 2:
+    if isinstance(baselines, str) or not hasattr(baselines, "__len__") or len(baselines) != 2:
         raise ValueError(
-            f"baselines must be two estimator names, e.g. ('tcm_only', 'full_lm'); got {baselines!r}"
+            "baselines must be two estimator names, e.g. ('tcm_only', 'full_lm'); "
+            f"got {baselines!r}"
         )
     for name in baselines:
         if name not in named:

@@ -1,0 +1,294 @@
+"""The ``skhybrid`` command line: help, demo, estimate, reproduce, and its errors.
+
+Tests through ``python -m skhybrid`` in a new interpreter take seconds each (imports), so
+all but one are marked slow; the in-process tests call the same ``main``.
+"""
+
+import csv
+import importlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import skhybrid
+from skhybrid._cli import main
+from skhybrid.datasets import load_salaries
+from skhybrid.reproduce import REPRODUCTIONS
+
+REPOSITORY = Path(skhybrid.__file__).resolve().parents[1]
+DEMO_ESTIMATORS = ["kvh", "pwh", "naive", "tcm_only", "full_lm", "lm_only", "adpm"]
+ESTIMATE_NAMES = ["kvh", "pwh", "naive", "tcm_only", "full_lm", "lm_only", "adpm", "uni",
+                  "propdpm", "ldpe", "pdp-sample", "mixed-mean"]
+NUMBER = r"-?[\d,]+(?:\.\d+)?"
+
+
+def run_cli(*args, cwd):
+    """Run ``python -m skhybrid ARGS`` on the package under test, without a display."""
+    env = dict(os.environ, MPLBACKEND="Agg")
+    # The package under test, not whatever copy is installed in site-packages.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPOSITORY), env.get("PYTHONPATH")]))
+    return subprocess.run(
+        [sys.executable, "-m", "skhybrid", *map(str, args)],
+        capture_output=True, text=True, cwd=cwd, env=env, timeout=600,
+    )
+
+
+@pytest.fixture(scope="module")
+def users_csv(tmp_path_factory):
+    """2,000 users: values uniform on [0, 100], 30% tcm, epsilon 1 (tcm) or 2 (lm)."""
+    rng = np.random.default_rng(0)
+    values = rng.uniform(0, 100, size=2000)
+    trust = np.where(rng.random(2000) < 0.3, "tcm", "lm")
+    path = tmp_path_factory.mktemp("data") / "users.csv"
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["salary", "group", "eps"])
+        for value, group in zip(values, trust):
+            writer.writerow([value, group, 1.0 if group == "tcm" else 2.0])
+    return path, values, int(np.count_nonzero(trust == "tcm"))
+
+
+# -- help ---------------------------------------------------------------------------------
+
+
+HELP = {
+    "demo": ["--output", "--epsilon", "--tcm-fraction", "--seed", "SYNTHETIC", "skhybrid[plot]"],
+    "estimate": ["--value", "--trust", "--epsilon", "--bounds", "--estimator", "--variance",
+                 "--json", "--seed", *ESTIMATE_NAMES],
+    "reproduce": ["--list", "--quick", "--output", "--seed", "--no-progress", "all"],
+}
+
+
+def test_program_help_lists_every_command(tmp_path):
+    completed = run_cli("--help", cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.startswith("usage: skhybrid ")
+    for word in [*HELP, "--version", "examples:"]:
+        assert word in completed.stdout, f"{word!r} missing from the help"
+
+
+@pytest.mark.parametrize("command", list(HELP))
+def test_command_help_documents_every_option(command, capsys):
+    # In-process: the same parser as `python -m skhybrid COMMAND --help`, without the
+    # seconds of a new interpreter per command.
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: skhybrid {command} ")
+    for word in HELP[command]:
+        assert word in out, f"{word!r} missing from the help of {command}"
+
+
+def test_console_script_entry_point_is_main():
+    pyproject = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())
+    module, function = pyproject["project"]["scripts"]["skhybrid"].split(":")
+    entry_point = getattr(importlib.import_module(module), function)
+    assert entry_point is main
+    with pytest.raises(SystemExit) as exit_info:
+        entry_point(["--help"])
+    assert exit_info.value.code == 0
+
+
+def test_no_command_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([])
+    assert exit_info.value.code == 2
+    assert "COMMAND" in capsys.readouterr().err
+
+
+# -- demo ---------------------------------------------------------------------------------
+
+
+@pytest.mark.slow  # a new interpreter plus seven fits on 252,540 users
+def test_demo_prints_every_estimator_and_writes_the_csv_and_plot(tmp_path):
+    completed = run_cli("demo", "--seed", "0", "--output", tmp_path / "out", cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    out = completed.stdout
+    assert "SYNTHETIC" in out and "--seed 0" in out and "simulation" in out
+
+    salaries = load_salaries()
+    true_mean = salaries.data.mean()
+    printed = {}
+    for name in DEMO_ESTIMATORS:
+        match = re.search(
+            rf"^{name}\s.*?\s({NUMBER})\s+({NUMBER})\s+({NUMBER})\s+({NUMBER})\s*$", out, re.M
+        )
+        assert match, f"no row for {name} in:\n{out}"
+        printed[name] = [float(value.replace(",", "")) for value in match.groups()]
+    for name, (estimate, expected_rmse, *_) in printed.items():
+        # Seeded noise: each estimate is within 5 expected RMSEs of the data's mean.
+        assert abs(estimate - true_mean) < 5 * expected_rmse, name
+
+    with open(tmp_path / "out" / "skhybrid-demo.csv", newline="") as handle:
+        rows = {row["estimator"]: row for row in csv.DictReader(handle)}
+    assert list(rows) == DEMO_ESTIMATORS
+    for name, (estimate, expected_rmse, vs_tcm, vs_full) in printed.items():
+        row = rows[name]
+        assert float(row["estimate"]) == pytest.approx(estimate, abs=0.5)
+        assert float(row["expected_rmse"]) == pytest.approx(expected_rmse, abs=0.5)
+        assert float(row["expected_rmse"]) ** 2 == pytest.approx(float(row["expected_mse"]))
+        assert float(row["improvement_vs_tcm_only"]) == pytest.approx(vs_tcm, abs=1e-3)
+        assert float(row["improvement_vs_full_lm"]) == pytest.approx(vs_full, abs=1e-3)
+    # The improvements are ratios of expected MSEs; the baselines' own are 1, and KVH's
+    # weight minimises the expected MSE, so it beats both baselines (R >= 1, Def. 3.5).
+    assert float(rows["tcm_only"]["improvement_vs_tcm_only"]) == 1.0
+    assert float(rows["full_lm"]["improvement_vs_full_lm"]) == 1.0
+    assert float(rows["kvh"]["improvement_vs_tcm_only"]) >= 1.0
+    assert float(rows["kvh"]["improvement_vs_full_lm"]) >= 1.0
+
+    png = tmp_path / "out" / "skhybrid-demo.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_demo_without_seed_uses_secure_randomness(tmp_path, capsys):
+    assert main(["demo", "--output", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "secure randomness" in out and "real private releases" in out
+
+
+@pytest.mark.parametrize("option, value", [("--tcm-fraction", "0"), ("--tcm-fraction", "1.5"),
+                                           ("--epsilon", "-1")])
+def test_demo_rejects_a_bad_population(option, value, tmp_path, capsys):
+    assert main(["demo", option, value, "--output", str(tmp_path)]) == 2
+    assert option in capsys.readouterr().err
+
+
+# -- estimate -----------------------------------------------------------------------------
+
+
+def _estimate_args(path, *flags, **options):
+    """``estimate`` arguments for the users' CSV: KVH at epsilon 1 with the known variance.
+
+    ``options`` replace the defaults, keyed by option name without dashes.
+    """
+    values = {"value": "salary", "trust": "group", "epsilon": "1", "bounds": ["0", "100"],
+              "estimator": "kvh", "variance": str(100**2 / 12), **options}
+    args = ["estimate", str(path)]
+    for option, value in values.items():
+        args += [f"--{option}", *([value] if isinstance(value, str) else value)]
+    return args + list(flags)
+
+
+@pytest.mark.slow  # a new interpreter: seconds of imports
+def test_estimate_prints_an_estimate_within_its_expected_error(users_csv, tmp_path):
+    path, values, n_tcm = users_csv
+    completed = run_cli(*_estimate_args(path, "--seed", "3"), cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    estimate = float(re.search(r"^estimate:\s+(\S+)", completed.stdout, re.M).group(1))
+    rmse = float(re.search(r"^expected RMSE:\s+(\S+)", completed.stdout, re.M).group(1))
+    assert f"{n_tcm:,} tcm, {2000 - n_tcm:,} lm" in completed.stdout
+    assert abs(estimate - values.mean()) < 4 * rmse
+
+
+def test_estimate_json_reports_the_estimate_and_its_context(users_csv, capsys):
+    path, values, n_tcm = users_csv
+    assert main(_estimate_args(path, "--seed", "4", "--json")) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["estimator"] == "kvh"
+    assert (report["n_users"], report["n_tcm"], report["n_lm"]) == (2000, n_tcm, 2000 - n_tcm)
+    assert report["epsilon"] == 1.0 and report["epsilon_column"] is None
+    assert report["bounds"] == [0.0, 100.0] and report["seeded"] is True
+    assert report["expected_rmse"] ** 2 == pytest.approx(report["expected_mse"])
+    assert abs(report["estimate"] - values.mean()) < 4 * report["expected_rmse"]
+
+
+def test_estimate_takes_per_user_epsilon_from_a_column(users_csv, capsys):
+    path, values, _ = users_csv
+    assert main(_estimate_args(path, "--seed", "5", "--json", epsilon="eps",
+                               estimator="adpm")) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["epsilon"] is None and report["epsilon_column"] == "eps"
+    assert abs(report["estimate"] - values.mean()) < 4 * report["expected_rmse"]
+
+
+def test_estimate_without_trust_column_treats_everyone_as_tcm(users_csv, capsys):
+    path, values, _ = users_csv
+    args = _estimate_args(path, "--seed", "6", "--json", epsilon="eps", estimator="mixed-mean")
+    del args[args.index("--trust") : args.index("--trust") + 2]
+    assert main(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["n_tcm"], report["n_lm"]) == (2000, 0)
+    assert abs(report["estimate"] - values.mean()) < 4 * report["expected_rmse"]
+
+
+@pytest.mark.parametrize(
+    "file_text, options, message",
+    [
+        (None, {}, "no such file"),
+        ("", {}, "is empty"),
+        ("salary,group\n1,tcm\nabc,lm\n", {}, "line 3: column 'salary' must be a finite number"),
+        ("salary,group\n1,tcm\n2,maybe\n", {}, "got 'maybe'"),
+        ("salary,group\n", {}, "no data rows"),
+        ("salary,group\n1,tcm\n", {"value": "wage"}, "no column 'wage'"),
+        ("salary,group\n1,tcm\n", {"bounds": ["9", "1"]}, "--bounds must be two finite"),
+        ("salary,group\n1,tcm\n", {"bounds": ["0", "inf"]}, "--bounds must be two finite"),
+        ("salary,group\n1,tcm\n", {"epsilon": "often"}, "neither a number nor a column"),
+        ("salary,group\n1,tcm\n", {"epsilon": "0"}, "--epsilon must be > 0"),
+        ("salary,group\n1,tcm\n", {"estimator": "best"}, "choose one of: kvh, pwh"),
+        ("salary,group\n1,tcm\n2,lm\n", {"estimator": "pdp-sample"},
+         "trusted-curator estimator"),
+    ],
+    ids=["missing-file", "empty-file", "non-numeric", "bad-trust", "no-rows",
+         "missing-column", "bounds-reversed", "bounds-infinite", "bad-epsilon-column",
+         "non-positive-epsilon", "unknown-estimator", "estimator-not-for-lm-users"],
+)
+def test_estimate_errors_exit_2_with_a_message(file_text, options, message, tmp_path, capsys):
+    path = tmp_path / "input.csv"
+    if file_text is not None:
+        path.write_text(file_text)
+    assert main(_estimate_args(path, **options)) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("skhybrid estimate: error: ")
+    assert message in captured.err
+    assert captured.out == ""
+
+
+@pytest.mark.slow  # a new interpreter: seconds of imports
+def test_errors_exit_2_without_a_traceback(tmp_path):
+    completed = run_cli(*_estimate_args(tmp_path / "missing.csv"), cwd=tmp_path)
+    assert completed.returncode == 2
+    assert "no such file" in completed.stderr
+    assert "Traceback" not in completed.stderr
+
+
+# -- reproduce ----------------------------------------------------------------------------
+
+
+@pytest.mark.slow  # a new interpreter: seconds of imports
+def test_reproduce_list_names_every_reproduction(tmp_path):
+    completed = run_cli("reproduce", "--list", cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    listed = [line.split()[0] for line in completed.stdout.splitlines() if line.strip()]
+    assert listed == list(REPRODUCTIONS) or (not REPRODUCTIONS and "no reproductions" in
+                                             completed.stdout)
+
+
+def test_reproduce_unknown_name_exits_2(capsys):
+    assert main(["reproduce", "no-such-figure", "--no-progress"]) == 2
+    assert "unknown reproduction 'no-such-figure'" in capsys.readouterr().err
+
+
+def test_reproduce_without_name_exits_2(capsys):
+    assert main(["reproduce"]) == 2
+    assert "--list" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_quick_reproduction_writes_csv_and_png(tmp_path):
+    name = "avent-corollary4.4"
+    completed = run_cli("reproduce", name, "--quick", "--no-progress", "--output",
+                        tmp_path / "out", cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.startswith(f"== {name}: ")
+    assert (tmp_path / "out" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+    with open(tmp_path / "out" / f"{name}.csv", newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert len(rows) > 1 and all(len(row) == len(rows[0]) for row in rows)
