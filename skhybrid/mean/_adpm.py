@@ -82,7 +82,12 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
     mean_ : ndarray of shape (n_features,)
         The private estimate.
     weights_ : ndarray of shape (n_samples,)
-        The users' weights; they sum to 1.
+        The users' weights; they sum to 1. A lazy Dask array when ``X`` is a Dask
+        collection; absent after ``partial_fit`` (see ``level_weights_``).
+    level_epsilons_, level_local_, level_sizes_, level_weights_ : ndarray of shape (n_levels,)
+        The privacy levels (a level is a trust model and an epsilon; tcm levels first,
+        by epsilon), whether each is an lm level, its number of users and the weight of
+        each of its users: every user of a level gets the same weight.
     noise_scale_ : ndarray of shape (n_features,)
         The Laplace scale of the central noise on each coordinate (0 when no central
         noise is needed).
