@@ -64,6 +64,15 @@ def analytic_curves(strategy, *, n, c, m, epsilon, sigma2):
     }
 
 
+def trials_per_size(n, *, budget, minimum, maximum):
+    """Monte Carlo trials for n users: about ``budget / n`` (equal cost per n), clipped.
+
+    Small n are cheap, so they get more trials; that matters most there, where one tcm
+    user's Laplace noise makes the squared errors heavy-tailed.
+    """
+    return int(np.clip(budget // n, minimum, maximum))
+
+
 def simulate_squared_errors(
     draw_data, *, sizes, epsilons, fractions, variance, strategies, bounds, n_trials,
     random_state, progress, description,
@@ -74,10 +83,12 @@ def simulate_squared_errors(
     draws, or a random permutation of a fixed data set). For each epsilon every user's
     device privatizes their value with the library's
     :class:`~skhybrid.mechanisms.LocalLaplaceRandomizer`; then for each tcm fraction c
-    the first ``c n`` users are tcm and send raw values, the others their reports, and
-    every strategy is fitted with ``local_reports=True``. The strategies and fractions
-    thus share one data set and one set of local reports per trial (paired trials: the
-    ratios R and r get smaller standard errors), and the local noise is drawn once.
+    a random ``c n`` of the users are tcm and send raw values, the others their
+    reports, and every strategy is fitted with ``local_reports=True``. The strategies
+    and fractions thus share one data set and one set of local reports per trial
+    (paired trials: the ratios R and r get smaller standard errors, and the local noise
+    is drawn once). The price: the simulated points of one curve are correlated, so a
+    whole curve can sit a little above or below the analytic one.
 
     Each fit holds up to ``d`` trials as ``d`` features: with the Laplace mechanism's L1
     calibration a budget of ``d * epsilon`` over ``d`` features with bounds ``[0, m]``
@@ -102,7 +113,8 @@ def simulate_squared_errors(
         HybridMeanEstimator strategies.
     bounds : tuple
         The public clipping bounds ``(0, m)``.
-    n_trials : int
+    n_trials : int or callable
+        Trials per size, or ``n_trials(n)``.
     random_state : int or sequence of int
         Seed of the simulation.
     progress : bool
@@ -112,15 +124,15 @@ def simulate_squared_errors(
 
     Returns
     -------
-    errors : dict of str to ndarray of shape (len(sizes), len(epsilons), len(fractions), n_trials)
-        Squared difference between ``mean_`` and the data set's mean, by strategy.
+    errors : list of dict of str to ndarray of shape (len(epsilons), len(fractions), trials)
+        For each size, the squared difference between ``mean_`` and the data set's mean,
+        by strategy.
     """
     tcm_counts = np.outer(sizes, fractions)
     if not np.allclose(tcm_counts, np.round(tcm_counts), rtol=0.0, atol=1e-6):
         raise ValueError(f"c * n must be whole numbers of tcm users; got {tcm_counts}")
     tcm_counts = np.round(tcm_counts).astype(int)
-    shape = (len(sizes), len(epsilons), len(fractions), n_trials)
-    errors = {strategy: np.empty(shape) for strategy in strategies}
+    trials = [n_trials(n) if callable(n_trials) else int(n_trials) for n in sizes]
     estimators = {
         strategy: HybridMeanEstimator(
             strategy, bounds=bounds, variance=variance, local_reports=True
@@ -128,30 +140,32 @@ def simulate_squared_errors(
         for strategy in strategies
     }
     rng = np.random.default_rng(random_state)
-    with progress_bar(
-        total=len(sizes) * n_trials, description=description, enabled=progress
-    ) as bar:
-        for i, n in enumerate(sizes):
-            n = int(n)
-            width = int(np.clip(_ENTRIES_PER_FIT // n, 1, n_trials))
-            for start in range(0, n_trials, width):
-                trials = slice(start, min(start + width, n_trials))
-                d = trials.stop - trials.start
-                trial_rng = np.random.default_rng(rng.integers(2**63))
-                X = draw_data(n, d, trial_rng)
+    errors = []
+    with progress_bar(total=sum(trials), description=description, enabled=progress) as bar:
+        for n, n_tcm, total in zip(np.asarray(sizes, dtype=int), tcm_counts, trials):
+            shape = (len(epsilons), len(fractions), total)
+            errors.append({strategy: np.empty(shape) for strategy in strategies})
+            width = int(np.clip(_ENTRIES_PER_FIT // n, 1, total))
+            for start in range(0, total, width):
+                chunk = slice(start, min(start + width, total))
+                d = chunk.stop - chunk.start
+                chunk_rng = np.random.default_rng(rng.integers(2**63))
+                X = draw_data(n, d, chunk_rng)
                 target = X.mean(axis=0)
                 for j, epsilon in enumerate(epsilons):
                     reports = LocalLaplaceRandomizer(bounds=bounds, epsilon=d * epsilon).privatize(
-                        X, random_state=trial_rng
+                        X, random_state=chunk_rng
                     )
-                    for k, n_tcm in enumerate(tcm_counts[i]):
+                    for k, count in enumerate(n_tcm):
+                        tcm_rows = chunk_rng.choice(n, size=count, replace=False)
                         rows = reports.copy()
-                        rows[:n_tcm] = X[:n_tcm]
-                        is_tcm = np.arange(n) < n_tcm
+                        rows[tcm_rows] = X[tcm_rows]
+                        is_tcm = np.zeros(n, dtype=bool)
+                        is_tcm[tcm_rows] = True
                         for strategy, estimator in estimators.items():
-                            estimator.set_params(epsilon=d * epsilon, random_state=trial_rng)
+                            estimator.set_params(epsilon=d * epsilon, random_state=chunk_rng)
                             estimator.fit(rows, trust_group=is_tcm)
-                            errors[strategy][i, j, k, trials] = (estimator.mean_ - target) ** 2
+                            errors[-1][strategy][j, k, chunk] = (estimator.mean_ - target) ** 2
                 bar.update(d)
     return errors
 
@@ -180,24 +194,40 @@ def ratio_and_standard_error(numerator, denominator):
     return ratio, np.sqrt(np.maximum(variance, 0.0))
 
 
-def simulated_improvements(errors, strategy):
-    """Simulated R and r of ``strategy`` over the TCM-only and Full-LM baselines, with SEs.
+def summarise_simulation(errors, strategy):
+    """MSEs of every strategy and R, r of ``strategy``, with standard errors, per size.
 
-    R divides the smaller of the baselines' simulated MSEs by the strategy's (Def. 3.5),
-    r the larger (Def. 5.1); the baseline is picked per cell from the simulation.
+    R divides the smaller of the TCM-only and Full-LM simulated MSEs by the strategy's
+    (Def. 3.5), r the larger (Def. 5.1); the baseline is picked per cell from the
+    simulation.
+
+    Parameters
+    ----------
+    errors : list of dict
+        The output of :func:`simulate_squared_errors`.
+    strategy : str
+        The hybrid strategy whose R and r are wanted.
 
     Returns
     -------
-    improvements : dict of str to ndarray
+    summary : dict of str to ndarray of shape (len(sizes), len(epsilons), len(fractions))
+        ``mse_<strategy>`` and ``mse_<strategy>_se`` for every simulated strategy, and
         ``R``, ``R_se``, ``r``, ``r_se``.
     """
-    tcm, full_lm = errors["tcm_only"], errors["full_lm"]
-    tcm_is_better = (tcm.mean(axis=-1) <= full_lm.mean(axis=-1))[..., None]
-    better = np.where(tcm_is_better, tcm, full_lm)
-    worse = np.where(tcm_is_better, full_lm, tcm)
-    R, R_se = ratio_and_standard_error(better, errors[strategy])
-    r, r_se = ratio_and_standard_error(worse, errors[strategy])
-    return {"R": R, "R_se": R_se, "r": r, "r_se": r_se}
+    columns = {}
+    for size in errors:
+        cells = {}
+        for name, samples in size.items():
+            cells[f"mse_{name}"], cells[f"mse_{name}_se"] = mean_and_standard_error(samples)
+        tcm, full_lm = size["tcm_only"], size["full_lm"]
+        tcm_is_better = (tcm.mean(axis=-1) <= full_lm.mean(axis=-1))[..., None]
+        better = np.where(tcm_is_better, tcm, full_lm)
+        worse = np.where(tcm_is_better, full_lm, tcm)
+        cells["R"], cells["R_se"] = ratio_and_standard_error(better, size[strategy])
+        cells["r"], cells["r_se"] = ratio_and_standard_error(worse, size[strategy])
+        for name, values in cells.items():
+            columns.setdefault(name, []).append(values)
+    return {name: np.stack(values) for name, values in columns.items()}
 
 
 def round_to_multiple(values, multiple):
@@ -206,6 +236,16 @@ def round_to_multiple(values, multiple):
     return np.unique(rounded)
 
 
-def largest_z_score(simulated, standard_error, analytic):
-    """The largest |simulated - analytic| / standard_error (how far the simulation strays)."""
-    return float(np.max(np.abs(np.asarray(simulated) - analytic) / standard_error))
+def describe_trials(counts):
+    """``"100"`` or ``"100 to 1000"``: the trial counts of a table, for a summary."""
+    low, high = int(np.min(counts)), int(np.max(counts))
+    return f"{low}" if low == high else f"{low} to {high}"
+
+
+def describe_agreement(simulated, standard_error, analytic):
+    """How simulated values compare with analytic ones, in standard errors, for a summary."""
+    z = np.abs(np.asarray(simulated) - analytic) / standard_error
+    return (
+        f"largest |z| {z.max():.2f}, {100 * np.mean(z <= 2):.0f}% of the {z.size} points "
+        "within 2 SE"
+    )
