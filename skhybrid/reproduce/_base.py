@@ -93,7 +93,7 @@ class Reproduction:
         for ax in axes.ravel()[n_panels:]:
             ax.set_visible(False)
         figure.suptitle(self.title, fontsize="medium")
-        figure.tight_layout()
+        figure.tight_layout(rect=(0, 0, 1, 0.97))  # room for the title above the panels
         return figure
 
     def save(self, output_dir):
