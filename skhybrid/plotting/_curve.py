@@ -87,8 +87,11 @@ class CurveDisplay:
                 yerr=None if yerr is None else np.asarray(yerr, dtype=float),
                 label=label, **style,
             )
-        ax.set_xscale(xscale)
-        ax.set_yscale(yscale)
+        # set_*scale resets the tick locators, which would undo a categorical (string) axis.
+        if xscale != "linear":
+            ax.set_xscale(xscale)
+        if yscale != "linear":
+            ax.set_yscale(yscale)
         if self.xlabel is not None:
             ax.set_xlabel(self.xlabel)
         if self.ylabel is not None:

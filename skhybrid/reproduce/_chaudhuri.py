@@ -185,7 +185,7 @@ def figure_1b(*, quick=False, random_state=0, progress=False):
     reproduction : Reproduction
     """
     n_users, fraction, eps1 = 1000, 0.7, 0.1
-    n_trials = 20 if quick else 1500
+    n_trials = 20 if quick else 1000
     eps2_grid = (np.array([0.1, 0.2, 0.5, 1.0]) if quick else
                  np.array([0.1, 0.125, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.7, 1.0]))
     n_private = int(round(fraction * n_users))

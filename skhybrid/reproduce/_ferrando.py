@@ -42,7 +42,7 @@ def figure_1(*, quick=False, random_state=0, progress=False):
 
     Group sizes ``[n, 100, 500, 1000, 5000, 10000]`` at epsilon ``[10, 0.05, 0.1, 0.01,
     0.25, 0.15]``, N(0, 25) data clipped to [-15, 15]; the error is against the
-    population mean 0, over fresh datasets (1000 in the paper, 500 here, 15 with
+    population mean 0, over fresh datasets (1000, as in the paper; 30 with
     ``quick``).
 
     Parameters
@@ -55,7 +55,7 @@ def figure_1(*, quick=False, random_state=0, progress=False):
     -------
     reproduction : Reproduction
     """
-    n_trials = 15 if quick else 500
+    n_trials = 30 if quick else 1000
     n_grid = np.array([100, 1000, 10000] if quick else [100, 200, 500, 1000, 2000, 5000, 10000])
     rng = np.random.default_rng(random_state)
     estimators = _estimators()
@@ -99,7 +99,8 @@ def figure_1(*, quick=False, random_state=0, progress=False):
         shown = f"{values[0]:.3g}" if values.size == 1 else "varies with n"
         panels.append(Panel(
             x="n",
-            series={"mixed (simulated)": "mixed_variance", "PDP (simulated)": f"{threshold}_variance",
+            series={"mixed (simulated)": "mixed_variance",
+                    "PDP (simulated)": f"{threshold}_variance",
                     "mixed (theory)": "mixed_theory", "PDP (theory)": f"{threshold}_theory"},
             errors={"mixed (simulated)": "mixed_se", "PDP (simulated)": f"{threshold}_se"},
             title=f"PDP at {label} = {shown}", xlabel="n (size of the eps = 10 group)",
