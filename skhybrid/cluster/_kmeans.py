@@ -62,13 +62,7 @@ from sklearn.base import (
 )
 from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import (
-    _check_feature_names,
-    _check_n_features,
-    check_array,
-    check_is_fitted,
-    validate_data,
-)
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController
 
 from .._group_estimates import local_report_variance, privatize_locally
@@ -76,7 +70,13 @@ from ..base import RANDOM_STATE_CONSTRAINT, validate_fit_input
 from ..exceptions import EmptyGroupWarning
 from ..mechanisms import LaplaceMechanism
 from ..theory._hybrid import pwh_weight
-from ..utils._dask import chunk_generators, is_dask_collection, map_chunks, n_chunks
+from ..utils._dask import (
+    check_dask_features,
+    chunk_generators,
+    is_dask_collection,
+    map_chunks,
+    n_chunks,
+)
 from ..utils._random import check_random_state
 from ..utils._validation import (
     check_epsilon,
@@ -722,41 +722,65 @@ class _GroupSummary(NamedTuple):
     maximum: np.ndarray = None
 
 
-def _summarise_chunk(X_block, trust_block, epsilon_block, *, offset, rng, default_epsilon):
+class _ChunkSummary(NamedTuple):
+    """One chunk's part of a :class:`_GroupSummary`.
+
+    first_members : tuple of ((int, float) or None)
+        For the tcm and the lm group: the row (in the whole input) of the chunk's first
+        member and the group's privacy level; None without members.
+    """
+
+    n_tcm: int
+    n_lm: int
+    first_members: tuple
+    minimum: np.ndarray
+    maximum: np.ndarray
+
+
+def _finite_values(X_block):
+    """One chunk's values as floats; NaN or infinity raise, naming the row."""
+    values = check_array(X_block, dtype=np.float64, ensure_all_finite=False,
+                         ensure_min_samples=0, input_name="X")
+    not_finite = ~np.isfinite(values)
+    if not_finite.any():
+        row, column = np.argwhere(not_finite)[0]
+        raise ValueError(
+            "X must hold finite numbers (no NaN or infinity); got "
+            f"{values[row, column].item()!r} at row {row}, column {column}"
+        )
+    return values
+
+
+def _summarise_chunk(X_block, trust_block, epsilon_block, *, offset, rng, default_epsilon,
+                     estimator_name="HybridKMeans", check_values=_finite_values):
     """Validate one chunk of a Dask input and summarise it (the first reduction of a fit).
 
+    ``check_values`` validates the chunk's rows of ``X`` and returns them as an array.
     Errors name the row in the whole input. Returns the group sizes, each group's one
     privacy level with the row of its first member (for the merge), and the chunk's
     range.
     """
     with _renumbered_errors(lambda row: offset + row):
-        values = check_array(X_block, dtype=np.float64, ensure_all_finite=False,
-                             ensure_min_samples=0, input_name="X")
-        not_finite = ~np.isfinite(values)
-        if not_finite.any():
-            row, column = np.argwhere(not_finite)[0]
-            raise ValueError(
-                f"X must hold finite numbers (no NaN or infinity); got {values[row, column]!r} "
-                f"at row {row}, column {column}"
-            )
+        values = check_values(X_block)
         n_rows = values.shape[0]
         is_tcm = check_trust_group(trust_block, n_rows)
         if epsilon_block is None:
             user_epsilon = default_epsilon
         else:
             user_epsilon = check_epsilon(epsilon_block, n_rows)
-        levels = check_group_epsilons(user_epsilon, is_tcm, "HybridKMeans")
-    first = [np.flatnonzero(members)[:1] for members in (is_tcm, ~is_tcm)]
-    groups = tuple(
-        (level, offset + int(rows[0])) if rows.size else None for level, rows in zip(levels, first)
-    )
+        levels = check_group_epsilons(user_epsilon, is_tcm, estimator_name)
+    first_members = []
+    for level, members in zip(levels, (is_tcm, ~is_tcm)):
+        rows = np.flatnonzero(members)[:1]
+        first_members.append((offset + int(rows[0]), level) if rows.size else None)
     n_tcm = int(np.count_nonzero(is_tcm))
-    if n_rows == 0:
-        return n_tcm, n_rows - n_tcm, groups, None, None
-    return n_tcm, n_rows - n_tcm, groups, values.min(axis=0), values.max(axis=0)
+    return _ChunkSummary(
+        n_tcm, n_rows - n_tcm, tuple(first_members),
+        values.min(axis=0) if n_rows else None, values.max(axis=0) if n_rows else None,
+    )
 
 
-def _merge_chunk_summaries(summaries):
+def _merge_chunk_summaries(summaries, estimator_name="HybridKMeans"):
     """The curator's :class:`_GroupSummary` from the chunks' summaries.
 
     Each group's level must be the same in every chunk: the levels of each chunk's first
@@ -764,23 +788,22 @@ def _merge_chunk_summaries(summaries):
     names that member's row.
     """
     first_members = [
-        (row, level, group == 0)
-        for *_, groups, _, _ in summaries
-        for group, member in enumerate(groups)
+        (*member, group == 0)
+        for summary in summaries
+        for group, member in enumerate(summary.first_members)
         if member is not None
-        for level, row in [member]
     ]
     rows, levels, is_tcm = (np.array(column) for column in zip(*first_members))
     with _renumbered_errors(lambda index: int(rows[index])):
-        epsilon_tcm, epsilon_lm = check_group_epsilons(levels, is_tcm, "HybridKMeans")
-    ranges = [(low, high) for *_, low, high in summaries if low is not None]
+        epsilon_tcm, epsilon_lm = check_group_epsilons(levels, is_tcm, estimator_name)
+    non_empty = [summary for summary in summaries if summary.minimum is not None]
     return _GroupSummary(
-        n_tcm=sum(summary[0] for summary in summaries),
-        n_lm=sum(summary[1] for summary in summaries),
+        n_tcm=sum(summary.n_tcm for summary in summaries),
+        n_lm=sum(summary.n_lm for summary in summaries),
         epsilon_tcm=epsilon_tcm,
         epsilon_lm=epsilon_lm,
-        minimum=np.min([low for low, _ in ranges], axis=0),
-        maximum=np.max([high for _, high in ranges], axis=0),
+        minimum=np.min([summary.minimum for summary in non_empty], axis=0),
+        maximum=np.max([summary.maximum for summary in non_empty], axis=0),
     )
 
 
@@ -1009,6 +1032,14 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
     nearest private centre, which reveals each row's own region and so is not itself
     private. :meth:`score` on private data is likewise not private.
 
+    **Dask inputs.** ``X`` (and the metadata) may be Dask arrays or DataFrames: each
+    iteration is one reduction, in which every chunk gives its clusters' counts and
+    sums (tcm users) and its reports by reported cluster (lm users), and the curator
+    draws the central noise once from the totals. The data are read once to validate
+    them and once per iteration, never collected. The lm users' randomness (report and
+    responses) comes from each chunk's own generator, so a fit on several chunks has the
+    distribution of the in-memory fit, and equals it when only the curator draws noise.
+
     References
     ----------
     B. Avent, Y. Dubey and A. Korolova. "The Power of the Hybrid Model for Mean
@@ -1066,12 +1097,13 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            One row per user: their raw values.
+        X : array-like of shape (n_samples, n_features), or Dask array or DataFrame
+            One row per user: their raw values. A Dask input is read chunk by chunk
+            (see Notes).
         y : ignored
         trust_group : array-like of shape (n_samples,), default=None
             ``"tcm"`` / ``"lm"`` (case-insensitive) or booleans (True = tcm); ``None``
-            means every user is tcm.
+            means every user is tcm. May be a Dask array or Series.
         epsilon : array-like of shape (n_samples,), default=None
             Per-user privacy levels; they must be equal within each trust group (the
             groups may differ). ``None`` uses the ``epsilon`` parameter.
@@ -1106,7 +1138,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         device_rngs = None
         if plan.release_epsilon is not None:
             device_rngs = [
-                chunk_rng.spawn(self.n_iter + 1)
+                chunk_generators(chunk_rng, self.n_iter + 1)
                 for chunk_rng in chunk_generators(rng, n_chunks(X) if in_dask else 1)
             ]
         if in_dask:
@@ -1265,14 +1297,13 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
 
     def _summarise_dask_input(self, X, trust_group, epsilon):
         """Validate a Dask input chunk by chunk and summarise its users (one reduction)."""
-        _check_n_features(self, X, reset=True)
-        _check_feature_names(self, X, reset=True)
+        check_dask_features(self, X, reset=True)
         default_epsilon = check_epsilon(self.epsilon) if epsilon is None else None
         summaries = map_chunks(
             partial(_summarise_chunk, default_epsilon=default_epsilon),
             X, trust_group=trust_group, epsilon=epsilon,
         )
-        if sum(summary[0] + summary[1] for summary in summaries) == 0:
+        if sum(summary.n_tcm + summary.n_lm for summary in summaries) == 0:
             raise ValueError("X has 0 samples; HybridKMeans needs at least one")
         return _merge_chunk_summaries(summaries)
 

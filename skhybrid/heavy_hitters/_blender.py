@@ -30,7 +30,10 @@ query. Reports are cells; :data:`WILDCARD` (-1) stands for ``*``.
 Neighbouring relation: replace one user's record, with the group sizes public.
 """
 
+import copy
+from functools import partial
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
@@ -38,6 +41,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..base import RANDOM_STATE_CONSTRAINT
+from ..cluster._kmeans import _merge_chunk_summaries, _summarise_chunk
 from ..mechanisms import LaplaceMechanism
 from ..theory._blender import (
     blend_estimates,
@@ -54,6 +58,7 @@ from ..theory._blender import (
     optin_variance_estimate,
     project_onto_simplex,
 )
+from ..utils._dask import check_dask_features, chunk_generators, is_dask_collection, map_chunks
 from ..utils._random import check_random_state
 from ..utils._validation import check_epsilon, check_group_epsilons, check_trust_group
 
@@ -112,20 +117,33 @@ def _check_records(records, *, name, whom, allow_wildcard=False):
     return _as_id_pairs(array, name=name, whom=whom, allow_wildcard=allow_wildcard)
 
 
-def _distinct_records(records):
+def _distinct_records(records, counts=None):
     """Distinct rows of an (n, 2) array of ids >= 0 and their counts.
 
     Each pair is packed into one integer, ``query * (max_url + 1) + url``, so that one
     :func:`numpy.unique` on integers does the work; ids too large to pack fall back to
-    the (slower) row-wise unique.
+    the (slower) row-wise unique. With ``counts`` (one per row), a row stands for that
+    many users: the counts of equal rows are added (merging chunks' record counts).
     """
     if records.shape[0] == 0:
         return records.reshape(0, 2), np.zeros(0, dtype=np.int64)
     url_base = int(records[:, 1].max()) + 1
-    if int(records[:, 0].max()) <= (_INT64_MAX - url_base + 1) // url_base:
-        codes, counts = np.unique(records[:, 0] * url_base + records[:, 1], return_counts=True)
-        return np.column_stack(np.divmod(codes, url_base)), counts
-    return np.unique(records, axis=0, return_counts=True)
+    packable = int(records[:, 0].max()) <= (_INT64_MAX - url_base + 1) // url_base
+    if counts is None:
+        if packable:
+            codes, counts = np.unique(records[:, 0] * url_base + records[:, 1],
+                                      return_counts=True)
+            return np.column_stack(np.divmod(codes, url_base)), counts
+        return np.unique(records, axis=0, return_counts=True)
+    if packable:
+        codes, inverse = np.unique(records[:, 0] * url_base + records[:, 1],
+                                   return_inverse=True)
+        distinct = np.column_stack(np.divmod(codes, url_base))
+    else:
+        distinct, inverse = np.unique(records, axis=0, return_inverse=True)
+    summed = np.zeros(distinct.shape[0], dtype=np.int64)
+    np.add.at(summed, inverse.ravel(), counts)
+    return distinct, summed
 
 
 def _position_in(sorted_values, values):
@@ -273,27 +291,29 @@ def _passes_threshold(counts, *, epsilon, delta, rng):
     return noisy > headlist_threshold(epsilon, delta)
 
 
-def _create_head_list(records, *, epsilon, delta, rng):
+def _create_head_list(records, *, epsilon, delta, rng, counts=None):
     """CreateHeadList (Figure 3) with ``m_O = 1``: the candidate head list from S.
 
     The candidates are the distinct records of S (the domain comes from the data)
     whose count plus ``Laplace(b_S)`` noise exceeds ``tau``: a record held by a single
     user, the one that can be in one neighbour's domain and not the other's, passes
     with probability ``delta / 2``. (epsilon, delta)-DP for the users in S.
+    ``counts``, when given, says how many users of S hold each row of ``records``.
 
     Returns
     -------
     candidates : ndarray of int64, shape (n_candidates, 2)
         In increasing (query, url) order. The wildcard record is added by the layout.
     """
-    distinct, counts = _distinct_records(records)
+    distinct, counts = _distinct_records(records, counts)
     if distinct.shape[0] == 0:
         return distinct
     keep = _passes_threshold(counts.astype(np.float64), epsilon=epsilon, delta=delta, rng=rng)
     return distinct[keep]
 
 
-def _estimate_optin_probabilities(records, candidates, *, epsilon, max_records, rng):
+def _estimate_optin_probabilities(records, candidates, *, epsilon, max_records, rng,
+                                  counts=None):
     """EstimateOptinProbabilities (Figure 4) with ``m_O = 1``, on the users of T.
 
     The counts of T's records are released with ``Laplace(b_T)`` noise over the cells of
@@ -313,12 +333,14 @@ def _estimate_optin_probabilities(records, candidates, *, epsilon, max_records, 
         ``2 m b_T^2`` is that of one ``Laplace(b_T sqrt(m))``: Theorem 4 is applied with
         that scale. Estimates are clipped below at the noise-only variance
         ``optin_variance(0, |D_T|, b)``, the least the true variance can be.
+
+    ``counts``, when given, says how many users of T hold each row of ``records``.
     """
-    n_users = records.shape[0]
+    n_users = records.shape[0] if counts is None else int(np.sum(counts))
     candidate_layout = _HeadListLayout(candidates)
-    counts = np.bincount(candidate_layout.cells_of_records(records),
-                         minlength=candidate_layout.n_cells).astype(np.float64)
-    noisy = _count_mechanism(epsilon).randomise(counts, random_state=rng)
+    cell_counts = np.bincount(candidate_layout.cells_of_records(records), weights=counts,
+                              minlength=candidate_layout.n_cells).astype(np.float64)
+    noisy = _count_mechanism(epsilon).randomise(cell_counts, random_state=rng)
     candidate_estimates = noisy[candidate_layout.record_cells] / n_users
     top = np.argsort(-candidate_estimates, kind="stable")[:max_records]
     layout = _HeadListLayout(candidates[top])
@@ -494,6 +516,102 @@ def _estimate_client_probabilities(report_counts, client):
 
 
 # --------------------------------------------------------------------------
+# One fit as reductions over chunks of users
+# --------------------------------------------------------------------------
+
+#: Opt-in users are split into S and T in blocks of this many (by their rank among the
+#: opt-in users), so that any chunk can find its members of S without the others.
+_SPLIT_BLOCK = 1 << 16
+
+
+class _HeadListSplit:
+    """The curator's uniformly random split of the opt-in users into S and T.
+
+    S is a uniformly random subset of ``n_headlist`` of the ``n_optin`` opt-in users,
+    drawn in two steps: how many of S fall in each block of :data:`_SPLIT_BLOCK`
+    consecutive opt-in users (a multivariate hypergeometric draw), then which ones
+    within each block (a uniform subset, from the block's own generator). A chunk of
+    rows only regenerates the blocks it overlaps, so the split does not depend on how
+    the data are chunked: an in-memory fit and a Dask fit with the same seed split alike.
+    """
+
+    def __init__(self, n_optin, n_headlist, rng):
+        starts = np.arange(0, n_optin, _SPLIT_BLOCK)
+        self._starts = starts
+        self._sizes = np.diff(np.append(starts, n_optin))
+        self._selected = (
+            rng.multivariate_hypergeometric(self._sizes, n_headlist) if starts.size
+            else np.zeros(0, dtype=np.int64)
+        )
+        self._generators = chunk_generators(rng, starts.size)
+
+    def part(self, start, stop):
+        """What a chunk holding the opt-in users of ranks ``[start, stop)`` needs to know."""
+        first = start // _SPLIT_BLOCK
+        last = -(-stop // _SPLIT_BLOCK)
+        blocks = list(zip(self._starts[first:last], self._sizes[first:last],
+                          self._selected[first:last], self._generators[first:last]))
+        return _SplitPart(start, stop, blocks)
+
+
+class _SplitPart(NamedTuple):
+    """One chunk's share of a :class:`_HeadListSplit`."""
+
+    start: int
+    stop: int
+    blocks: list
+
+    def in_headlist(self):
+        """Whether each opt-in user of ranks ``[start, stop)`` is in S."""
+        mask = np.zeros(self.stop - self.start, dtype=bool)
+        for block_start, size, selected, generator in self.blocks:
+            members = np.zeros(size, dtype=bool)
+            # A copy: every chunk overlapping the block draws the same subset.
+            members[copy.deepcopy(generator).permutation(size)[:selected]] = True
+            low, high = max(self.start, block_start), min(self.stop, block_start + size)
+            mask[low - self.start : high - self.start] = members[
+                low - block_start : high - block_start
+            ]
+        return mask
+
+
+def _records(X_block):
+    """One chunk's records as int64 ids (the checks of :func:`_as_id_pairs`)."""
+    values = check_array(X_block, dtype="numeric", ensure_all_finite=False,
+                         ensure_min_samples=0, input_name="X")
+    return _as_id_pairs(values, name="X", whom="BlenderHeavyHitters")
+
+
+def _optin_statistics(X_block, trust_block, *, offset, rng):
+    """The record counts of one chunk's opt-in users in S and in T.
+
+    ``rng`` is the chunk's :class:`_SplitPart` of the curator's split. Returns
+    ``(S records, S counts, T records, T counts)``, distinct records only.
+    """
+    records = _records(X_block)
+    optin = records[check_trust_group(trust_block, records.shape[0])]
+    in_headlist = rng.in_headlist()
+    return (*_distinct_records(optin[in_headlist]), *_distinct_records(optin[~in_headlist]))
+
+
+def _client_statistics(X_block, trust_block, *, offset, rng, client):
+    """One chunk's clients run LocalAlg on their devices (``rng``); the counts of their reports."""
+    records = _records(X_block)
+    clients = records[~check_trust_group(trust_block, records.shape[0])]
+    if clients.shape[0] == 0:
+        return np.zeros(client._layout.n_cells, dtype=np.int64)
+    reports = client._privatize_cells(client._layout.cells_of_records(clients), rng)
+    return np.bincount(reports, minlength=client._layout.n_cells)
+
+
+def _merged_records(parts):
+    """The distinct records and counts of all chunks, from each chunk's (records, counts)."""
+    records = np.concatenate([part[0] for part in parts]).reshape(-1, 2)
+    counts = np.concatenate([part[1] for part in parts]).astype(np.int64)
+    return _distinct_records(records, counts)
+
+
+# --------------------------------------------------------------------------
 # The curator
 # --------------------------------------------------------------------------
 
@@ -607,6 +725,15 @@ class BlenderHeavyHitters(BaseEstimator):
     opt-in estimates from T (Figure 4), so those estimates are biased upwards near
     the cut-off (a selection effect the paper shares); the clients' estimates are not.
 
+    *Dask inputs.* ``X`` (and the metadata) may be a Dask array of shape (n_users, 2)
+    or a Dask DataFrame of two columns. The fit is two reductions over the chunks: the
+    record counts of S and of T (the curator's split is drawn in blocks of opt-in
+    users, so it does not depend on the chunking), then, against the head list built
+    from them, the counts of the clients' reports, each chunk's clients randomizing
+    with that chunk's own generator. Only distinct records and counts travel; ``X`` is
+    never collected. With opt-in users only, the fit equals the in-memory one for the
+    same seed.
+
     References
     ----------
     B. Avent, A. Korolova, D. Zeber, T. Hovden and B. Livshits. "BLENDER: Enabling
@@ -662,10 +789,10 @@ class BlenderHeavyHitters(BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_users, 2)
+        X : array-like of shape (n_users, 2), or Dask array or DataFrame
             One (query, url) record of integer ids >= 0 per user. Clients' rows are
             their true records: their randomizer is simulated here with
-            :class:`BlenderClient`.
+            :class:`BlenderClient`. A Dask input is read chunk by chunk (see Notes).
         y : ignored
         trust_group : array-like of shape (n_users,), default=None
             ``"tcm"`` (opt-in) / ``"lm"`` (client), case-insensitive, or booleans
@@ -678,46 +805,68 @@ class BlenderHeavyHitters(BaseEstimator):
         -------
         self : BlenderHeavyHitters
         """
-        X = self._validate_records(X, reset=True)
-        is_optin = check_trust_group(trust_group, X.shape[0])
-        user_epsilon = check_epsilon(self.epsilon if epsilon is None else epsilon,
-                                     None if epsilon is None else X.shape[0])
-        epsilon_optin, epsilon_client = check_group_epsilons(
-            user_epsilon, is_optin, "BlenderHeavyHitters"
-        )
-        rng = check_random_state(self.random_state)
+        # Two reductions over chunks of users (an in-memory X is one chunk): the record
+        # counts of S and T, from which the curator builds the head list; then the
+        # counts of the clients' reports against it. A Dask X is never collected.
+        if is_dask_collection(X):
+            n_optin_per_chunk, n_clients, epsilon_optin, epsilon_client = (
+                self._summarise_dask_input(X, trust_group, epsilon)
+            )
 
-        optin = X[is_optin]
-        n_headlist = _headlist_group_size(optin.shape[0], self.headlist_fraction)
-        in_headlist = np.zeros(optin.shape[0], dtype=bool)
-        in_headlist[rng.permutation(optin.shape[0])[:n_headlist]] = True
-        estimation_users = optin[~in_headlist]
+            def reduce(function, generators):
+                return map_chunks(function, X, generators=generators, trust_group=trust_group)
+        else:
+            X = self._validate_records(X, reset=True)
+            is_optin = check_trust_group(trust_group, X.shape[0])
+            user_epsilon = check_epsilon(self.epsilon if epsilon is None else epsilon,
+                                         None if epsilon is None else X.shape[0])
+            epsilon_optin, epsilon_client = check_group_epsilons(
+                user_epsilon, is_optin, "BlenderHeavyHitters"
+            )
+            n_optin_per_chunk = [int(np.count_nonzero(is_optin))]
+            n_clients = X.shape[0] - n_optin_per_chunk[0]
+
+            def reduce(function, generators):
+                return [function(X, is_optin, offset=0, rng=generators[0])]
+
+        rng = check_random_state(self.random_state)
+        n_optin = sum(n_optin_per_chunk)
+        n_headlist = _headlist_group_size(n_optin, self.headlist_fraction)
+        split = _HeadListSplit(n_optin, n_headlist, rng)
+        rank_starts = np.concatenate([[0], np.cumsum(n_optin_per_chunk)])
+        parts = reduce(_optin_statistics, [
+            split.part(int(start), int(stop))
+            for start, stop in zip(rank_starts[:-1], rank_starts[1:])
+        ])
+        headlist_records, headlist_counts = _merged_records([part[:2] for part in parts])
+        estimation_records, estimation_counts = _merged_records([part[2:] for part in parts])
 
         candidates = np.zeros((0, 2), dtype=np.int64)
         if n_headlist:
             candidates = _create_head_list(
-                optin[in_headlist], epsilon=epsilon_optin, delta=self.delta, rng=rng
+                headlist_records, counts=headlist_counts, epsilon=epsilon_optin,
+                delta=self.delta, rng=rng,
             )
         self.n_headlist_users_ = n_headlist
-        self.n_estimation_users_ = estimation_users.shape[0]
+        self.n_estimation_users_ = n_optin - n_headlist
         self.n_candidates_ = candidates.shape[0]
         if candidates.shape[0] == 0:
-            self._set_empty_head_list(int(np.count_nonzero(~is_optin)))
+            self._set_empty_head_list(n_clients)
             return self
         layout, optin_estimates, optin_variances = _estimate_optin_probabilities(
-            estimation_users, candidates, epsilon=epsilon_optin,
+            estimation_records, candidates, counts=estimation_counts, epsilon=epsilon_optin,
             max_records=self.max_records, rng=rng,
         )
         self._head_records = layout.records
         self._optin_cells = (optin_estimates, optin_variances)
 
-        clients = X[~is_optin]
         client = None
         report_counts = None
-        if clients.shape[0]:
+        if n_clients:
+            # The clients' devices randomize their records: each chunk's own generator.
             client = self._client(epsilon_client)
-            reports = client._privatize_cells(layout.cells_of_records(clients), rng)
-            report_counts = np.bincount(reports, minlength=layout.n_cells)
+            device_rngs = chunk_generators(rng, len(n_optin_per_chunk))
+            report_counts = sum(reduce(partial(_client_statistics, client=client), device_rngs))
         self._blend(layout, client, report_counts)
         return self
 
@@ -804,6 +953,31 @@ class BlenderHeavyHitters(BaseEstimator):
     def _validate_records(self, X, *, reset):
         X = validate_data(self, X, reset=reset, dtype="numeric")
         return _as_id_pairs(X, name="X", whom=type(self).__name__)
+
+    def _summarise_dask_input(self, X, trust_group, epsilon):
+        """Validate a Dask input chunk by chunk (one reduction).
+
+        Returns
+        -------
+        n_optin_per_chunk : list of int
+        n_clients : int
+        epsilon_optin, epsilon_client : float or None
+        """
+        check_dask_features(self, X, reset=True)
+        if self.n_features_in_ != 2:
+            _as_id_pairs(np.zeros((0, self.n_features_in_)), name="X",
+                         whom=type(self).__name__)
+        default_epsilon = check_epsilon(self.epsilon) if epsilon is None else None
+        summaries = map_chunks(
+            partial(_summarise_chunk, default_epsilon=default_epsilon,
+                    estimator_name=type(self).__name__, check_values=_records),
+            X, trust_group=trust_group, epsilon=epsilon,
+        )
+        if sum(summary.n_tcm + summary.n_lm for summary in summaries) == 0:
+            raise ValueError("X has 0 samples; BlenderHeavyHitters needs at least one")
+        users = _merge_chunk_summaries(summaries, type(self).__name__)
+        n_optin_per_chunk = [summary.n_tcm for summary in summaries]
+        return n_optin_per_chunk, users.n_lm, users.epsilon_tcm, users.epsilon_lm
 
     def _client(self, epsilon):
         return BlenderClient(self._head_records, epsilon=epsilon, delta=self.delta,

@@ -55,6 +55,11 @@ def _blocks(obj, lengths, name):
             if obj.npartitions == len(lengths):
                 return list(obj.to_delayed())
             obj = obj.to_dask_array(lengths=True)
+        if not np.isnan(obj.shape[0]) and obj.shape[0] != sum(lengths):
+            raise ValueError(
+                f"{name} must have one entry per sample: expected {sum(lengths)}, "
+                f"got {obj.shape[0]}"
+            )
         if obj.ndim == 2:
             obj = obj.rechunk({0: lengths, 1: -1})
         else:
