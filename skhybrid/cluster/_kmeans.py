@@ -44,10 +44,8 @@ Departures from Algorithm 1, none of which changes what a user spends:
 
 import copy
 import os
-import re
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from numbers import Integral, Real
@@ -72,6 +70,7 @@ from ..mechanisms import LaplaceMechanism
 from ..theory._hybrid import pwh_weight
 from ..utils._dask import (
     check_dask_features,
+    renumbered_errors,
     chunk_generators,
     is_dask_collection,
     map_chunks,
@@ -689,22 +688,6 @@ def within_cluster_sum_of_squares(X, centres):
 # -- one fit as reductions over chunks of users ------------------------------------------------
 
 
-@contextmanager
-def _renumbered_errors(row_of):
-    """Errors raised on a chunk (or a summary) name rows of the whole input.
-
-    A ``ValueError`` whose message says ``at index i`` or ``at row i`` is raised again
-    with ``row_of(i)`` in place of ``i`` (for a chunk, ``row_of`` adds its offset).
-    """
-    try:
-        yield
-    except ValueError as error:
-        message = re.sub(
-            r"\bat (index|row) (\d+)", lambda m: f"at {m[1]} {row_of(int(m[2]))}", str(error)
-        )
-        raise ValueError(message) from None
-
-
 class _GroupSummary(NamedTuple):
     """What the curator needs to know about the users before the first iteration (all public).
 
@@ -760,7 +743,7 @@ def _summarise_chunk(X_block, trust_block, epsilon_block, *, offset, rng, defaul
     privacy level with the row of its first member (for the merge), and the chunk's
     range.
     """
-    with _renumbered_errors(lambda row: offset + row):
+    with renumbered_errors(lambda row: offset + row):
         values = check_values(X_block)
         n_rows = values.shape[0]
         is_tcm = check_trust_group(trust_block, n_rows)
@@ -794,7 +777,7 @@ def _merge_chunk_summaries(summaries, estimator_name="HybridKMeans"):
         if member is not None
     ]
     rows, levels, is_tcm = (np.array(column) for column in zip(*first_members))
-    with _renumbered_errors(lambda index: int(rows[index])):
+    with renumbered_errors(lambda index: int(rows[index])):
         epsilon_tcm, epsilon_lm = check_group_epsilons(levels, is_tcm, estimator_name)
     non_empty = [summary for summary in summaries if summary.minimum is not None]
     return _GroupSummary(

@@ -23,6 +23,7 @@ from ..utils._dask import (
     map_chunks,
     map_rows,
     n_chunks,
+    renumbered_errors,
 )
 from ..utils._random import check_random_state
 from ..utils._validation import (
@@ -32,7 +33,7 @@ from ..utils._validation import (
     resolve_bounds,
     resolve_variance,
 )
-from ._statistics import LevelStatistics, _global_index, _validate_chunk, level_lookup
+from ._statistics import LevelStatistics, _validate_chunk, level_lookup
 
 _NAMED_THRESHOLDS = ("min", "mean", "max", "optimal")
 
@@ -83,10 +84,8 @@ def _kept_sum(values, probability, centre, rng):
 def _chunk_levels(X, trust_group, epsilon, *, offset, rng, validate):
     """A chunk's user counts per epsilon level, and its range (for ``bounds=None``)."""
     X, is_tcm, levels = _validate_chunk(X, trust_group, epsilon, offset=offset, **validate)
-    try:
+    with renumbered_errors(lambda row: offset + row):
         check_curator_users(PDPSampleEstimator(), is_tcm)
-    except ValueError as error:
-        raise _global_index(error, offset) from None
     counts = LevelStatistics.from_users(
         np.zeros((X.shape[0], 0)), levels, np.zeros(X.shape[0], dtype=bool)
     )

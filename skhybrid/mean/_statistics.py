@@ -18,7 +18,6 @@ estimator's own generator after every chunk is in.
 """
 
 import functools
-import re
 import warnings
 from dataclasses import dataclass
 
@@ -34,11 +33,10 @@ from ..utils._dask import (
     is_dask_collection,
     map_chunks,
     n_chunks,
+    renumbered_errors,
 )
 from ..utils._random import check_random_state
 from ..utils._validation import check_bounds, check_epsilon, check_trust_group, resolve_bounds
-
-_INDEX = re.compile(r"at index (\d+)")
 
 
 @dataclass(frozen=True)
@@ -140,15 +138,9 @@ def level_lookup(level_epsilons, level_local, level_values, epsilon, local):
     return np.asarray(level_values, dtype=np.float64)[order][position]
 
 
-def _global_index(error, offset):
-    """Re-raise a chunk's validation error with row indices of the whole dataset."""
-    message = _INDEX.sub(lambda match: f"at index {offset + int(match.group(1))}", str(error))
-    return ValueError(message)
-
-
 def _validate_chunk(X, trust_group, epsilon, *, default_epsilon, n_features, allow_inf, offset):
     """Validate one chunk of a Dask fit as ``validate_fit_input`` validates a whole one."""
-    try:
+    with renumbered_errors(lambda row: offset + row):
         X = check_array(X, dtype=np.float64)
         if X.shape[1] != n_features:
             raise ValueError(
@@ -161,18 +153,14 @@ def _validate_chunk(X, trust_group, epsilon, *, default_epsilon, n_features, all
             )
         else:
             levels = check_epsilon(np.asarray(epsilon), X.shape[0], allow_inf=allow_inf)
-    except ValueError as error:
-        raise _global_index(error, offset) from None
     return X, is_tcm, levels
 
 
 def _chunk_task(estimator, context, X, trust_group, epsilon, *, offset, rng, validate):
     """One chunk's statistics (runs where the chunk lives)."""
     X, is_tcm, levels = _validate_chunk(X, trust_group, epsilon, offset=offset, **validate)
-    try:
+    with renumbered_errors(lambda row: offset + row):
         return estimator._chunk_statistics(X, is_tcm, levels, context, rng)
-    except ValueError as error:
-        raise _global_index(error, offset) from None
 
 
 def _chunk_extremes(estimator, X, trust_group, epsilon, *, offset, rng, validate):

@@ -12,9 +12,27 @@ The core never imports Dask: :func:`is_dask_collection` looks in ``sys.modules``
 so an object can only be a Dask collection when Dask was already imported by the user.
 """
 
+import re
 import sys
+from contextlib import contextmanager
 
 import numpy as np
+
+
+@contextmanager
+def renumbered_errors(row_of):
+    """Errors raised on a chunk (or a summary of chunks) name rows of the whole input.
+
+    A ``ValueError`` whose message says ``at index i`` or ``at row i`` is raised again
+    with ``row_of(i)`` in place of ``i`` (for a chunk, ``row_of`` adds its offset).
+    """
+    try:
+        yield
+    except ValueError as error:
+        message = re.sub(
+            r"\bat (index|row) (\d+)", lambda m: f"at {m[1]} {row_of(int(m[2]))}", str(error)
+        )
+        raise ValueError(message) from None
 
 
 def is_dask_collection(obj):
