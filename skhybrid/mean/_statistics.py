@@ -89,7 +89,9 @@ class LevelStatistics:
             [np.bincount(inverse, weights=column, minlength=levels.size) for column in sums.T],
             axis=1,
         ) if sums.shape[1] else np.zeros((levels.size, 0))
-        order = np.lexsort((np.abs(levels), levels < 0))  # tcm levels first, by epsilon
+        # tcm levels first, by epsilon (np.unique sorted the keys: lm levels came first).
+        n_local = int(np.count_nonzero(levels < 0))
+        order = np.concatenate([np.arange(n_local, levels.size), np.arange(n_local)[::-1]])
         return cls(
             epsilons=np.abs(levels)[order], local=(levels < 0)[order],
             counts=level_counts[order].astype(np.int64), sums=level_sums[order],
@@ -129,13 +131,18 @@ def level_lookup(level_epsilons, level_local, level_values, epsilon, local):
     values : ndarray of shape (n_samples,)
     """
     level_keys = np.where(level_local, -level_epsilons, level_epsilons)
-    order = np.argsort(level_keys)
-    keys = np.where(local, -epsilon, epsilon)
-    position = np.searchsorted(level_keys[order], keys)
-    position = np.minimum(position, order.size - 1)
+    # Levels come tcm first by increasing epsilon, then lm by increasing epsilon: sorted
+    # keys are the lm levels reversed, then the tcm levels.
+    n_local = int(np.count_nonzero(level_local))
+    n_central = level_keys.size - n_local
+    order = np.concatenate([np.arange(level_keys.size - 1, n_central - 1, -1), np.arange(n_central)])
+    # Searching the distinct keys (sorted) and spreading back is much faster than
+    # searching a million unsorted keys.
+    keys, inverse = np.unique(np.where(local, -epsilon, epsilon), return_inverse=True)
+    position = np.minimum(np.searchsorted(level_keys[order], keys), order.size - 1)
     if not np.array_equal(level_keys[order][position], keys):
         raise ValueError("a user's privacy level is not among the fitted levels")
-    return np.asarray(level_values, dtype=np.float64)[order][position]
+    return np.asarray(level_values, dtype=np.float64)[order][position][inverse]
 
 
 def _validate_chunk(X, trust_group, epsilon, *, default_epsilon, n_features, allow_inf, offset):
