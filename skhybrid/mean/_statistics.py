@@ -190,8 +190,9 @@ class StatisticsFitMixin:
     - ``_public_context(lower, upper)``: the resolved public quantities of a fit;
     - ``_chunk_statistics(X, is_tcm, epsilon, context, rng)``: a chunk's statistics, an
       object supporting ``+``; ``rng`` simulates the lm users' devices;
-    - ``_release(statistics, context, rng)``: draws the curator's noise, sets the
-      fitted attributes and returns the estimate.
+    - ``_release(statistics, context, rng, fit_warnings)``: draws the curator's noise,
+      sets the fitted attributes and returns the estimate (``fit_warnings``: whether
+      ``fit`` was given ``trust_group``, for warnings about an empty group).
     """
 
     _allow_inf = False
@@ -253,8 +254,9 @@ class StatisticsFitMixin:
             self, X, trust_group, epsilon, allow_inf=self._allow_inf, reset=reset
         )
         if reset:
-            raw = X[self._raw_rows(is_tcm, levels)]
-            if raw.shape[0] == 0 and self.bounds is None:
+            # Only bounds=None reads the raw rows; given bounds need no copy of them.
+            raw = X[self._raw_rows(is_tcm, levels)] if self.bounds is None else X
+            if raw.shape[0] == 0:
                 raise ValueError(
                     "bounds=None cannot be derived from privatized reports alone; pass bounds"
                 )
