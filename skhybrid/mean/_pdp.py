@@ -27,13 +27,12 @@ from ..utils._dask import (
 )
 from ..utils._random import check_random_state
 from ..utils._validation import (
-    check_bounds,
     check_epsilon,
     clip_to_bounds,
     resolve_bounds,
     resolve_variance,
 )
-from ._statistics import LevelStatistics, _validate_chunk, level_lookup
+from ._statistics import LevelStatistics, _validate_chunk, dask_bounds, level_lookup
 
 _NAMED_THRESHOLDS = ("min", "mean", "max", "optimal")
 
@@ -281,8 +280,10 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            One row per user.
+        X : array-like of shape (n_samples, n_features), Dask array or Dask DataFrame
+            One row per user. A Dask collection is reduced in two passes where it
+            lives (the epsilon levels' counts, then the kept users' sum); each chunk
+            draws its users' coins, and ``sampling_probability_`` is a lazy Dask array.
         y : ignored
         trust_group : array-like of shape (n_samples,), default=None
             Accepted for the common API; every user must be ``"tcm"`` (or True).
@@ -354,11 +355,9 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         metadata = {"trust_group": trust_group, "epsilon": epsilon}
         parts = map_chunks(functools.partial(_chunk_levels, validate=validate), X, **metadata)
         levels = functools.reduce(lambda total, part: total + part, [p[0] for p in parts])
-        if self.bounds is None:
-            seen = np.vstack([np.vstack(p[1]) for p in parts if p[1] is not None])
-            lower, upper = resolve_bounds(None, seen, stacklevel=5)
-        else:
-            lower, upper = check_bounds(self.bounds, self.n_features_in_)
+        lower, upper = dask_bounds(
+            self.bounds, [p[1] for p in parts], self.n_features_in_, stacklevel=6
+        )
         variance = resolve_variance(self.variance, lower, upper)
         data_range = float(np.sum(upper - lower))
         user_epsilon = np.repeat(levels.epsilons, levels.counts)

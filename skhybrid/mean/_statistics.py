@@ -145,6 +145,32 @@ def level_lookup(level_epsilons, level_local, level_values, epsilon, local):
     return np.asarray(level_values, dtype=np.float64)[order][position][inverse]
 
 
+def dask_bounds(bounds, extremes, n_features, *, stacklevel):
+    """Validated ``bounds``, or for ``bounds=None`` the range over every chunk's raw rows.
+
+    Parameters
+    ----------
+    bounds : tuple (lower, upper) or None
+    extremes : list of (ndarray, ndarray) or None
+        Each chunk's per-feature minimum and maximum, None for a chunk without raw rows.
+    n_features : int
+    stacklevel : int
+        Of the :class:`~skhybrid.exceptions.PrivacyLeakWarning`.
+
+    Returns
+    -------
+    lower, upper : ndarray of shape (n_features,)
+    """
+    if bounds is not None:
+        return check_bounds(bounds, n_features)
+    seen = [np.vstack(part) for part in extremes if part is not None]
+    if not seen:
+        raise ValueError(
+            "bounds=None cannot be derived from privatized reports alone; pass bounds"
+        )
+    return resolve_bounds(None, np.vstack(seen), stacklevel=stacklevel)
+
+
 def _validate_chunk(X, trust_group, epsilon, *, default_epsilon, n_features, allow_inf, offset):
     """Validate one chunk of a Dask fit as ``validate_fit_input`` validates a whole one."""
     with renumbered_errors(lambda row: offset + row):
@@ -281,20 +307,12 @@ class StatisticsFitMixin:
         if not reset:
             context = self._context
         else:
+            extremes = None
             if self.bounds is None:
-                extremes = [
-                    part for part in map_chunks(
-                        functools.partial(_chunk_extremes, self, validate=validate), X, **metadata
-                    ) if part is not None
-                ]
-                if not extremes:
-                    raise ValueError(
-                        "bounds=None cannot be derived from privatized reports alone; pass bounds"
-                    )
-                seen = np.vstack([np.vstack(part) for part in extremes])
-                lower, upper = resolve_bounds(None, seen, stacklevel=7)
-            else:
-                lower, upper = check_bounds(self.bounds, self.n_features_in_)
+                extremes = map_chunks(
+                    functools.partial(_chunk_extremes, self, validate=validate), X, **metadata
+                )
+            lower, upper = dask_bounds(self.bounds, extremes, self.n_features_in_, stacklevel=8)
             context = self._public_context(lower, upper)
         task = functools.partial(_chunk_task, self, context, validate=validate)
         parts = map_chunks(task, X, generators=chunk_generators(rng, n_chunks(X)), **metadata)
