@@ -1,0 +1,27 @@
+"""Test-suite options: the statistical tests marked ``slow`` run with ``--slow``.
+
+``python -m pytest`` runs the fast suite (a couple of minutes); ``python -m pytest
+--slow`` adds the slow Monte Carlo checks of the papers' formulas and the privacy
+audits; ``python -m pytest --slow -m slow`` runs only those. CI runs both.
+"""
+
+import pytest
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--slow", action="store_true", default=False,
+        help="also run the statistical tests marked slow (Monte Carlo checks, audits)",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--slow"):
+        return
+    # Deselected, not skipped: a skip would read as a hidden failure in the report.
+    kept, deselected = [], []
+    for item in items:
+        (deselected if item.get_closest_marker("slow") else kept).append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept
