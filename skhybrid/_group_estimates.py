@@ -19,6 +19,7 @@ from .mechanisms import (
     LocalGaussianRandomizer,
     LocalLaplaceRandomizer,
 )
+from .utils._sums import rounding_slack
 
 MECHANISMS = ("laplace", "gaussian")
 
@@ -60,15 +61,24 @@ def local_randomizer(mechanism, *, epsilon, delta, lower, upper):
     return LocalGaussianRandomizer(bounds=(lower, upper), epsilon=epsilon, delta=delta)
 
 
-def central_group_mean(value_sum, size, *, mechanism, epsilon, delta, ranges, rng):
+def central_group_mean(centred_sum, size, *, origin, mechanism, epsilon, delta, ranges, rng,
+                       magnitude=None):
     """Private mean of ``size`` clipped tcm values under the central model.
+
+    The noise is added to the mean of the *centred* values (``x - origin``, computed
+    from exact fixed-point sums, :mod:`skhybrid.utils._sums`) and ``origin`` is added
+    afterwards, as post-processing: rounding then acts on a quantity bounded by the
+    ranges, and its slack (:func:`~skhybrid.utils._sums.rounding_slack`) is charged on
+    top of the sensitivity ``ranges / size``.
 
     Parameters
     ----------
-    value_sum : ndarray of shape (n_features,)
-        Sum of the group's values, already clipped to the bounds.
-    size : int
-        Group size (public), >= 1.
+    centred_sum : ndarray of shape (n_features,)
+        Sum of the group's clipped values minus ``origin`` each.
+    size : int or float
+        Group size (public), > 0.
+    origin : ndarray of shape (n_features,)
+        The public centre of ``centred_sum`` (the lower bound, or the midpoint).
     mechanism : {"laplace", "gaussian"}
     epsilon : float
         The group's privacy level.
@@ -77,14 +87,22 @@ def central_group_mean(value_sum, size, *, mechanism, epsilon, delta, ranges, rn
     ranges : ndarray of shape (n_features,)
         ``upper - lower``.
     rng : numpy.random.Generator
+    magnitude : ndarray of shape (n_features,), default=None
+        A public bound on ``|centred_sum| / size``; None means ``ranges`` (the centred
+        mean of values centred on the lower bound).
 
     Returns
     -------
     estimate : GroupEstimate
     """
-    n_features = value_sum.shape[0]
-    noise = central_mechanism(mechanism, epsilon=epsilon, delta=delta, ranges=ranges, group_size=size)
-    mean = noise.randomise(value_sum / size, random_state=rng)
+    n_features = centred_sum.shape[0]
+    # Conversion, scaling and division round by a few ulps of the centred mean.
+    slack = rounding_slack(ranges if magnitude is None else magnitude)
+    slack_ranges = ranges + size * slack
+    noise = central_mechanism(
+        mechanism, epsilon=epsilon, delta=delta, ranges=slack_ranges, group_size=size
+    )
+    mean = noise.randomise(centred_sum / size, random_state=rng) + origin
     variance = np.full(n_features, noise.variance(n_features))
     return GroupEstimate(mean=mean, noise_variance=variance, size=size)
 

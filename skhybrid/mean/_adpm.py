@@ -20,6 +20,7 @@ from ..theory._adpm import (
 )
 from ..theory._mixed import mse_about_empirical_mean
 from ..utils._dask import any_dask, map_rows
+from ..utils._sums import rounding_slack
 from ..utils._validation import (
     check_epsilon,
     check_trust_group,
@@ -229,16 +230,17 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
         local = _local_users(is_tcm, epsilon)
         self._check_local(int(np.count_nonzero(local)))
         lower, upper = context["lower"], context["upper"]
-        values = clip_to_bounds(X, lower, upper)
+        reports = None
         if local.any():
             if self.local_reports:
-                values[local] = X[local]
+                reports = X[local]
             else:
                 user_epsilon = np.broadcast_to(epsilon, local.shape)[local]
-                values[local] = LocalLaplaceRandomizer(bounds=(lower, upper)).privatize(
-                    values[local], epsilon=user_epsilon, random_state=rng
+                reports = LocalLaplaceRandomizer(bounds=(lower, upper)).privatize(
+                    clip_to_bounds(X[local], lower, upper), epsilon=user_epsilon,
+                    random_state=rng,
                 )
-        return LevelStatistics.from_users(values, epsilon, local)
+        return LevelStatistics.from_users(X, epsilon, local, lower, upper, reports)
 
     def _check_local(self, n_local):
         if self.strategy != "adpm" and n_local:
@@ -270,7 +272,7 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
             self.noise_scale_ = np.zeros(lower.shape[0])
         else:
             estimate, scale = self._noisy_sum(
-                solution, statistics, level_weights, data_range, rng
+                solution, statistics, level_weights, lower, upper, rng
             )
             self.noise_scale_ = np.full(lower.shape[0], scale)
         self.level_epsilons_ = statistics.epsilons
@@ -285,26 +287,45 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
                                                 lower, upper, user_epsilon.size)
         return estimate
 
-    def _noisy_sum(self, solution, statistics, level_weights, data_range, rng):
-        """The weighted sum of the values plus the central noise; returns it and the scale."""
-        weighted = level_weights @ statistics.sums
+    def _noisy_sum(self, solution, statistics, level_weights, lower, upper, rng):
+        """The weighted sum of the values plus the central noise; returns it and the scale.
+
+        The noise is added to the tcm levels' weighted sum of centred values (exact
+        fixed-point sums, :mod:`skhybrid.utils._sums`); the lower bound's share and the
+        lm users' weighted reports, already private, are added afterwards.
+        """
+        central = ~statistics.local
+        ranges = upper - lower
+        weighted = level_weights[central] @ statistics.centred_sums(lower, upper)[central]
+        # The weighted centred sum is at most sum_k W_k n_k |range| (weights sum to at most
+        # 1); the dot product over the levels rounds by a few ulps of it per level.
+        magnitude = float(np.sum(np.abs(level_weights) * statistics.counts)) * ranges
+        slack = float(np.sum(rounding_slack(magnitude, n_operations=4 + int(central.sum()))))
         if self.strategy == "ldpe":
             # LDPE noises each privacy level's mean: level k's term W_k mean_k moves by at
             # most W_k D / n_k when one of its users is replaced.
             finite = statistics.epsilons[np.isfinite(statistics.epsilons)]
             noise = np.zeros_like(weighted)
             for level, scale in zip(finite, solution.level_noise_scales):
-                mechanism = LaplaceMechanism(epsilon=level, sensitivity=scale * level)
+                mechanism = LaplaceMechanism(epsilon=level, sensitivity=scale * level + slack)
                 noise += mechanism.randomise(np.zeros_like(weighted), random_state=rng)
-            return weighted + noise, 0.0
-        # Replacing tcm user i moves the weighted sum by w_i D in L1; lm users' reports
-        # are already private and public users need no protection. Every user of a level
-        # has the level's weight, so the per-level maximum is the per-user one.
-        sensitivity = np.where(statistics.local, 0.0, level_weights * data_range)
-        released, scale = personalized_laplace_release(
-            weighted[np.newaxis, :], sensitivity, statistics.epsilons, rng, secure=True
-        )
-        return released[0], scale
+            released = weighted + noise
+            scale = 0.0
+        else:
+            # Replacing tcm user i moves the weighted sum by w_i D in L1; lm users'
+            # reports are already private and public users need no protection. Every
+            # user of a level has the level's weight, so the per-level maximum is the
+            # per-user one.
+            sensitivity = np.where(
+                statistics.local, 0.0, np.abs(level_weights) * float(np.sum(ranges)) + slack
+            )
+            released, scale = personalized_laplace_release(
+                weighted[np.newaxis, :], sensitivity, statistics.epsilons, rng, secure=True
+            )
+            released = released[0]
+        offset = float(np.sum(level_weights[central] * statistics.counts[central])) * lower
+        reports = level_weights[~central] @ statistics.report_sums[~central]
+        return released + offset + reports, scale
 
     def _user_weights(self, X, trust_group, epsilon):
         """Each user's weight: their level's, looked up row by row (lazily for Dask)."""

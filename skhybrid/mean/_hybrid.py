@@ -27,11 +27,18 @@ from ..theory._hybrid import (
     pwh_weight,
     tcm_only_mse,
 )
+from ..utils._sums import centred_sums, fixed_point_sums
 from ..utils._validation import check_group_epsilons, clip_to_bounds, resolve_variance
 from ._statistics import StatisticsFitMixin
 
 _HYBRID_STRATEGIES = ("kvh", "pwh", "naive")
 _STRATEGIES = _HYBRID_STRATEGIES + ("tcm_only", "full_lm", "lm_only")
+
+
+def _masked_column_sums(X, rows):
+    """Column sums of the rows where ``rows`` is True, without copying them."""
+    labels = rows.view(np.int8)
+    return np.array([np.bincount(labels, weights=column, minlength=2)[1] for column in X.T])
 
 
 def _same_level(first, second, group):
@@ -49,9 +56,9 @@ def _same_level(first, second, group):
 class _GroupStatistics:
     """Sufficient statistics of the hybrid mean: each group's size, level and value sum.
 
-    ``tcm_sum`` adds the tcm users' clipped values (their local reports for
-    ``"full_lm"``); ``lm_sum`` adds lm users' reports (zeros for ``"tcm_only"``, which
-    never reads lm users' data).
+    ``tcm_sum`` is the exact fixed-point sum (int64) of the tcm users' clipped values
+    (the float sum of their local reports for ``"full_lm"``); ``lm_sum`` adds lm users'
+    reports (zeros for ``"tcm_only"``, which never reads lm users' data).
     """
 
     n_tcm: int
@@ -323,8 +330,11 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
     def _chunk_statistics(self, X, is_tcm, epsilon, context, rng):
         """The groups' counts and sums: clipped tcm values, lm users' reports.
 
-        lm users' raw values are privatized here, as their devices would; with
-        ``"full_lm"`` the curator runs the same randomizer on the tcm users' values.
+        tcm values are added exactly in fixed point (:mod:`skhybrid.utils._sums`), so
+        one tcm user moves ``tcm_sum`` by at most one grid range in float64 too; lm
+        reports are added on their own, never mixed with tcm rows. lm users' raw
+        values are privatized here, as their devices would; with ``"full_lm"`` the
+        curator runs the same randomizer on the tcm users' values.
         """
         epsilon_tcm, epsilon_lm = check_group_epsilons(
             epsilon, is_tcm, "HybridMeanEstimator",
@@ -332,19 +342,24 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
         )
         noise = self._noise(context)
         lower, upper = context["lower"], context["upper"]
-        # take() on row indices is faster than boolean indexing of 2-d arrays.
-        tcm_rows = X.take(np.flatnonzero(is_tcm), axis=0)
-        n_tcm = tcm_rows.shape[0]
+        n_tcm = int(np.count_nonzero(is_tcm))
         n_lm = X.shape[0] - n_tcm
-        tcm_values = clip_to_bounds(tcm_rows, lower, upper)
-        if self.strategy == "full_lm" and n_tcm:
-            tcm_values = privatize_locally(tcm_values, epsilon=epsilon_tcm, rng=rng, **noise)
+        all_tcm = n_lm == 0
+        if self.strategy == "full_lm":
+            tcm_values = clip_to_bounds(X if all_tcm else X[is_tcm], lower, upper)
+            tcm_sum = privatize_locally(
+                tcm_values, epsilon=epsilon_tcm, rng=rng, **noise
+            ).sum(axis=0) if n_tcm else np.zeros(X.shape[1])
+        else:
+            # Rows labelled 1 (lm) fall outside the single group 0 and are skipped.
+            labels = None if all_tcm else (~is_tcm).view(np.int8)
+            tcm_sum = fixed_point_sums(X, lower, upper, labels=labels)[0]
         lm_sum = np.zeros(X.shape[1])
         if n_lm and self.strategy != "tcm_only":  # tcm_only never touches lm users' data
             if self.local_reports:
-                lm_sum = X.sum(axis=0) - tcm_rows.sum(axis=0)
+                lm_sum = _masked_column_sums(X, ~is_tcm)
             else:
-                lm_values = clip_to_bounds(X.take(np.flatnonzero(~is_tcm), axis=0), lower, upper)
+                lm_values = clip_to_bounds(X[~is_tcm], lower, upper)
                 lm_sum = privatize_locally(
                     lm_values, epsilon=epsilon_lm, rng=rng, **noise
                 ).sum(axis=0)
@@ -352,7 +367,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
             n_tcm=n_tcm, n_lm=n_lm,
             epsilon_tcm=epsilon_tcm if n_tcm else None,
             epsilon_lm=epsilon_lm if n_lm else None,
-            tcm_sum=tcm_values.sum(axis=0), lm_sum=lm_sum,
+            tcm_sum=tcm_sum, lm_sum=lm_sum,
         )
 
     def _release(self, statistics, context, rng, fit_warnings):
@@ -381,7 +396,8 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
             tcm = None
             if n_tcm and self.strategy != "lm_only":
                 tcm = central_group_mean(
-                    statistics.tcm_sum, n_tcm, mechanism=self.mechanism,
+                    centred_sums(statistics.tcm_sum, lower, upper), n_tcm, origin=lower,
+                    mechanism=self.mechanism,
                     epsilon=epsilon_tcm, delta=self.delta, ranges=upper - lower, rng=rng,
                 )
             lm = None

@@ -275,8 +275,9 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
     def _chunk_statistics(self, X, is_tcm, epsilon, context, rng):
         """Counts and clipped sums per privacy level."""
         check_curator_users(self, is_tcm)
-        values = clip_to_bounds(X, context["lower"], context["upper"])
-        return LevelStatistics.from_users(values, epsilon, np.zeros(X.shape[0], dtype=bool))
+        return LevelStatistics.from_users(
+            X, epsilon, np.zeros(X.shape[0], dtype=bool), context["lower"], context["upper"]
+        )
 
     def _release(self, statistics, context, rng, fit_warnings):
         """Each group's mean (Laplace noise at its epsilon; exact if public), mixed."""
@@ -284,11 +285,11 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
         data_range = float(np.sum(upper - lower))
         epsilons, sizes = statistics.epsilons, statistics.counts
         estimates = np.array([
-            total / size if np.isinf(level) else central_group_mean(
-                total, int(size), mechanism="laplace", epsilon=float(level), delta=0.0,
-                ranges=upper - lower, rng=rng,
+            lower + total / size if np.isinf(level) else central_group_mean(
+                total, int(size), origin=lower, mechanism="laplace", epsilon=float(level),
+                delta=0.0, ranges=upper - lower, rng=rng,
             ).mean
-            for level, size, total in zip(epsilons, sizes, statistics.sums)
+            for level, size, total in zip(epsilons, sizes, statistics.centred_sums(lower, upper))
         ])
         weights = self._mixing_weights(
             sizes, epsilons, data_range=data_range, variance=variance[:, np.newaxis]

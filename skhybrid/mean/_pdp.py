@@ -26,6 +26,7 @@ from ..utils._dask import (
     renumbered_errors,
 )
 from ..utils._random import check_random_state
+from ..utils._sums import FIXED_POINT_BITS, centred_sums, fixed_point_sums
 from ..utils._validation import (
     check_epsilon,
     clip_to_bounds,
@@ -74,10 +75,17 @@ def _validate_curator_fit(estimator, X, trust_group, epsilon):
     return clip_to_bounds(X, lower, upper), user_epsilon, lower, upper, variance
 
 
-def _kept_sum(values, probability, centre, rng):
-    """Sum of the centred values of the users whose coin B_i ~ Bernoulli(p_i) keeps them."""
+def _kept_sum(values, probability, lower, upper, rng):
+    """Exact sum of the kept users' values centred on the midpoint, in fixed point.
+
+    Each user's coin B_i ~ Bernoulli(p_i) keeps them. The sum is of the fixed-point
+    codes (:mod:`skhybrid.utils._sums`) minus half the grid per kept user: an int64 that
+    one user's replacement moves by at most one grid range, exactly.
+    """
     kept = rng.random(values.shape[0]) < probability
-    return (values[kept] - centre).sum(axis=0)
+    # Kept rows in group 0; the others are labelled 1 and left out.
+    codes = fixed_point_sums(values, lower, upper, labels=(~kept).view(np.int8))[0]
+    return codes - np.int64(np.count_nonzero(kept)) * np.int64(2 ** (FIXED_POINT_BITS - 1))
 
 
 def _chunk_levels(X, trust_group, epsilon, *, offset, rng, validate):
@@ -101,7 +109,7 @@ def _chunk_kept_sum(X, trust_group, epsilon, *, offset, rng, validate, levels,
         levels.epsilons, levels.local, level_probability, user_epsilon,
         np.zeros(X.shape[0], dtype=bool),
     )
-    return _kept_sum(clip_to_bounds(X, lower, upper), probability, (lower + upper) / 2.0, rng)
+    return _kept_sum(X, probability, lower, upper, rng)
 
 
 def _row_probability(n_rows, trust_group, epsilon, *, levels, level_probability,
@@ -303,7 +311,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         data_range = float(np.sum(upper - lower))
         threshold, probability = self._sampling(user_epsilon, data_range, variance)
         rng = check_random_state(self.random_state)
-        kept_sum = _kept_sum(values, probability, (lower + upper) / 2.0, rng)
+        kept_sum = _kept_sum(values, probability, lower, upper, rng)
         self.sampling_probability_ = probability
         self._release(kept_sum, user_epsilon, threshold, lower, upper, variance, rng)
         return self
@@ -324,13 +332,17 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         n_samples = user_epsilon.shape[0]
         data_range = float(np.sum(upper - lower))
         expected_kept = float(sample_mechanism_probabilities(user_epsilon, threshold).sum())
+        centred = centred_sums(kept_sum, lower, upper)
         if np.isinf(threshold):
             # Only public users have p > 0, and they are kept for sure: no noise.
-            offset = kept_sum / expected_kept
+            offset = centred / expected_kept
         else:
+            # At most every user is kept, each within half a range of the midpoint.
+            magnitude = n_samples * (upper - lower) / (2.0 * expected_kept)
             offset = central_group_mean(
-                kept_sum, expected_kept, mechanism="laplace", epsilon=threshold, delta=0.0,
-                ranges=upper - lower, rng=rng,
+                centred, expected_kept, origin=np.zeros_like(lower), mechanism="laplace",
+                epsilon=threshold, delta=0.0, ranges=upper - lower, rng=rng,
+                magnitude=magnitude,
             ).mean
         population_mse = sample_mechanism_mse(
             user_epsilon, threshold, data_range=data_range, variance=variance

@@ -18,6 +18,7 @@ estimator's own generator after every chunk is in.
 """
 
 import functools
+import threading
 import warnings
 from dataclasses import dataclass
 
@@ -25,7 +26,7 @@ import numpy as np
 from sklearn.utils.validation import check_array
 
 from ..base import validate_fit_input
-from ..exceptions import PrivacyBudgetWarning
+from ..exceptions import PrivacyBudgetWarning, PrivacyLeakWarning
 from ..utils._dask import (
     any_dask,
     check_dask_features,
@@ -36,6 +37,7 @@ from ..utils._dask import (
     renumbered_errors,
 )
 from ..utils._random import check_random_state
+from ..utils._sums import centred_sums, fixed_point_sums
 from ..utils._validation import check_bounds, check_epsilon, check_trust_group, resolve_bounds
 
 
@@ -52,49 +54,73 @@ class LevelStatistics:
     local : ndarray of bool of shape (n_levels,)
         True for lm levels, whose sums are of privatized reports.
     counts : ndarray of int64 of shape (n_levels,)
-    sums : ndarray of shape (n_levels, n_features)
-        Sum of the level's users' values: clipped raw values for tcm levels, reports for
-        lm levels.
+    sums : ndarray of int64 of shape (n_levels, n_features)
+        Exact fixed-point sums of the tcm levels' clipped values
+        (:func:`skhybrid.utils._sums.fixed_point_sums`); 0 for lm levels.
+    report_sums : ndarray of float64 of shape (n_levels, n_features)
+        Sums of the lm levels' reports; 0 for tcm levels.
     """
 
     epsilons: np.ndarray
     local: np.ndarray
     counts: np.ndarray
     sums: np.ndarray
+    report_sums: np.ndarray
 
     @classmethod
-    def from_users(cls, values, epsilon, local):
+    def from_users(cls, X, epsilon, local, lower=None, upper=None, reports=None):
         """Group users by level and add up their values.
 
         Parameters
         ----------
-        values : ndarray of shape (n_samples, n_features)
+        X : ndarray of shape (n_samples, n_features)
+            Raw values (clipped to the bounds here); lm rows are ignored.
         epsilon : float or ndarray of shape (n_samples,)
         local : ndarray of bool of shape (n_samples,)
+        lower, upper : ndarray of shape (n_features,)
+            The bounds; may be None when ``X`` has no feature (counts only).
+        reports : ndarray of shape (n_local, n_features), default=None
+            The lm users' reports, in row order; None when there is no lm user.
 
         Returns
         -------
         statistics : LevelStatistics
         """
-        epsilon = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), local.shape)
-        return cls._grouped(epsilon, local, np.ones(local.shape[0], dtype=np.int64), values)
+        n_samples, n_features = X.shape
+        epsilon = np.asarray(epsilon, dtype=np.float64)
+        if epsilon.ndim == 0 and not local.any():
+            # One level: no grouping pass over millions of equal keys.
+            levels, inverse = np.array([float(epsilon)]), None
+            counts = np.array([n_samples], dtype=np.int64)
+        else:
+            epsilon = np.broadcast_to(epsilon, local.shape)
+            # epsilon > 0, so a negated level marks lm without colliding with a tcm level.
+            levels, inverse = np.unique(np.where(local, -epsilon, epsilon), return_inverse=True)
+            counts = np.bincount(inverse, minlength=levels.size).astype(np.int64)
+        sums = np.zeros((levels.size, n_features), dtype=np.int64)
+        report_sums = np.zeros((levels.size, n_features))
+        if n_features:
+            if local.any():
+                # lm rows get the label one past the last level: left out of the sums.
+                labels = np.where(local, levels.size, inverse)
+                sums = fixed_point_sums(X, lower, upper, labels=labels, n_groups=levels.size)
+                local_inverse = inverse[local]
+                report_sums = np.stack([
+                    np.bincount(local_inverse, weights=column, minlength=levels.size)
+                    for column in reports.T
+                ], axis=1)
+            else:
+                sums = fixed_point_sums(X, lower, upper, labels=inverse, n_groups=levels.size)
+        return cls._ordered(levels, counts, sums, report_sums)
 
     @classmethod
-    def _grouped(cls, epsilon, local, counts, sums):
-        # epsilon > 0, so a negated level marks lm without colliding with a tcm level.
-        key = np.where(local, -epsilon, epsilon)
-        levels, inverse = np.unique(key, return_inverse=True)
-        level_counts = np.bincount(inverse, weights=counts, minlength=levels.size)
-        level_sums = np.stack(
-            [np.bincount(inverse, weights=column, minlength=levels.size) for column in sums.T],
-            axis=1,
-        ) if sums.shape[1] else np.zeros((levels.size, 0))
-        # tcm levels first, by epsilon (np.unique sorted the keys: lm levels came first).
-        n_local = int(np.count_nonzero(levels < 0))
-        order = np.concatenate([np.arange(n_local, levels.size), np.arange(n_local)[::-1]])
+    def _ordered(cls, keys, counts, sums, report_sums):
+        """Statistics from sorted distinct keys (lm levels negated): tcm levels first."""
+        n_local = int(np.count_nonzero(keys < 0))
+        order = np.concatenate([np.arange(n_local, keys.size), np.arange(n_local)[::-1]])
         return cls(
-            epsilons=np.abs(levels)[order], local=(levels < 0)[order],
-            counts=level_counts[order].astype(np.int64), sums=level_sums[order],
+            epsilons=np.abs(keys)[order], local=(keys < 0)[order], counts=counts[order],
+            sums=sums[order], report_sums=report_sums[order],
         )
 
     def __add__(self, other):
@@ -103,12 +129,23 @@ class LevelStatistics:
                 f"cannot add statistics of {other.sums.shape[1]} features to statistics of "
                 f"{self.sums.shape[1]}"
             )
-        return self._grouped(
-            np.concatenate([self.epsilons, other.epsilons]),
-            np.concatenate([self.local, other.local]),
-            np.concatenate([self.counts, other.counts]),
-            np.concatenate([self.sums, other.sums]),
-        )
+        keys = np.concatenate([
+            np.where(self.local, -self.epsilons, self.epsilons),
+            np.where(other.local, -other.epsilons, other.epsilons),
+        ])
+        levels, inverse = np.unique(keys, return_inverse=True)
+        counts = np.zeros(levels.size, dtype=np.int64)
+        sums = np.zeros((levels.size, self.sums.shape[1]), dtype=np.int64)
+        report_sums = np.zeros((levels.size, self.sums.shape[1]))
+        # Integer additions: the merged fixed-point sums stay exact.
+        np.add.at(counts, inverse, np.concatenate([self.counts, other.counts]))
+        np.add.at(sums, inverse, np.concatenate([self.sums, other.sums]))
+        np.add.at(report_sums, inverse, np.concatenate([self.report_sums, other.report_sums]))
+        return self._ordered(levels, counts, sums, report_sums)
+
+    def centred_sums(self, lower, upper):
+        """Float sums of ``x - lower`` per tcm level (0 for lm levels)."""
+        return centred_sums(self.sums, lower, upper)
 
     @property
     def n_users(self):
@@ -205,8 +242,52 @@ def _chunk_extremes(estimator, X, trust_group, epsilon, *, offset, rng, validate
     return raw.min(axis=0), raw.max(axis=0)
 
 
+class StreamState:
+    """The curator's secret state of a ``partial_fit`` stream.
+
+    It holds what must never leave the curator: the exact running statistics (counts and
+    fixed-point sums) and the generator the curator's noise will come from. It lives in
+    the estimator's ``_stream`` attribute only between ``partial_fit`` and
+    :meth:`StatisticsFitMixin.discard_stream`; pickling an estimator that holds it warns
+    with :class:`~skhybrid.exceptions.PrivacyLeakWarning`. A release happens once per
+    batch of new data, under ``lock``, whichever thread reads the estimate first.
+
+    Attributes
+    ----------
+    statistics : object supporting ``+``
+    context : dict
+        The public quantities of the fit (bounds, variance).
+    rng : numpy.random.Generator
+    n_releases : int
+        Releases made from this stream so far.
+    pending : bool
+        True when data arrived after the last release.
+    """
+
+    def __init__(self, statistics, context, rng):
+        self.statistics = statistics
+        self.context = context
+        self.rng = rng
+        self.n_releases = 0
+        self.pending = True
+        self.lock = threading.Lock()
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        del state["lock"]  # a lock cannot be pickled; each copy gets its own
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.lock = threading.Lock()
+
+
 class StatisticsFitMixin:
     """``fit`` and ``partial_fit`` from sufficient statistics and one release.
+
+    ``fit`` keeps only the release and public metadata: its statistics and generator are
+    dropped once the noise is drawn. ``partial_fit`` keeps them in a :class:`StreamState`
+    until :meth:`discard_stream`.
 
     Subclasses define:
 
@@ -226,56 +307,90 @@ class StatisticsFitMixin:
     @property
     def mean_(self):
         """The private estimate; after ``partial_fit``, released on first read."""
-        state = self.__dict__
-        if state.get("_release_pending"):
-            self._release_pending_estimate()
-        if "_estimate" not in state:
+        stream = self.__dict__.get("_stream")
+        if stream is not None and stream.pending:
+            with stream.lock:
+                if stream.pending:  # another thread may have released meanwhile
+                    self._release_stream(stream)
+        if "_estimate" not in self.__dict__:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute 'mean_'")
-        return state["_estimate"]
+        return self.__dict__["_estimate"]
+
+    def discard_stream(self):
+        """Drop the secret state of a ``partial_fit`` stream, keeping the last release.
+
+        After ``partial_fit`` the estimator holds the stream's exact running statistics
+        and noise generator (see :doc:`/privacy`), so that later chunks can be added.
+        Call this before shipping the estimator (pickling, ``joblib.dump``); a pending
+        release (data added since the last read of ``mean_``) is dropped unreleased,
+        and the next ``partial_fit`` starts a new stream.
+
+        Returns
+        -------
+        self : estimator
+        """
+        self.__dict__.pop("_stream", None)
+        return self
+
+    def __getstate__(self):
+        if "_stream" in self.__dict__:
+            warnings.warn(
+                f"pickling a {type(self).__name__} that holds a partial_fit stream's secret "
+                "state (exact running sums and the noise generator); call discard_stream() "
+                "before shipping the estimator",
+                PrivacyLeakWarning,
+                stacklevel=2,
+            )
+        return super().__getstate__()
 
     def _fit_statistics(self, X, trust_group, epsilon):
-        """The body of ``fit``: statistics of every row, then one release."""
+        """The body of ``fit``: statistics of every row, then one release; nothing kept."""
+        self.discard_stream()
         rng = check_random_state(self.random_state)
         statistics, context = self._statistics(X, trust_group, epsilon, rng, reset=True)
-        self._rng = rng
-        self._statistics_ = statistics
-        self._context = context
-        self._n_releases = 0
-        self._release_pending_estimate(fit_warnings=trust_group is not None)
+        estimate = self._release(statistics, context, rng, trust_group is not None)
+        self._estimate = np.asarray(estimate, dtype=np.float64)
         return self
 
     def _partial_fit_statistics(self, X, trust_group, epsilon):
         """The body of ``partial_fit``: add a chunk's statistics; the release waits."""
-        first = "_statistics_" not in self.__dict__
-        if first:
+        stream = self.__dict__.get("_stream")
+        if stream is None:
             # bounds=None takes the first chunk's range (with a PrivacyLeakWarning) and
             # clips later chunks to it.
-            self._rng = check_random_state(self.random_state)
-            self._n_releases = 0
-        statistics, context = self._statistics(X, trust_group, epsilon, self._rng, reset=first)
-        self._statistics_ = statistics if first else self._statistics_ + statistics
-        self._context = context
-        self._release_pending = True
+            rng = check_random_state(self.random_state)
+            statistics, context = self._statistics(X, trust_group, epsilon, rng, reset=True)
+            self._stream = StreamState(statistics, context, rng)
+            return self
+        statistics, _ = self._statistics(X, trust_group, epsilon, stream.rng, reset=False,
+                                         context=stream.context)
+        with stream.lock:
+            stream.statistics = stream.statistics + statistics
+            stream.pending = True
         return self
 
-    def _release_pending_estimate(self, fit_warnings=False):
-        if self._n_releases:
+    def _release_stream(self, stream):
+        if stream.n_releases:
             warnings.warn(
                 f"{type(self).__name__} releases a new estimate after partial_fit: every "
                 "user in an earlier release takes part again and spends their epsilon "
-                f"again (release number {self._n_releases + 1}).",
+                f"again (release number {stream.n_releases + 1}).",
                 PrivacyBudgetWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
-        estimate = self._release(self._statistics_, self._context, self._rng, fit_warnings)
+        estimate = self._release(stream.statistics, stream.context, stream.rng, False)
         self._estimate = np.asarray(estimate, dtype=np.float64)
-        self._n_releases += 1
-        self._release_pending = False
+        stream.n_releases += 1
+        stream.pending = False
 
-    def _statistics(self, X, trust_group, epsilon, rng, *, reset):
-        """Statistics of ``X`` (numpy or Dask) and the public context of the fit."""
+    def _statistics(self, X, trust_group, epsilon, rng, *, reset, context=None):
+        """Statistics of ``X`` (numpy or Dask) and the public context of the fit.
+
+        ``context`` is the stream's, when ``reset`` is False.
+        """
         if any_dask(X, trust_group, epsilon):
-            return self._dask_statistics(X, trust_group, epsilon, rng, reset=reset)
+            return self._dask_statistics(X, trust_group, epsilon, rng, reset=reset,
+                                         context=context)
         X, is_tcm, levels = validate_fit_input(
             self, X, trust_group, epsilon, allow_inf=self._allow_inf, reset=reset
         )
@@ -288,11 +403,9 @@ class StatisticsFitMixin:
                 )
             lower, upper = resolve_bounds(self.bounds, raw, stacklevel=6)
             context = self._public_context(lower, upper)
-        else:
-            context = self._context
         return self._chunk_statistics(X, is_tcm, levels, context, rng), context
 
-    def _dask_statistics(self, X, trust_group, epsilon, rng, *, reset):
+    def _dask_statistics(self, X, trust_group, epsilon, rng, *, reset, context=None):
         if not is_dask_collection(X):
             raise TypeError(
                 "X must be a Dask array or DataFrame when the metadata are Dask collections; "
@@ -304,9 +417,7 @@ class StatisticsFitMixin:
             "allow_inf": self._allow_inf,
         }
         metadata = {"trust_group": trust_group, "epsilon": epsilon}
-        if not reset:
-            context = self._context
-        else:
+        if reset:
             extremes = None
             if self.bounds is None:
                 extremes = map_chunks(

@@ -21,6 +21,39 @@ import numpy as np
 
 #: The grid step is the smallest power of two >= scale * 2**-GRID_BITS.
 GRID_BITS = 40
+#: The largest noise scale, in grid steps, whose geometric draws stay exact in int64
+#: (draws of a few hundred times the scale stay below 2**63).
+MAX_NOISE_UNITS = 2.0**52
+
+
+def check_noise_units(units, epsilon=None):
+    """Refuse a noise scale too large to sample exactly, naming the privacy level.
+
+    With a tiny epsilon, the rounding slack of one grid step per coordinate alone needs
+    a discrete noise scale of about ``1 / epsilon`` steps; past 2**52 steps numpy's
+    geometric draws saturate at the int64 maximum and cancel, which would release the
+    statistic without noise. Such an epsilon (below about 1e-15) protects nothing
+    measurable anyway: the floor is about ``d * 2**-52`` for a release of d coordinates.
+
+    Parameters
+    ----------
+    units : float or ndarray
+        The discrete noise scale in grid steps.
+    epsilon : float or ndarray, default=None
+        The privacy level(s) the scale was computed for (named in the error).
+    """
+    units = np.asarray(units, dtype=np.float64)
+    if np.all(np.isfinite(units) & (units <= MAX_NOISE_UNITS)):
+        return
+    level = "the privacy level"
+    if epsilon is not None and np.size(epsilon):
+        level = f"epsilon={float(np.min(np.asarray(epsilon, dtype=np.float64))):g}"
+    raise ValueError(
+        f"{level} is too small to draw the noise exactly: its scale exceeds "
+        f"2**52 grid steps, where the sampler would saturate and release no noise. Use "
+        "a larger epsilon (the floor is about 2e-16 per released coordinate; smaller "
+        "privacy levels protect nothing measurable)"
+    )
 
 
 def grid_step(scale):
@@ -143,6 +176,7 @@ def laplace_release(values, sensitivity, epsilon, rng, secure):
         return values + rng.laplace(scale=np.broadcast_to(scale, values.shape))
     step = grid_step(scale)
     units = _laplace_units(sensitivity, epsilon, step, values.shape[-1])
+    check_noise_units(units, epsilon)
     return _add_on_grid(values, step, sample_discrete_laplace(rng, units, values.shape))
 
 
@@ -202,6 +236,7 @@ def gaussian_release(values, sensitivity, noise_multiplier, rng, secure):
         return values + rng.normal(scale=np.broadcast_to(sigma, values.shape))
     step = grid_step(sigma)
     units = _gaussian_units(sensitivity, noise_multiplier, step, values.shape[-1])
+    check_noise_units(units)
     return _add_on_grid(values, step, sample_discrete_gaussian(rng, units, values.shape))
 
 
@@ -250,6 +285,7 @@ def personalized_laplace_release(values, user_sensitivity, user_epsilon, rng, se
         return values.copy(), 0.0
     if not secure:
         return values + rng.laplace(scale=scale, size=values.shape), scale
+    check_noise_units(units, user_epsilon[(user_sensitivity > 0) & np.isfinite(user_epsilon)])
     return _add_on_grid(values, step, sample_discrete_laplace(rng, units, values.shape)), scale
 
 

@@ -270,7 +270,9 @@ def affine_mse(
     mse : float
     """
     weights = np.asarray(weights, dtype=float)
-    mse = variance * float(weights @ weights) + 2.0 * noise_scale**2
+    # numpy arithmetic: a huge scale (a tiny epsilon) gives inf, not an OverflowError.
+    with np.errstate(over="ignore"):
+        mse = variance * float(weights @ weights) + 2.0 * float(np.square(np.float64(noise_scale)))
     if report_noise_variance is not None:
         mse += float(np.sum(weights**2 * report_noise_variance))
     if level_noise_scales is not None:

@@ -1,6 +1,7 @@
 """partial_fit of the mean estimators: statistics accumulate, the noise waits for a read."""
 
 import pickle
+import threading
 import warnings
 
 import numpy as np
@@ -9,7 +10,7 @@ from scipy import stats
 from sklearn.base import clone
 
 from skhybrid import ADPMEstimator, HybridMeanEstimator, MixedMeanEstimator
-from skhybrid.exceptions import PrivacyBudgetWarning
+from skhybrid.exceptions import PrivacyBudgetWarning, PrivacyLeakWarning
 from skhybrid.mechanisms import LocalLaplaceRandomizer
 
 BOUNDS = (0.0, 1.0)
@@ -124,14 +125,15 @@ def test_fitted_attributes_describe_the_latest_release():
     assert estimator.n_tcm_ == np.count_nonzero(trust == "tcm")
 
 
-def test_partial_fit_after_fit_adds_to_the_fitted_users():
+def test_partial_fit_after_fit_starts_a_new_stream_since_fit_keeps_no_statistics():
     X, trust = _population(4_000)
     estimator = HybridMeanEstimator(bounds=BOUNDS, local_reports=True, random_state=0)
     estimator.fit(X[:1_000], trust_group=trust[:1_000])
     estimator.partial_fit(X[1_000:], trust_group=trust[1_000:])
-    with pytest.warns(PrivacyBudgetWarning):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyBudgetWarning)  # other users: no re-spend
         estimator.mean_
-    assert estimator.n_tcm_ + estimator.n_lm_ == 4_000
+    assert estimator.n_tcm_ + estimator.n_lm_ == 3_000
     # A new fit starts over.
     estimator.fit(X[:1_000], trust_group=trust[:1_000])
     assert estimator.n_tcm_ + estimator.n_lm_ == 1_000
@@ -164,15 +166,61 @@ def test_a_pickled_stream_keeps_its_statistics_and_releases_once():
     X, trust = _population(4_000)
     estimator = HybridMeanEstimator(bounds=BOUNDS, local_reports=True, random_state=5)
     estimator.partial_fit(X[:2_000], trust_group=trust[:2_000])
-    restored = pickle.loads(pickle.dumps(estimator))
+    with pytest.warns(PrivacyLeakWarning, match="discard_stream"):
+        restored = pickle.loads(pickle.dumps(estimator))
     restored.partial_fit(X[2_000:], trust_group=trust[2_000:])
     fitted = HybridMeanEstimator(bounds=BOUNDS, local_reports=True, random_state=5).fit(
         X, trust_group=trust
     )
     np.testing.assert_allclose(restored.mean_, fitted.mean_, rtol=1e-12)
-    assert "_statistics_" not in clone(restored).__dict__
+    assert "_stream" not in clone(restored).__dict__
 
 
 def test_an_unfitted_estimator_has_no_mean():
     estimator = HybridMeanEstimator()
     assert not hasattr(estimator, "mean_")
+
+
+@pytest.mark.parametrize("make", [
+    lambda: HybridMeanEstimator(bounds=BOUNDS, local_reports=True),
+    lambda: ADPMEstimator(bounds=BOUNDS, local_reports=True),
+    lambda: MixedMeanEstimator(bounds=BOUNDS),
+], ids=["hybrid", "adpm", "mixed"])
+def test_threads_reading_a_pending_release_at_once_get_one_release(make):
+    X, trust = _population(2_000)
+    for _ in range(30):
+        estimator = make()
+        if isinstance(estimator, MixedMeanEstimator):
+            estimator.partial_fit(X.clip(0, 1))
+        else:
+            estimator.partial_fit(X, trust_group=trust)
+        barrier = threading.Barrier(8)
+        seen = []
+
+        def read():
+            barrier.wait()
+            seen.append(estimator.mean_.copy())
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", PrivacyBudgetWarning)
+            threads = [threading.Thread(target=read) for _ in range(8)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        assert len(seen) == 8
+        assert all(np.array_equal(value, seen[0]) for value in seen)
+        assert estimator._stream.n_releases == 1
+
+
+def test_discard_stream_keeps_the_release_and_drops_the_secret_state():
+    X, trust = _population(2_000)
+    estimator = HybridMeanEstimator(bounds=BOUNDS, local_reports=True)
+    estimator.partial_fit(X, trust_group=trust)
+    released = estimator.mean_.copy()
+    estimator.discard_stream()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        restored = pickle.loads(pickle.dumps(estimator))
+    np.testing.assert_array_equal(restored.mean_, released)
+    assert "_stream" not in restored.__dict__

@@ -180,3 +180,48 @@ def test_exponential_mechanism_probabilities_follow_the_definition_in_log_space(
     assert stats.chisquare(observed, mechanism.probabilities(utilities, log_measure) * N_DRAWS).pvalue > PASS_LEVEL
     control = ExponentialMechanism(epsilon=1.2 * 1.3, sensitivity=0.5)
     assert stats.chisquare(observed, control.probabilities(utilities, log_measure) * N_DRAWS).pvalue < REJECT_LEVEL
+
+
+@pytest.mark.parametrize("epsilon", [1e-16, 1e-20, 1e-300])
+def test_tiny_epsilon_is_refused_rather_than_released_without_noise(epsilon):
+    # Below ~1e-15 the geometric draws would saturate at the int64 maximum and cancel.
+    from skhybrid.mechanisms import LaplaceMechanism
+
+    with pytest.raises(ValueError, match=f"epsilon={epsilon:g} is too small"):
+        LaplaceMechanism(epsilon=epsilon, sensitivity=1.0).randomise(0.5, random_state=0)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: __import__("skhybrid").PDPSampleEstimator(epsilon=1e-300, bounds=(0, 1)),
+        lambda: __import__("skhybrid").HybridKMeans(3, epsilon=1e-300, bounds=(0, 1)),
+        lambda: __import__("skhybrid").HybridMeanEstimator(epsilon=1e-300, bounds=(0, 1)),
+        lambda: __import__("skhybrid").MixedMeanEstimator(epsilon=1e-300, bounds=(0, 1)),
+    ],
+    ids=["pdp", "kmeans", "hybrid", "mixed"],
+)
+def test_estimators_refuse_an_epsilon_too_small_to_sample(make):
+    X = np.random.default_rng(0).random((60, 2))
+    with pytest.raises(ValueError, match="too small to draw the noise"):
+        make().fit(X)
+
+
+def test_smallest_supported_epsilon_still_adds_noise():
+    from skhybrid.mechanisms import LaplaceMechanism
+
+    # 200 independent one-coordinate releases.
+    released = LaplaceMechanism(epsilon=1e-14, sensitivity=1.0).randomise(
+        np.zeros((200, 1)), random_state=0
+    )
+    assert np.count_nonzero(released) >= 190
+
+
+def test_adpm_at_a_tiny_epsilon_releases_the_data_independent_midpoint():
+    # ADPM's program puts zero weight on every user: nothing of the data is released.
+    from skhybrid import ADPMEstimator
+
+    X = np.random.default_rng(0).random((60, 2))
+    est = ADPMEstimator(epsilon=1e-300, bounds=(0, 1), random_state=0).fit(X)
+    assert est.released_midpoint_
+    np.testing.assert_array_equal(est.mean_, [0.5, 0.5])

@@ -1,0 +1,174 @@
+"""Nothing secret survives a fit: a walk over every fitted estimator's attributes.
+
+A fitted estimator may hold released values and public metadata only. The walk visits
+every attribute at any depth (dicts, lists, tuples, dataclasses, objects) and fails on
+
+- a random generator, bit generator or RandomState, or a dict holding a bit generator's
+  state (it could replay the noise);
+- a float equal to a non-private statistic of the training data: a clipped value, an
+  exact sum or mean (of everyone, of a trust group, of a privacy level, of a cluster
+  under the released centres), and an integer array equal to exact counts of records.
+
+Group and level sizes (``n_tcm_``, ``n_lm_``, ``group_sizes_``, ``level_sizes_``...) are
+public under the neighbouring relation (replace one user; sizes public) and allowed.
+"""
+
+import dataclasses
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+
+import skhybrid
+from skhybrid.utils._sums import FIXED_POINT_BITS
+
+BOUNDS = (0.0, 1.0)
+
+
+def _public_estimators():
+    """Every estimator skhybrid exports (a new one is walked automatically)."""
+    from sklearn.base import BaseEstimator
+
+    return {
+        name: cls for name, cls in inspect.getmembers(skhybrid, inspect.isclass)
+        if issubclass(cls, BaseEstimator)
+    }
+
+
+def _population(seed=0, n=600):
+    rng = np.random.default_rng(seed)
+    X = np.round(rng.uniform(-0.2, 1.2, size=(n, 2)), 6) + rng.uniform(0, 1e-7, size=(n, 2))
+    is_tcm = rng.random(n) < 0.4
+    epsilon = rng.choice([0.5, 2.0], size=n)
+    return X, is_tcm, epsilon
+
+
+def _secret_floats(X, is_tcm, epsilon, centres=None):
+    """Non-private statistics of the training data, as a set of rounded floats."""
+    clipped = np.clip(X, *BOUNDS)
+    groups = [np.ones(len(X), bool), is_tcm, ~is_tcm]
+    groups += [epsilon == level for level in np.unique(epsilon)]
+    groups += [is_tcm & (epsilon == level) for level in np.unique(epsilon)]
+    if centres is not None:
+        labels = np.argmin(((clipped[:, None, :] - centres[None]) ** 2).sum(-1), axis=1)
+        groups += [labels == k for k in range(len(centres))]
+    secrets = set(np.round(clipped.ravel(), 9))
+    for rows in groups:
+        if rows.sum() < 2:
+            continue
+        for values in (clipped[rows], X[rows]):
+            secrets.update(np.round(values.sum(axis=0), 9))
+            secrets.update(np.round(values.mean(axis=0), 9))
+            secrets.update(np.round(values.sum(axis=0) - rows.sum() * BOUNDS[0], 9))
+    codes = np.rint(clipped * 2.0**FIXED_POINT_BITS)
+    for rows in groups:
+        secrets.update(np.round(codes[rows].sum(axis=0), 0))
+    secrets.discard(0.0)
+    secrets.discard(1.0)
+    return secrets
+
+
+def _walk(value, path, seen, found, secrets):
+    if id(value) in seen:
+        return
+    seen.add(id(value))
+    if isinstance(value, (np.random.Generator, np.random.BitGenerator, np.random.RandomState)):
+        found.append(f"{path}: a random generator ({type(value).__name__})")
+        return
+    if isinstance(value, dict):
+        if "bit_generator" in value and "state" in value:
+            found.append(f"{path}: a bit generator's state")
+            return
+        for key, item in value.items():
+            _walk(item, f"{path}[{key!r}]", seen, found, secrets)
+        return
+    if isinstance(value, (list, tuple, set, frozenset)):
+        for index, item in enumerate(value):
+            _walk(item, f"{path}[{index}]", seen, found, secrets)
+        return
+    if isinstance(value, (float, np.floating)) or (
+        isinstance(value, np.ndarray) and value.dtype.kind in "fiu"
+    ):
+        flat = np.asarray(value, dtype=np.float64).ravel()
+        hits = [v for v in np.round(flat, 9) if v in secrets]
+        if hits:
+            found.append(f"{path}: holds {len(hits)} exact statistic(s) of the data, e.g. {hits[0]}")
+        return
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            _walk(getattr(value, field.name), f"{path}.{field.name}", seen, found, secrets)
+        return
+    if hasattr(value, "__dict__") and not inspect.ismodule(value) and not callable(value):
+        for key, item in vars(value).items():
+            _walk(item, f"{path}.{key}", seen, found, secrets)
+
+
+_PUBLIC = {"n_tcm_", "n_lm_", "group_sizes_", "level_sizes_", "n_features_in_",
+           "n_clients_", "n_headlist_users_", "n_estimation_users_", "n_iter_",
+           "n_candidates_", "feature_names_in_"}
+
+
+def _secrets_of(estimator, secrets):
+    found, seen = [], set()
+    for key, value in vars(estimator).items():
+        if key in _PUBLIC or key in estimator.get_params():
+            continue
+        _walk(value, key, seen, found, secrets)
+    return found
+
+
+def _fits():
+    X, is_tcm, epsilon = _population()
+    estimators = _public_estimators()
+    trust = np.where(is_tcm, "tcm", "lm")
+    yield "HybridMeanEstimator", estimators["HybridMeanEstimator"](bounds=BOUNDS), X, {
+        "trust_group": trust}
+    yield "ADPMEstimator", estimators["ADPMEstimator"](bounds=BOUNDS), X, {
+        "trust_group": trust, "epsilon": epsilon}
+    yield "PDPSampleEstimator", estimators["PDPSampleEstimator"](bounds=BOUNDS), X, {
+        "epsilon": epsilon}
+    yield "MixedMeanEstimator", estimators["MixedMeanEstimator"](bounds=BOUNDS), X, {
+        "epsilon": epsilon}
+    yield "MixedQuantileEstimator", estimators["MixedQuantileEstimator"](bounds=BOUNDS), X, {
+        "epsilon": epsilon}
+    yield "HybridKMeans", estimators["HybridKMeans"](3, bounds=BOUNDS), X, {"trust_group": trust}
+    records, optin = _search_logs()
+    yield "BlenderHeavyHitters", estimators["BlenderHeavyHitters"](), records, {
+        "trust_group": optin}
+
+
+def _search_logs():
+    records = skhybrid.datasets.make_search_logs(4_000, n_queries=40, random_state=0)
+    optin = np.random.default_rng(1).random(records.shape[0]) < 0.3
+    return records, optin
+
+
+def _record_frequencies(records, optin):
+    """Exact frequencies of the records among opt-in users, clients and everyone."""
+    secrets = set()
+    for rows in (optin, ~optin, np.ones(len(records), bool)):
+        _, counts = np.unique(records[rows], axis=0, return_counts=True)
+        secrets.update(np.round(counts / rows.sum(), 9))
+    secrets.discard(1.0)
+    return secrets
+
+
+def test_every_public_estimator_is_walked():
+    walked = {name for name, *_ in _fits()}
+    assert walked == set(_public_estimators())
+
+
+@pytest.mark.parametrize("random_state", [None, 0])
+@pytest.mark.parametrize("name, estimator, X, metadata", list(_fits()), ids=lambda v: v if isinstance(v, str) else "")
+def test_fitted_estimator_holds_no_secret(name, estimator, X, metadata, random_state):
+    estimator = estimator.set_params(random_state=random_state)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimator.fit(X, **metadata)
+    if name == "BlenderHeavyHitters":
+        secrets = _record_frequencies(*_search_logs())
+    else:
+        _, is_tcm, epsilon = _population()
+        secrets = _secret_floats(X, is_tcm, epsilon, getattr(estimator, "cluster_centers_", None))
+    assert _secrets_of(estimator, secrets) == []
