@@ -1,11 +1,14 @@
 """Shared pieces of skhybrid's estimators: fit-input validation, prediction and scoring."""
 
+import inspect
+import warnings
 from numbers import Integral
 
 import numpy as np
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .exceptions import EmptyGroupWarning, MetadataOverrideWarning
 from .utils._validation import check_epsilon, check_trust_group
 
 
@@ -17,6 +20,56 @@ RANDOM_STATE_CONSTRAINT = [
     np.random.Generator,
     np.random.RandomState,
 ]
+
+
+def check_fit_metadata(estimator, trust_group, epsilon, *, hybrid, stacklevel):
+    """Refuse or flag fit metadata whose absence or presence changes what a fit means.
+
+    - ``local_reports=True`` without ``trust_group`` raises: every row would be read as
+      a tcm user's raw value and the lm users' reports clipped as such.
+    - A hybrid fit (``hybrid=True``) without ``trust_group`` warns with
+      :class:`~skhybrid.exceptions.EmptyGroupWarning`: everyone is then tcm (this is
+      also what metadata routing passes when the metadata was requested but not given).
+    - ``epsilon`` metadata with a non-default ``epsilon`` parameter warns with
+      :class:`~skhybrid.exceptions.MetadataOverrideWarning`: the metadata wins, so the
+      parameter has no effect (a grid search over it compares identical fits).
+
+    Parameters
+    ----------
+    estimator : estimator instance
+    trust_group, epsilon : array-like, Dask collection or None
+        The metadata passed to ``fit`` or ``partial_fit``.
+    hybrid : bool
+        Whether the fit combines a tcm and an lm group.
+    stacklevel : int
+        Of the warnings, so that they point at the user's call.
+    """
+    name = type(estimator).__name__
+    if trust_group is None and getattr(estimator, "local_reports", False):
+        raise ValueError(
+            f"{name}(local_reports=True) needs trust_group to tell the lm users' privatized "
+            "reports from the tcm users' raw values; got trust_group=None (with metadata "
+            "routing on, call set_fit_request(trust_group=True) and pass it to fit)"
+        )
+    if trust_group is None and hybrid:
+        warnings.warn(
+            f"{name} combines tcm and lm users but was fit without trust_group, so every "
+            "user is treated as tcm; pass trust_group (with metadata routing on, call "
+            "set_fit_request(trust_group=True) and pass it to fit)",
+            EmptyGroupWarning,
+            stacklevel=stacklevel,
+        )
+    if epsilon is not None:
+        default = inspect.signature(type(estimator).__init__).parameters["epsilon"].default
+        if estimator.epsilon != default:
+            warnings.warn(
+                f"{name} was given per-user epsilon metadata, which replaces its epsilon "
+                f"parameter (epsilon={float(estimator.epsilon)}): the parameter has no "
+                "effect on this fit; leave it at its default "
+                f"({float(default)}) when passing per-user levels",
+                MetadataOverrideWarning,
+                stacklevel=stacklevel,
+            )
 
 
 def validate_fit_input(estimator, X, trust_group, epsilon, *, allow_inf=False, reset=True):

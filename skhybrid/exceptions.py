@@ -12,7 +12,21 @@ class PrivacyLeakWarning(UserWarning):
 
 
 class EmptyGroupWarning(UserWarning):
-    """A hybrid strategy fell back to one group's estimate because the other group is empty."""
+    """A hybrid strategy fell back to one group's estimate because the other group is empty.
+
+    Also emitted when a hybrid strategy is fit without ``trust_group``: every user is
+    then tcm, which is rarely what a hybrid fit means (with metadata routing on, request
+    the metadata with ``set_fit_request(trust_group=True)`` and pass it).
+    """
+
+
+class MetadataOverrideWarning(UserWarning):
+    """Per-sample ``epsilon`` metadata replaced a non-default ``epsilon`` parameter.
+
+    The metadata wins: the parameter then has no effect on the fit, so a grid search
+    over it compares identical fits. Leave the parameter at its default when passing
+    per-user privacy levels.
+    """
 
 
 class PrivacyBudgetWarning(UserWarning):
@@ -25,4 +39,9 @@ class PrivacyBudgetWarning(UserWarning):
     """
 
 
-__all__ = ["EmptyGroupWarning", "PrivacyBudgetWarning", "PrivacyLeakWarning"]
+__all__ = [
+    "EmptyGroupWarning",
+    "MetadataOverrideWarning",
+    "PrivacyBudgetWarning",
+    "PrivacyLeakWarning",
+]

@@ -64,7 +64,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController
 
 from .._group_estimates import local_report_variance, privatize_locally
-from ..base import RANDOM_STATE_CONSTRAINT, validate_fit_input
+from ..base import RANDOM_STATE_CONSTRAINT, check_fit_metadata, validate_fit_input
 from ..exceptions import EmptyGroupWarning
 from ..mechanisms import LaplaceMechanism
 from ..theory._hybrid import pwh_weight
@@ -940,7 +940,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
           not touched.
         - ``"full_lm"``: the local algorithm on every user; the curator runs the local
           randomizers on tcm users' values.
-    bounds : tuple (lower, upper) or None, default=None
+    bounds : pair (lower, upper) or None, default=None
         Data-independent clipping bounds, scalars or per feature. ``None`` derives them
         from the data and emits :class:`~skhybrid.exceptions.PrivacyLeakWarning`.
     init : "random" or array-like of shape (n_clusters, n_features), default="random"
@@ -1050,7 +1050,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "n_iter": [Interval(Integral, 1, None, closed="left")],
         "strategy": [StrOptions(set(_STRATEGIES))],
-        "bounds": [tuple, list, None],
+        "bounds": ["array-like", None],
         "init": [StrOptions({"random"}), "array-like"],
         "random_state": RANDOM_STATE_CONSTRAINT,
     }
@@ -1098,6 +1098,8 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         # Every iteration is one reduction: each chunk of users gives its statistics for
         # the current centres (an in-memory X is one chunk), the curator adds them up and
         # draws the central noise once. A Dask X is read chunk by chunk, never collected.
+        check_fit_metadata(self, trust_group, epsilon, hybrid=self.strategy == "hybrid",
+                           stacklevel=4)
         in_dask = is_dask_collection(X)
         if in_dask:
             users = self._summarise_dask_input(X, trust_group, epsilon)

@@ -40,7 +40,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ..base import RANDOM_STATE_CONSTRAINT
+from ..base import RANDOM_STATE_CONSTRAINT, check_fit_metadata
 from ..cluster._kmeans import _merge_chunk_summaries, _summarise_chunk
 from ..mechanisms import LaplaceMechanism
 from ..theory._blender import (
@@ -805,6 +805,7 @@ class BlenderHeavyHitters(BaseEstimator):
         -------
         self : BlenderHeavyHitters
         """
+        check_fit_metadata(self, trust_group, epsilon, hybrid=True, stacklevel=4)
         # Two reductions over chunks of users (an in-memory X is one chunk): the record
         # counts of S and T, from which the curator builds the head list; then the
         # counts of the clients' reports against it. A Dask X is never collected.

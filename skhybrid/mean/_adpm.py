@@ -57,7 +57,7 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
     ----------
     epsilon : float, default=1.0
         Every user's privacy level when no ``epsilon`` metadata is passed.
-    bounds : tuple (lower, upper) or None, default=None
+    bounds : pair (lower, upper) or None, default=None
         Data-independent clipping bounds; ``None`` derives them from the data with a
         :class:`~skhybrid.exceptions.PrivacyLeakWarning`.
     variance : float, array-like of shape (n_features,) or None, default=None
@@ -136,7 +136,7 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "epsilon": [Interval(Real, 0, None, closed="neither")],
-        "bounds": [tuple, list, None],
+        "bounds": ["array-like", None],
         "variance": [Interval(Real, 0, None, closed="neither"), "array-like", None],
         "solver": [StrOptions({"auto", "exact", "cvxpy"})],
         "strategy": [StrOptions({"adpm", "uni", "propdpm", "ldpe"})],

@@ -109,7 +109,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
     mechanism : {"laplace", "gaussian"}, default="laplace"
         Laplace (pure epsilon-DP, L1 sensitivity of the value vector) or Gaussian
         ((epsilon, delta)-DP with the analytic calibration, L2 sensitivity).
-    bounds : tuple (lower, upper) or None, default=None
+    bounds : pair (lower, upper) or None, default=None
         Data-independent clipping bounds, scalars or per feature. ``None`` derives them
         from the data and emits :class:`~skhybrid.exceptions.PrivacyLeakWarning`.
     variance : float, array-like of shape (n_features,) or None, default=None
@@ -155,9 +155,12 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
     Notes
     -----
     Group membership and group sizes are public; group sizes are what the weights use.
-    When a hybrid strategy meets an empty group (for example ``trust_group=None``,
-    everyone tcm), it returns the other group's estimate, the limit of its weight, and
-    warns with :class:`EmptyGroupWarning` when ``trust_group`` was given.
+    When a hybrid strategy meets an empty group, it returns the other group's estimate,
+    the limit of its weight, and warns with :class:`EmptyGroupWarning`; fitting a hybrid
+    strategy without ``trust_group`` (everyone tcm) warns too. ``local_reports=True``
+    without ``trust_group`` raises. Per-user ``epsilon`` metadata replaces the
+    ``epsilon`` parameter; a non-default parameter then warns with
+    :class:`~skhybrid.exceptions.MetadataOverrideWarning`.
 
     References
     ----------
@@ -182,7 +185,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="left")],
         "mechanism": [StrOptions(set(MECHANISMS))],
-        "bounds": [tuple, list, None],
+        "bounds": ["array-like", None],
         "variance": [Interval(Real, 0, None, closed="left"), "array-like", None],
         "local_reports": ["boolean"],
         "random_state": RANDOM_STATE_CONSTRAINT,
@@ -261,6 +264,9 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
 
     # -- private helpers ------------------------------------------------------------------
 
+    def _is_hybrid_fit(self):
+        return self.strategy in _HYBRID_STRATEGIES
+
     def _check_mechanism(self):
         if self.mechanism == "gaussian":
             if not 0 < self.delta < 1:
@@ -284,9 +290,9 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
                 f"strategy={self.strategy!r} combines two groups but every user is {present}; "
                 f"the estimate is the {present} group's alone",
                 EmptyGroupWarning,
-                # _check_groups <- _release <- _release_pending_estimate <- _fit_statistics
-                # <- fit <- scikit-learn's fit wrapper <- the user's call
-                stacklevel=7,
+                # _check_groups <- _release <- _fit_statistics <- fit <- scikit-learn's
+                # fit wrapper <- the user's call
+                stacklevel=6,
             )
 
     def _weight_and_mse(self, tcm, n_tcm, n_lm, variance, s_L2):

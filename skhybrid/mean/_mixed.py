@@ -13,7 +13,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval
 
 from .._group_estimates import central_group_mean
-from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin
+from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, check_fit_metadata
 from ..mechanisms import ExponentialMechanism
 from ..theory._mixed import (
     mixed_mean_variance,
@@ -99,7 +99,7 @@ class _BaseMixedEstimator(BaseEstimator):
 
     _parameter_constraints: dict = {
         "epsilon": [Interval(Real, 0, np.inf, closed="right")],
-        "bounds": [tuple, list, None],
+        "bounds": ["array-like", None],
         "variance": [Interval(Real, 0, None, closed="left"), "array-like", None],
         "random_state": RANDOM_STATE_CONSTRAINT,
     }
@@ -144,7 +144,7 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
     epsilon : float, default=1.0
         Every user's privacy level when no ``epsilon`` metadata is passed (``np.inf``:
         public data); the total budget of one fit over all features.
-    bounds : tuple (lower, upper) or None, default=None
+    bounds : pair (lower, upper) or None, default=None
         Data-independent clipping bounds, scalars or per feature. ``None`` derives them
         from the data and emits :class:`~skhybrid.exceptions.PrivacyLeakWarning`.
     variance : float, array-like of shape (n_features,) or None, default=None
@@ -326,7 +326,7 @@ class MixedQuantileEstimator(MeanEstimatorMixin, _BaseMixedEstimator):
     epsilon : float, default=1.0
         Every user's privacy level when no ``epsilon`` metadata is passed (``np.inf``:
         public data); the total budget of one fit over all features.
-    bounds : tuple (lower, upper) or None, default=None
+    bounds : pair (lower, upper) or None, default=None
         Data-independent clipping bounds, scalars or per feature; the private quantile
         lies within them. ``None`` derives them from the data and emits
         :class:`~skhybrid.exceptions.PrivacyLeakWarning`.
@@ -424,6 +424,7 @@ class MixedQuantileEstimator(MeanEstimatorMixin, _BaseMixedEstimator):
         -------
         self : MixedQuantileEstimator
         """
+        check_fit_metadata(self, trust_group, epsilon, hybrid=False, stacklevel=4)
         self.quantile_, _, _ = self._fit_mixture(X, trust_group, epsilon)
         return self
 

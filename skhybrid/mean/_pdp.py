@@ -8,7 +8,12 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._group_estimates import central_group_mean
-from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, validate_fit_input
+from ..base import (
+    RANDOM_STATE_CONSTRAINT,
+    MeanEstimatorMixin,
+    check_fit_metadata,
+    validate_fit_input,
+)
 from ..theory._mixed import (
     mse_about_empirical_mean,
     optimal_sample_threshold,
@@ -162,7 +167,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
     epsilon : float, default=1.0
         Every user's privacy level when no ``epsilon`` metadata is passed (``np.inf``:
         public data); the total budget of one fit over all features.
-    bounds : tuple (lower, upper) or None, default=None
+    bounds : pair (lower, upper) or None, default=None
         Data-independent clipping bounds, scalars or per feature. ``None`` derives them
         from the data and emits :class:`~skhybrid.exceptions.PrivacyLeakWarning`.
     variance : float, array-like of shape (n_features,) or None, default=None
@@ -268,7 +273,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
             Interval(Real, 0, None, closed="neither"),
         ],
         "epsilon": [Interval(Real, 0, np.inf, closed="right")],
-        "bounds": [tuple, list, None],
+        "bounds": ["array-like", None],
         "variance": [Interval(Real, 0, None, closed="left"), "array-like", None],
         "random_state": RANDOM_STATE_CONSTRAINT,
     }
@@ -303,6 +308,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         -------
         self : PDPSampleEstimator
         """
+        check_fit_metadata(self, trust_group, epsilon, hybrid=False, stacklevel=4)
         if any_dask(X, trust_group, epsilon):
             return self._fit_dask(X, trust_group, epsilon)
         values, user_epsilon, lower, upper, variance = _validate_curator_fit(

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils.validation import check_array
 
-from ..base import validate_fit_input
+from ..base import check_fit_metadata, validate_fit_input
 from ..exceptions import PrivacyBudgetWarning, PrivacyLeakWarning
 from ..utils._dask import (
     any_dask,
@@ -304,6 +304,10 @@ class StatisticsFitMixin:
 
     _allow_inf = False
 
+    def _is_hybrid_fit(self):
+        """Whether the fit combines a tcm and an lm group (then trust_group is expected)."""
+        return False
+
     @property
     def mean_(self):
         """The private estimate; after ``partial_fit``, released on first read."""
@@ -345,6 +349,9 @@ class StatisticsFitMixin:
 
     def _fit_statistics(self, X, trust_group, epsilon):
         """The body of ``fit``: statistics of every row, then one release; nothing kept."""
+        # user <- fit's validation wrapper <- fit <- here <- check_fit_metadata
+        check_fit_metadata(self, trust_group, epsilon, hybrid=self._is_hybrid_fit(),
+                           stacklevel=5)
         self.discard_stream()
         rng = check_random_state(self.random_state)
         statistics, context = self._statistics(X, trust_group, epsilon, rng, reset=True)
@@ -354,6 +361,8 @@ class StatisticsFitMixin:
 
     def _partial_fit_statistics(self, X, trust_group, epsilon):
         """The body of ``partial_fit``: add a chunk's statistics; the release waits."""
+        check_fit_metadata(self, trust_group, epsilon, hybrid=self._is_hybrid_fit(),
+                           stacklevel=5)
         stream = self.__dict__.get("_stream")
         if stream is None:
             # bounds=None takes the first chunk's range (with a PrivacyLeakWarning) and
