@@ -172,3 +172,76 @@ def test_fitted_estimator_holds_no_secret(name, estimator, X, metadata, random_s
         _, is_tcm, epsilon = _population()
         secrets = _secret_floats(X, is_tcm, epsilon, getattr(estimator, "cluster_centers_", None))
     assert _secrets_of(estimator, secrets) == []
+
+
+_DASK_ESTIMATORS = {
+    "HybridMeanEstimator", "ADPMEstimator", "PDPSampleEstimator", "MixedMeanEstimator",
+    "HybridKMeans", "BlenderHeavyHitters",
+}  # MixedQuantileEstimator has no Dask path (its exponential mechanism needs every value)
+
+
+def _secrets_for(name, estimator):
+    if name == "BlenderHeavyHitters":
+        return _record_frequencies(*_search_logs())
+    X, is_tcm, epsilon = _population()
+    return _secret_floats(X, is_tcm, epsilon, getattr(estimator, "cluster_centers_", None))
+
+
+@pytest.mark.parametrize(
+    "name, estimator, X, metadata",
+    [fit for fit in _fits() if fit[0] in _DASK_ESTIMATORS],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_dask_fitted_estimator_holds_no_secret(name, estimator, X, metadata):
+    da = pytest.importorskip("dask.array")
+    chunks = len(X) // 3 + 1
+    X_dask = da.from_array(X, chunks=(chunks, X.shape[1]))
+    metadata = {key: da.from_array(np.asarray(value), chunks=chunks)
+                for key, value in metadata.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimator.fit(X_dask, **metadata)
+    assert _secrets_of(estimator, _secrets_for(name, estimator)) == []
+
+
+_STREAMING = ["HybridMeanEstimator", "ADPMEstimator", "MixedMeanEstimator"]
+
+
+@pytest.mark.parametrize(
+    "name, estimator, X, metadata",
+    [fit for fit in _fits() if fit[0] in _STREAMING],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_partial_fit_keeps_its_secrets_in_the_stream_only(name, estimator, X, metadata):
+    half = len(X) // 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for rows in (slice(None, half), slice(half, None)):
+            estimator.partial_fit(X[rows], **{k: v[rows] for k, v in metadata.items()})
+        estimator.mean_  # the release
+    secrets = _secrets_for(name, estimator)
+    # The stream is the curator's secret by design: the walk finds it there (so the walk
+    # can see these secrets), and nowhere else on the estimator.
+    assert _walk_found(estimator._stream, secrets)
+    outside = {key: value for key, value in vars(estimator).items() if key != "_stream"}
+    assert _secrets_of(_Attributes(outside, estimator.get_params()), secrets) == []
+    estimator.discard_stream()
+    assert "_stream" not in vars(estimator)
+    assert _secrets_of(estimator, secrets) == []
+
+
+class _Attributes:
+    """Stand-in with an estimator's attributes, for walking a subset of them."""
+
+    def __init__(self, attributes, params):
+        self.__dict__.update(attributes)
+        self._params = params
+
+    def get_params(self):
+        return {**self._params, "_params": None}
+
+
+def _walk_found(value, secrets):
+    found = []
+    _walk(value, "stream", set(), found, secrets)
+    return found
