@@ -114,13 +114,15 @@ def check_epsilon(epsilon, n_samples=None, *, allow_inf=False, name="epsilon"):
         For 0, negative, NaN, booleans, strings, ``np.inf`` where not allowed, or a
         wrong length; the message names the first bad index and value.
     """
-    expected = "> 0 and finite" + (" or np.inf (public data)" if allow_inf else "")
+    expected = f"> 0, in [{MIN_EPSILON:g}, {MAX_EPSILON:g}]" + (
+        " or np.inf (public data)" if allow_inf else ""
+    )
     if n_samples is None and np.ndim(epsilon) == 0:
         value = epsilon.item() if isinstance(epsilon, np.generic) else epsilon
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise ValueError(f"{name} must be a real number {expected}; got {epsilon!r}")
         value = float(value)
-        if not (value > 0) or (np.isinf(value) and not allow_inf):
+        if _out_of_range(np.float64(value), allow_inf):
             hint = "" if allow_inf or not np.isinf(value) else (
                 "; this estimator does not accept public (epsilon = inf) users"
             )
@@ -140,12 +142,24 @@ def check_epsilon(epsilon, n_samples=None, *, allow_inf=False, name="epsilon"):
     elif array.dtype.kind not in "iuf":
         _first_bad(np.ones(array.shape[0], dtype=bool), array, name, "a real number " + expected)
     values = array.astype(np.float64, copy=True)
-    bad = ~(values > 0)
-    if not allow_inf:
-        bad |= np.isinf(values)
+    bad = _out_of_range(values, allow_inf)
     if bad.any():
         _first_bad(bad, array, name, expected)
     return values
+
+
+#: The privacy levels accepted: beyond them, exp(epsilon), squared noise scales and
+#: the weights' programs overflow or underflow float64. Public data is ``np.inf``.
+MIN_EPSILON = 1e-100
+MAX_EPSILON = 1e100
+
+
+def _out_of_range(values, allow_inf):
+    """Privacy levels outside ``[MIN_EPSILON, MAX_EPSILON]`` (and not an allowed inf)."""
+    in_range = (values >= MIN_EPSILON) & (values <= MAX_EPSILON)
+    if allow_inf:
+        in_range |= np.isposinf(values)
+    return ~in_range
 
 
 def check_sample_epsilon(epsilon, default, n_samples, *, allow_inf=False):
@@ -205,10 +219,47 @@ def check_bounds(bounds, n_features):
     if np.any(lower >= upper):
         index = int(np.flatnonzero(lower >= upper)[0])
         raise ValueError(
-            f"bounds must satisfy lower < upper; got lower={lower[index]!r} >= "
-            f"upper={upper[index]!r} for feature {index}"
+            f"bounds must satisfy lower < upper; got lower={float(lower[index])!r} >= "
+            f"upper={float(upper[index])!r} for feature {index}"
         )
+    check_bounds_scale(lower, upper)
     return lower, upper
+
+
+#: Largest magnitude of a bound, and smallest width ``upper - lower``: squares of widths,
+#: noise variances and sums over many users then stay far inside float64's range.
+MAX_BOUND_MAGNITUDE = 1e100
+MIN_BOUND_WIDTH = 1e-100
+
+
+def check_bounds_scale(lower, upper):
+    """Refuse bounds whose arithmetic would overflow or underflow float64.
+
+    The estimators square widths (variances), divide them by tiny epsilons and counts,
+    and sum them over millions of users: bounds beyond ``MAX_BOUND_MAGNITUDE`` or widths
+    below ``MIN_BOUND_WIDTH`` would make those overflow to infinity or underflow to zero,
+    and end in an internal error or a meaningless release. Rescale the data instead (a
+    change of units is post-processing-free: scale the estimate back).
+
+    Parameters
+    ----------
+    lower, upper : ndarray of shape (n_features,)
+    """
+    for side, values in (("lower", lower), ("upper", upper)):
+        big = np.abs(values) > MAX_BOUND_MAGNITUDE
+        if big.any():
+            j = int(np.flatnonzero(big)[0])
+            raise ValueError(
+                f"bounds {side}={float(values[j])!r} (feature {j}) is beyond the supported "
+                f"magnitude {MAX_BOUND_MAGNITUDE:g}; rescale the data (change its units)"
+            )
+    narrow = (upper - lower) < MIN_BOUND_WIDTH
+    if narrow.any():
+        j = int(np.flatnonzero(narrow)[0])
+        raise ValueError(
+            f"bounds ({float(lower[j])!r}, {float(upper[j])!r}) of feature {j} are narrower "
+            f"than the supported width {MIN_BOUND_WIDTH:g}; rescale the data (change its units)"
+        )
 
 
 def resolve_bounds(bounds, X, *, stacklevel=4):
@@ -243,6 +294,7 @@ def resolve_bounds(bounds, X, *, stacklevel=4):
     upper = X.max(axis=0).astype(np.float64)
     # A constant feature still needs a range of positive width.
     upper = np.where(upper > lower, upper, lower + 1.0)
+    check_bounds_scale(lower, upper)
     return lower, upper
 
 

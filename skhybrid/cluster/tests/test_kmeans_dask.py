@@ -205,7 +205,7 @@ def test_bad_values_in_a_later_chunk_name_their_row_in_the_whole_input(client):
         HybridKMeans(4, bounds=(0, 1)).fit(da.from_array(bad_X, chunks=(3_000, 2)))
     epsilon = np.ones(10_000)
     epsilon[9_999] = -1.0
-    with pytest.raises(ValueError, match=r"epsilon must be > 0 .*-1.0\)? at index 9999"):
+    with pytest.raises(ValueError, match=r"epsilon must be > 0.*-1.0\)? at index 9999"):
         HybridKMeans(4, bounds=(0, 1)).fit(chunks, epsilon=epsilon)
 
 

@@ -1,0 +1,90 @@
+"""Extreme but well-formed parameters end in a release or in an error naming the input.
+
+Issue 14, 1b: fuzzing found internal errors that named nothing the user passed
+(``OverflowError``, ``ZeroDivisionError``, a variance "in (0, 0]" when no variance was
+given, "c must be in (0, 1)"). Every public entry point validates what it would
+overflow on and says which input it refuses.
+"""
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+
+from skhybrid import (
+    ADPMEstimator,
+    HybridKMeans,
+    HybridMeanEstimator,
+    MixedMeanEstimator,
+    MixedQuantileEstimator,
+    PDPSampleEstimator,
+)
+
+RNG = np.random.default_rng(0)
+UNIT = RNG.uniform(0, 1, size=(200, 1))
+TRUST = np.where(RNG.random(200) < 0.5, "tcm", "lm")
+LEVELS = RNG.choice([0.5, 2.0], size=200)
+
+BOUNDS = [(0, 1), (-1e300, 1e300), (1e300, 1.5e300), (-1e308, 1e308), (0, 1e-300),
+          (2.0**52, 2.0**52 + 1), (-1e-320, 1e-320)]
+EPSILONS = [1.0, 1e-300, 1e300, 1e-18]
+
+ESTIMATORS = {
+    "hybrid": lambda b, e: (HybridMeanEstimator(bounds=b, epsilon=e), {"trust_group": TRUST}),
+    "hybrid-gaussian": lambda b, e: (
+        HybridMeanEstimator(bounds=b, epsilon=e, mechanism="gaussian", delta=1e-6),
+        {"trust_group": TRUST},
+    ),
+    "adpm": lambda b, e: (ADPMEstimator(bounds=b, epsilon=e), {}),
+    "adpm-levels": lambda b, e: (ADPMEstimator(bounds=b), {"epsilon": LEVELS * e}),
+    "adpm-cvxpy": lambda b, e: (ADPMEstimator(bounds=b, solver="cvxpy"), {"epsilon": LEVELS}),
+    "mixed-mean": lambda b, e: (MixedMeanEstimator(bounds=b, epsilon=e), {}),
+    "mixed-quantile": lambda b, e: (MixedQuantileEstimator(bounds=b, epsilon=e), {}),
+    "pdp": lambda b, e: (PDPSampleEstimator(bounds=b, epsilon=e), {}),
+    "kmeans": lambda b, e: (HybridKMeans(2, bounds=b, epsilon=e), {"trust_group": TRUST}),
+}
+
+
+def _release(estimator):
+    for name in ("mean_", "quantile_", "cluster_centers_"):
+        if hasattr(estimator, name):
+            return getattr(estimator, name)
+    raise AssertionError("no release")
+
+
+@pytest.mark.parametrize("name", list(ESTIMATORS))
+def test_extreme_parameters_release_or_name_the_input(name):
+    internal = []
+    for bounds, epsilon in itertools.product(BOUNDS, EPSILONS):
+        estimator, metadata = ESTIMATORS[name](bounds, epsilon)
+        estimator.set_params(random_state=0)
+        width = bounds[1] - bounds[0]
+        X = UNIT * width + bounds[0] if np.isfinite(width) else UNIT
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                estimator.fit(X, **metadata)
+        except ValueError as error:
+            # The message must name the input the user gave: the bounds or the epsilon.
+            if not ("bounds" in str(error) or "epsilon" in str(error)):
+                internal.append((bounds, epsilon, str(error)))
+            continue
+        except Exception as error:  # noqa: BLE001 - any other exception is the bug
+            internal.append((bounds, epsilon, f"{type(error).__name__}: {error}"))
+            continue
+        if not np.all(np.isfinite(_release(estimator))):
+            internal.append((bounds, epsilon, "non-finite release"))
+    assert internal == []
+
+
+@pytest.mark.parametrize("bounds", [(-1e300, 1e300), (0, 1e-300)])
+def test_bounds_out_of_scale_are_refused_by_name(bounds):
+    with pytest.raises(ValueError, match=r"bounds .*rescale the data"):
+        ADPMEstimator(bounds=bounds).fit(UNIT)
+
+
+@pytest.mark.parametrize("epsilon", [1e300, 1e-300])
+def test_epsilon_out_of_range_is_refused_by_name(epsilon):
+    with pytest.raises(ValueError, match=r"epsilon must be > 0, in \[1e-100, 1e\+100\]"):
+        ADPMEstimator(bounds=(0, 1)).fit(UNIT, epsilon=np.full(200, epsilon))
