@@ -72,6 +72,17 @@ def check_fit_metadata(estimator, trust_group, epsilon, *, hybrid, stacklevel):
             )
 
 
+def clamp_estimate(estimator, estimate, lower, upper):
+    """The estimate projected onto ``[lower, upper]`` when ``estimator.clamp``, else as is.
+
+    Post-processing of a released value: the estimators' ``clamp`` parameter.
+    """
+    estimate = np.asarray(estimate, dtype=np.float64)
+    if getattr(estimator, "clamp", False):
+        return np.clip(estimate, lower, upper)
+    return estimate
+
+
 def validate_fit_input(estimator, X, trust_group, epsilon, *, allow_inf=False, reset=True):
     """Validate ``X`` and the per-sample metadata of one ``fit`` call.
 

@@ -75,6 +75,15 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
         Whether lm rows of ``X`` are already reports privatized on the users' devices by
         :class:`~skhybrid.mechanisms.LocalLaplaceRandomizer` with the same bounds and
         their own epsilon; they are then neither clipped nor noised again.
+    clamp : bool, default=False
+        Whether to project the released estimate onto the bounds, feature by feature
+        (post-processing: no privacy cost). The mean of clipped values lies within the
+        bounds, so clamping never increases any feature's error: ``expected_mse_``
+        stays a valid upper bound on the error (no longer exact), and the estimate is
+        biased towards the interior where the noise is large next to the range (tiny
+        epsilon, few users). ``False``, the default, keeps the estimate unbiased and
+        ``expected_mse_`` exact, which inverse-variance mixtures of several releases
+        and the papers' comparisons rely on; estimates may then leave the bounds.
     random_state : None, int or numpy.random.Generator, default=None
         ``None`` uses the operating system's secure randomness.
 
@@ -141,6 +150,7 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
         "solver": [StrOptions({"auto", "exact", "cvxpy"})],
         "strategy": [StrOptions({"adpm", "uni", "propdpm", "ldpe"})],
         "local_reports": ["boolean"],
+        "clamp": ["boolean"],
         "random_state": RANDOM_STATE_CONSTRAINT,
     }
 
@@ -153,6 +163,7 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
         solver="auto",
         strategy="adpm",
         local_reports=False,
+        clamp=False,
         random_state=None,
     ):
         self.epsilon = epsilon
@@ -161,6 +172,7 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
         self.solver = solver
         self.strategy = strategy
         self.local_reports = local_reports
+        self.clamp = clamp
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)

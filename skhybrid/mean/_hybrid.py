@@ -121,6 +121,15 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
         :class:`~skhybrid.mechanisms.LocalLaplaceRandomizer`). They are then neither
         clipped nor noised again. ``False`` means the lm rows are raw values and the
         local randomizer is simulated here.
+    clamp : bool, default=False
+        Whether to project the released estimate onto the bounds, feature by feature
+        (post-processing: no privacy cost). The mean of clipped values lies within the
+        bounds, so clamping never increases any feature's error: ``expected_mse_``
+        stays a valid upper bound on the error (no longer exact), and the estimate is
+        biased towards the interior where the noise is large next to the range (tiny
+        epsilon, few users). ``False``, the default, keeps the estimate unbiased and
+        ``expected_mse_`` exact, which inverse-variance mixtures of several releases
+        and the papers' comparisons rely on; estimates may then leave the bounds.
     random_state : None, int or numpy.random.Generator, default=None
         ``None`` draws noise from the operating system's secure randomness; an int
         gives reproducible noise (simulations only).
@@ -188,6 +197,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
         "bounds": ["array-like", None],
         "variance": [Interval(Real, 0, None, closed="left"), "array-like", None],
         "local_reports": ["boolean"],
+        "clamp": ["boolean"],
         "random_state": RANDOM_STATE_CONSTRAINT,
     }
 
@@ -201,6 +211,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
         bounds=None,
         variance=None,
         local_reports=False,
+        clamp=False,
         random_state=None,
     ):
         self.strategy = strategy
@@ -210,6 +221,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
         self.bounds = bounds
         self.variance = variance
         self.local_reports = local_reports
+        self.clamp = clamp
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)

@@ -150,6 +150,15 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
     variance : float, array-like of shape (n_features,) or None, default=None
         The known data variance used by the weights and ``expected_mse_``; ``None``
         uses the worst case for the bounds, (upper - lower)**2 / 4.
+    clamp : bool, default=False
+        Whether to project the released estimate onto the bounds, feature by feature
+        (post-processing: no privacy cost). The mean of clipped values lies within the
+        bounds, so clamping never increases any feature's error: ``expected_mse_``
+        stays a valid upper bound on the error (no longer exact), and the estimate is
+        biased towards the interior where the noise is large next to the range (tiny
+        epsilon, few users). ``False``, the default, keeps the estimate unbiased and
+        ``expected_mse_`` exact, which inverse-variance mixtures of several releases
+        and the papers' comparisons rely on; estimates may then leave the bounds.
     random_state : None, int or numpy.random.Generator, default=None
         ``None`` draws noise from the operating system's secure randomness; an int
         gives reproducible noise (simulations only).
@@ -214,10 +223,18 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
     _mixing_weights = staticmethod(mixed_mean_weights)
     _allow_inf = True
 
-    def __init__(self, *, epsilon=1.0, bounds=None, variance=None, random_state=None):
+    _parameter_constraints: dict = {
+        **_BaseMixedEstimator._parameter_constraints,
+        "clamp": ["boolean"],
+    }
+
+    def __init__(
+        self, *, epsilon=1.0, bounds=None, variance=None, clamp=False, random_state=None
+    ):
         self.epsilon = epsilon
         self.bounds = bounds
         self.variance = variance
+        self.clamp = clamp
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)

@@ -12,6 +12,7 @@ from ..base import (
     RANDOM_STATE_CONSTRAINT,
     MeanEstimatorMixin,
     check_fit_metadata,
+    clamp_estimate,
     validate_fit_input,
 )
 from ..theory._mixed import (
@@ -173,6 +174,15 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
     variance : float, array-like of shape (n_features,) or None, default=None
         The data variance used by ``threshold="optimal"`` and ``expected_mse_``;
         ``None`` uses the worst case for the bounds, (upper - lower)**2 / 4.
+    clamp : bool, default=False
+        Whether to project the released estimate onto the bounds, feature by feature
+        (post-processing: no privacy cost). The mean of clipped values lies within the
+        bounds, so clamping never increases any feature's error: ``expected_mse_``
+        stays a valid upper bound on the error (no longer exact), and the estimate is
+        biased towards the interior where the noise is large next to the range (tiny
+        epsilon, few users). ``False``, the default, keeps the estimate unbiased and
+        ``expected_mse_`` exact, which inverse-variance mixtures of several releases
+        and the papers' comparisons rely on; estimates may then leave the bounds.
     random_state : None, int or numpy.random.Generator, default=None
         ``None`` draws the sampling coins and the noise from the operating system's
         secure randomness; an int gives reproducible results (simulations only).
@@ -275,16 +285,25 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         "epsilon": [Interval(Real, 0, np.inf, closed="right")],
         "bounds": ["array-like", None],
         "variance": [Interval(Real, 0, None, closed="left"), "array-like", None],
+        "clamp": ["boolean"],
         "random_state": RANDOM_STATE_CONSTRAINT,
     }
 
     def __init__(
-        self, *, threshold="max", epsilon=1.0, bounds=None, variance=None, random_state=None
+        self,
+        *,
+        threshold="max",
+        epsilon=1.0,
+        bounds=None,
+        variance=None,
+        clamp=False,
+        random_state=None,
     ):
         self.threshold = threshold
         self.epsilon = epsilon
         self.bounds = bounds
         self.variance = variance
+        self.clamp = clamp
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -353,7 +372,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         population_mse = sample_mechanism_mse(
             user_epsilon, threshold, data_range=data_range, variance=variance
         )
-        self.mean_ = (lower + upper) / 2.0 + offset
+        self.mean_ = clamp_estimate(self, (lower + upper) / 2.0 + offset, lower, upper)
         self.threshold_ = threshold
         self.n_sampled_ = expected_kept
         self.expected_mse_ = np.asarray(

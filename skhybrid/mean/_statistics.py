@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils.validation import check_array
 
-from ..base import check_fit_metadata, validate_fit_input
+from ..base import check_fit_metadata, clamp_estimate, validate_fit_input
 from ..exceptions import PrivacyBudgetWarning, PrivacyLeakWarning
 from ..utils._dask import (
     any_dask,
@@ -356,7 +356,7 @@ class StatisticsFitMixin:
         rng = check_random_state(self.random_state)
         statistics, context = self._statistics(X, trust_group, epsilon, rng, reset=True)
         estimate = self._release(statistics, context, rng, trust_group is not None)
-        self._estimate = np.asarray(estimate, dtype=np.float64)
+        self._estimate = clamp_estimate(self, estimate, context["lower"], context["upper"])
         return self
 
     def _partial_fit_statistics(self, X, trust_group, epsilon):
@@ -388,7 +388,8 @@ class StatisticsFitMixin:
                 stacklevel=4,
             )
         estimate = self._release(stream.statistics, stream.context, stream.rng, False)
-        self._estimate = np.asarray(estimate, dtype=np.float64)
+        self._estimate = clamp_estimate(self, estimate, stream.context["lower"],
+                                        stream.context["upper"])
         stream.n_releases += 1
         stream.pending = False
 
