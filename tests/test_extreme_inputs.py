@@ -88,3 +88,44 @@ def test_bounds_out_of_scale_are_refused_by_name(bounds):
 def test_epsilon_out_of_range_is_refused_by_name(epsilon):
     with pytest.raises(ValueError, match=r"epsilon must be > 0, in \[1e-100, 1e\+100\]"):
         ADPMEstimator(bounds=(0, 1)).fit(UNIT, epsilon=np.full(200, epsilon))
+
+
+VALUES = [0, -1, 1e-300, 1e300, np.nan, np.inf, 1, 0.5, 1e-12, 2, 10**6]
+PARAMETER_GRIDS = {
+    HybridMeanEstimator: {"epsilon": VALUES, "delta": VALUES,
+                          "variance": VALUES + [[1, 2], [-1, 1]]},
+    ADPMEstimator: {"epsilon": VALUES, "variance": VALUES},
+    PDPSampleEstimator: {"epsilon": VALUES, "threshold": VALUES, "variance": VALUES},
+    MixedMeanEstimator: {"epsilon": VALUES, "variance": VALUES},
+    MixedQuantileEstimator: {"epsilon": VALUES, "quantile": VALUES, "variance": VALUES},
+    HybridKMeans: {"epsilon": VALUES, "n_clusters": [1, 2, 59, 60, 61, 1000],
+                   "n_iter": [0, 1, 5]},
+}
+
+
+@pytest.mark.parametrize("Estimator", list(PARAMETER_GRIDS), ids=lambda cls: cls.__name__)
+def test_bad_parameters_are_refused_by_name(Estimator):
+    X = RNG.uniform(0, 1, size=(60, 2))
+    vague = []
+    for name, values in PARAMETER_GRIDS[Estimator].items():
+        for value in values:
+            params = {"bounds": (0, 1), name: value, "random_state": 0}
+            if Estimator is HybridKMeans and name != "n_clusters":
+                params["n_clusters"] = 2
+            if Estimator is HybridMeanEstimator and name == "delta":
+                params["mechanism"] = "gaussian"
+            metadata = {"trust_group": TRUST[:60]} if Estimator is HybridMeanEstimator else {}
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    estimator = Estimator(**params).fit(X, **metadata)
+            except ValueError as error:
+                if name not in str(error):
+                    vague.append((name, value, str(error)))
+                continue
+            except Exception as error:  # noqa: BLE001 - any other exception is the bug
+                vague.append((name, value, f"{type(error).__name__}: {error}"))
+                continue
+            if not np.all(np.isfinite(_release(estimator))):
+                vague.append((name, value, "non-finite release"))
+    assert vague == []

@@ -415,7 +415,9 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
 
     def _resolve_threshold(self, user_epsilon, data_range, variance):
         if not isinstance(self.threshold, str):
-            return float(self.threshold)
+            # The threshold is the epsilon of the curator's Laplace noise (inf keeps only
+            # public users): the same range as a privacy level.
+            return check_epsilon(self.threshold, allow_inf=True, name="threshold")
         if self.threshold == "optimal":
             # One t for all features: it minimises the error summed over the features,
             # whose sampling term has the features' mean variance.
