@@ -76,14 +76,9 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
         :class:`~skhybrid.mechanisms.LocalLaplaceRandomizer` with the same bounds and
         their own epsilon; they are then neither clipped nor noised again.
     clamp : bool, default=False
-        Whether to project the released estimate onto the bounds, feature by feature
-        (post-processing: no privacy cost). The mean of clipped values lies within the
-        bounds, so clamping never increases any feature's error: ``expected_mse_``
-        stays a valid upper bound on the error (no longer exact), and the estimate is
-        biased towards the interior where the noise is large next to the range (tiny
-        epsilon, few users). ``False``, the default, keeps the estimate unbiased and
-        ``expected_mse_`` exact, which inverse-variance mixtures of several releases
-        and the papers' comparisons rely on; estimates may then leave the bounds.
+        Whether to project the released estimate onto the bounds (post-processing;
+        the error never grows, ``expected_mse_`` becomes an upper bound). ``False``
+        keeps the estimate unbiased; see :ref:`clamping`.
     random_state : None, int or numpy.random.Generator, default=None
         ``None`` uses the operating system's secure randomness.
 
