@@ -32,7 +32,9 @@ def _as_1d(values, name, n_samples):
 
 def _first_bad(bad, array, name, expected):
     index = int(np.flatnonzero(bad)[0])
-    raise ValueError(f"{name} must be {expected}; got {array[index]!r} at index {index}")
+    value = array[index]
+    value = value.item() if isinstance(value, np.generic) else value  # no numpy repr
+    raise ValueError(f"{name} must be {expected}; got {value!r} at index {index}")
 
 
 def check_trust_group(trust_group, n_samples):
@@ -41,7 +43,9 @@ def check_trust_group(trust_group, n_samples):
     Parameters
     ----------
     trust_group : array-like of shape (n_samples,) or None
-        ``"tcm"`` / ``"lm"`` strings (case-insensitive) or booleans (True = tcm).
+        ``"tcm"`` / ``"lm"`` strings (case-insensitive), booleans (True = tcm) or the
+        integers 1 / 0 (1 = tcm, as pandas often reads a boolean column); numpy arrays,
+        lists and pandas Series of any dtype (string, object, category, bool, int).
         ``None`` means every sample is a tcm user.
     n_samples : int
         The number of samples the metadata must describe.
@@ -54,39 +58,117 @@ def check_trust_group(trust_group, n_samples):
     Raises
     ------
     ValueError
-        Wrong length or shape, or an entry that is neither a trust-group name nor a
-        boolean (None, NaN, numbers, other strings); the message names the first bad
-        index and value.
+        Wrong length or shape, or an entry that is none of the above (None, NaN, other
+        numbers or strings); the message names the first bad index and value.
+
+    Notes
+    -----
+    The work is vectorised: string and object columns are factorised (by pandas when
+    the input is a pandas object or pandas is installed), so that only the distinct
+    values are inspected in Python.
     """
     if trust_group is None:
         return np.ones(n_samples, dtype=bool)
+    pandas_column = _pandas_column(trust_group)
+    if pandas_column is not None:
+        _as_1d(np.empty(len(pandas_column)), "trust_group", n_samples)  # the length
+        if str(pandas_column.dtype) == "category":
+            codes = np.asarray(pandas_column.cat.codes)
+            return _from_codes(codes, list(pandas_column.cat.categories), pandas_column)
+        if pandas_column.dtype.kind not in "biu":
+            return _from_labels(pandas_column)
     array = _as_1d(trust_group, "trust_group", n_samples)
-    expected = "'tcm' or 'lm' (case-insensitive) or a boolean (True = tcm)"
     if array.dtype.kind == "b":
         return array.astype(bool, copy=True)
-    if array.dtype.kind == "U":
-        is_tcm = array == "tcm"
-        bad = ~(is_tcm | (array == "lm"))
+    if array.dtype.kind in "iu":
+        bad = (array != 0) & (array != 1)
         if bad.any():
-            # Only lower-case when needed: np.char.lower is slow on millions of entries.
-            lowered = np.char.lower(array)
-            is_tcm = lowered == "tcm"
-            bad = ~(is_tcm | (lowered == "lm"))
-        if bad.any():
-            _first_bad(bad, array, "trust_group", expected)
+            _first_bad(bad, array, "trust_group", _TRUST_EXPECTED)
+        return array == 1
+    if array.dtype.kind not in "OU":
+        _first_bad(np.ones(array.shape[0], dtype=bool), array, "trust_group", _TRUST_EXPECTED)
+    return _from_labels(array)
+
+
+_TRUST_EXPECTED = "'tcm' or 'lm' (case-insensitive), a boolean or 1/0 (True/1 = tcm)"
+
+
+def _from_labels(column):
+    """The tcm mask of a string or object column (numpy array or pandas Series).
+
+    The common case, exactly ``"tcm"`` / ``"lm"``, is two vectorised comparisons (pandas
+    compares object columns in C); other spellings, ints, bools and missing values go
+    through a factorisation, inspecting only the distinct values in Python.
+    """
+    if isinstance(column, np.ndarray) or column.dtype == object:
+        # numpy compares object arrays faster than pandas does
+        values = np.asarray(column)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # elementwise comparison
+            is_tcm = np.asarray(values == "tcm", dtype=bool)
+            is_lm = np.asarray(values == "lm", dtype=bool)
+    else:  # pandas string dtypes compare in C
+        is_tcm = (column == "tcm").to_numpy(dtype=bool, na_value=False)
+        is_lm = (column == "lm").to_numpy(dtype=bool, na_value=False)
+    if (is_tcm | is_lm).all():
         return is_tcm
-    if array.dtype.kind != "O":
-        _first_bad(np.ones(array.shape[0], dtype=bool), array, "trust_group", expected)
-    # Object arrays (lists, pandas Series): accept str and bool entries only.
-    is_tcm = np.empty(array.shape[0], dtype=bool)
-    for index, value in enumerate(array.tolist()):
-        if isinstance(value, (bool, np.bool_)):
-            is_tcm[index] = bool(value)
-        elif isinstance(value, str) and value.lower() in _TRUST_GROUP_NAMES:
-            is_tcm[index] = _TRUST_GROUP_NAMES[value.lower()]
-        else:
-            raise ValueError(f"trust_group must be {expected}; got {value!r} at index {index}")
-    return is_tcm
+    codes, uniques = _factorize(column)
+    return _from_codes(codes, uniques, column)
+
+
+def _trust_value(value):
+    """True (tcm) or False (lm) for one accepted ``trust_group`` entry, else None."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (numbers.Integral, np.integer)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        return _TRUST_GROUP_NAMES.get(value.lower())
+    return None
+
+
+def _from_codes(codes, uniques, entries):
+    """The tcm mask from factorised entries; codes -1 (missing) and unknown values are bad."""
+    mapped = [_trust_value(value) for value in uniques]
+    valid = np.array([value is not None for value in mapped] + [False])
+    lookup = np.array([bool(value) for value in mapped] + [False])
+    bad = ~valid[codes]  # code -1 (a missing value) indexes the trailing False
+    if bad.any():
+        index = int(np.flatnonzero(bad)[0])
+        value = np.asarray(entries, dtype=object)[index]
+        shown = value.item() if isinstance(value, np.generic) else value
+        raise ValueError(
+            f"trust_group must be {_TRUST_EXPECTED}; got {shown!r} at index {index}"
+        )
+    return lookup[codes]
+
+
+def _pandas_column(values):
+    """``values`` as a pandas Series when it is a pandas Series or Index, else None."""
+    if not type(values).__module__.startswith("pandas"):
+        return None
+    import pandas as pd
+
+    if isinstance(values, pd.Index):
+        return values.to_series(index=pd.RangeIndex(len(values)))
+    return values if isinstance(values, pd.Series) else None
+
+
+def _factorize(values):
+    """Integer codes and distinct values of a 1-d column (-1 for missing values)."""
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is optional
+        pd = None
+    if pd is not None:
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        return np.asarray(codes, dtype=np.intp), list(uniques)
+    # Without pandas: a dict of the distinct values (a Python loop, for plain lists).
+    index, codes = {}, np.empty(len(values), dtype=np.intp)
+    for row, value in enumerate(values.tolist()):
+        key = (type(value), value)
+        codes[row] = index.setdefault(key, len(index))
+    return codes, [value for _, value in index]
 
 
 def check_epsilon(epsilon, n_samples=None, *, allow_inf=False, name="epsilon"):

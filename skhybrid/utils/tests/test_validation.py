@@ -23,7 +23,7 @@ _names = st.sampled_from(["tcm", "lm", "TCM", "Lm", "tCm", "LM"])
 _bad_trust = st.one_of(
     st.none(),
     st.just(float("nan")),
-    st.integers(),
+    st.integers().filter(lambda n: n not in (0, 1)),  # 1 / 0 mean tcm / lm
     st.floats(allow_nan=False),
     st.text().filter(lambda s: s.lower() not in ("tcm", "lm")),
 )
@@ -63,8 +63,60 @@ def test_trust_group_bad_entry_is_named_with_its_index(names, data):
 def test_trust_group_rejects_wrong_length_and_numbers():
     with pytest.raises(ValueError, match="expected 3, got 2"):
         check_trust_group(["tcm", "lm"], 3)
-    with pytest.raises(ValueError, match="at index 0"):
-        check_trust_group(np.array([1, 0]), 2)
+    with pytest.raises(ValueError, match="got 2 at index 0"):
+        check_trust_group(np.array([2, 0]), 2)
+    with pytest.raises(ValueError, match="got 1.0 at index 0"):
+        check_trust_group(np.array([1.0, 0.0]), 2)
+
+
+def test_trust_group_integers_one_and_zero_mean_tcm_and_lm():
+    # pandas often reads a boolean column as 0/1 integers.
+    pd = pytest.importorskip("pandas")
+    flags = [1, 0, 0, 1]
+    for value in (flags, np.array(flags), np.array(flags, dtype=np.uint8),
+                  pd.Series(flags), np.array(flags, dtype=object)):
+        assert check_trust_group(value, 4).tolist() == [True, False, False, True]
+    with pytest.raises(ValueError, match=r"got 3 at index 2$"):
+        check_trust_group(pd.Series([1, 0, 3]), 3)
+
+
+def test_trust_group_pandas_columns_of_every_dtype():
+    pd = pytest.importorskip("pandas")
+    names = ["tcm", "lm", "LM", "Tcm"]
+    expected = [True, False, False, True]
+    for dtype in (object, "string", "category", "str"):
+        series = pd.Series(names, dtype=dtype, index=[7, 3, 5, 1])
+        assert check_trust_group(series, 4).tolist() == expected
+    assert check_trust_group(pd.Series([True, False]), 2).tolist() == [True, False]
+    assert check_trust_group(pd.Index(["lm", "tcm"]), 2).tolist() == [False, True]
+    for dtype in (object, "string", "category"):
+        with pytest.raises(ValueError, match=r"at index 1$"):
+            check_trust_group(pd.Series(["tcm", None, "lm"], dtype=dtype), 3)
+    with pytest.raises(ValueError, match=r"got 'x' at index 2$"):
+        check_trust_group(pd.Series(["tcm", "lm", "x"], dtype="category"), 3)
+
+
+def test_trust_group_messages_show_values_not_numpy_reprs():
+    with pytest.raises(ValueError) as error:
+        check_trust_group(np.array(["tcm", "tmc"], dtype=object), 2)
+    assert "np.str_" not in str(error.value) and "'tmc'" in str(error.value)
+    with pytest.raises(ValueError) as error:
+        check_trust_group(np.array([0, 5]), 2)
+    assert "np.int64" not in str(error.value)
+
+
+def test_trust_group_inspects_distinct_values_only(monkeypatch):
+    # Millions of users must not mean millions of Python calls: only the distinct
+    # entries are looked at one by one.
+    from skhybrid.utils import _validation
+
+    calls = []
+    original = _validation._trust_value
+    monkeypatch.setattr(_validation, "_trust_value", lambda v: calls.append(v) or original(v))
+    names = np.array(["TCM", "lm", "Lm", "tcm"] * 25_000, dtype=object)
+    mask = check_trust_group(names, names.shape[0])
+    assert mask.sum() == 50_000
+    assert len(calls) <= 4
     with pytest.raises(ValueError, match="1-dimensional"):
         check_trust_group(np.array([["tcm"]]), 1)
 
