@@ -5,6 +5,7 @@ import csv
 import json
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +39,7 @@ class _Method:
     description: str
     needs_tcm_only: bool = False
 
-    def build(self, *, epsilon, bounds, variance, random_state):
+    def build(self, *, epsilon, bounds, variance, random_state, clamp=False):
         from .mean import (
             ADPMEstimator,
             HybridMeanEstimator,
@@ -47,7 +48,7 @@ class _Method:
         )
 
         common = {"epsilon": epsilon, "bounds": bounds, "variance": variance,
-                  "random_state": random_state}
+                  "clamp": clamp, "random_state": random_state}
         if self.family == "hybrid":
             return HybridMeanEstimator(self.strategy, **common)
         if self.family == "adpm":
@@ -70,11 +71,20 @@ _METHODS = {
                        needs_tcm_only=True),
     "ldpe": _Method("adpm", "ldpe", "ADPM baseline: per-level Laplace means",
                     needs_tcm_only=True),
-    "pdp-sample": _Method("pdp", None, "PDPSample, the Sample mechanism (Jorgensen et al.)",
+    "pdp_sample": _Method("pdp", None, "PDPSample, the Sample mechanism (Jorgensen et al.)",
                           needs_tcm_only=True),
-    "mixed-mean": _Method("mixed", None, "MixedMean, per-epsilon means mixed (Ferrando et al.)",
+    "mixed_mean": _Method("mixed", None, "MixedMean, per-epsilon means mixed (Ferrando et al.)",
                           needs_tcm_only=True),
 }
+# Names are the library's own strategy names (snake_case); "tcm-only", "PDP-Sample"...
+# are accepted too. The default accepts every input the command does: tcm and lm users
+# with any epsilon per user.
+_DEFAULT_METHOD = "adpm"
+
+
+def _method_name(text):
+    """The ``--estimator`` name in the library's spelling (hyphens and case forgiven)."""
+    return text.strip().lower().replace("-", "_")
 
 # The demo population has one epsilon and both trust groups. PDPSampleEstimator,
 # MixedMeanEstimator and ADPM's uni / propdpm / ldpe baselines are trusted-curator
@@ -220,33 +230,80 @@ def _demo(args):
 # -- skhybrid estimate --------------------------------------------------------------------
 
 
-def _read_csv(path):
-    """The header and the rows (as dicts) of a CSV file, with readable errors."""
+_SEPARATORS = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "pipe": "|"}
+
+
+@dataclass(frozen=True)
+class _Table:
+    """A CSV file read for ``skhybrid estimate``: its columns and each row's line number."""
+
+    path: str
+    header: list
+    rows: list  # one list of fields per data row
+    lines: list  # the file line on which each data row starts (the header is line 1)
+
+    def column(self, name, option):
+        if name not in self.header:
+            raise _CommandError(
+                f"{option}: no column {name!r} in {self.path}; its columns are: "
+                f"{', '.join(self.header)}"
+            )
+        index = self.header.index(name)
+        return [row[index] for row in self.rows]
+
+    def where(self, row):
+        return f"{self.path}, line {self.lines[row]}"
+
+
+def _read_csv(path, sep=None):
+    """A CSV file as spreadsheets and pandas write them, with readable errors.
+
+    UTF-8 with or without a byte-order mark (as Excel writes it); the delimiter is
+    ``sep``, or sniffed among ``, ; tab |`` from the start of the file; quoted fields
+    may hold delimiters and line breaks. Python's csv module does the parsing.
+    """
+    delimiter = _SEPARATORS.get(sep, sep)
     try:
-        with open(path, newline="") as handle:
-            reader = csv.DictReader(handle)
-            rows = list(reader)
-            header = reader.fieldnames
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            if delimiter is None:
+                sample = handle.read(64 * 1024)
+                handle.seek(0)
+                try:
+                    delimiter = csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
+                except csv.Error:  # one column, or nothing to tell the delimiter by
+                    delimiter = ","
+            reader = csv.reader(handle, delimiter=delimiter)
+            header = next(reader, None)
+            rows, lines, start = [], [], reader.line_num + 1
+            for row in reader:
+                if row:  # blank lines are skipped, as pandas does
+                    rows.append(row)
+                    lines.append(start)
+                start = reader.line_num + 1
     except FileNotFoundError:
         raise _CommandError(f"no such file: {path}") from None
-    except (OSError, UnicodeDecodeError, csv.Error) as error:
+    except UnicodeDecodeError as error:
+        raise _CommandError(
+            f"cannot read {path}: it is not UTF-8 text ({error.reason} at byte "
+            f"{error.start}); save it as UTF-8 (CSV UTF-8 in Excel)"
+        ) from None
+    except (OSError, csv.Error) as error:
         raise _CommandError(f"cannot read {path}: {error}") from None
     if not header:
         raise _CommandError(f"{path} is empty: expected a header row with column names")
+    header = [name.strip() for name in header]
     if not rows:
         raise _CommandError(f"{path} has a header but no data rows")
-    return header, rows
+    for row, line in zip(rows, lines):
+        if len(row) != len(header):
+            raise _CommandError(
+                f"{path}, line {line}: {len(row)} fields where the header has "
+                f"{len(header)} (delimiter {delimiter!r}; use --sep to set it)"
+            )
+    return _Table(str(path), header, rows, lines)
 
 
-def _column(rows, header, name, path, option):
-    if name not in header:
-        raise _CommandError(
-            f"{option}: no column {name!r} in {path}; its columns are: {', '.join(header)}"
-        )
-    return [row[name] for row in rows]
-
-
-def _numbers(texts, name, path, *, allow_inf=False):
+def _numbers(texts, name, table, *, allow_inf=False):
     values = np.empty(len(texts))
     for index, text in enumerate(texts):
         try:
@@ -254,33 +311,43 @@ def _numbers(texts, name, path, *, allow_inf=False):
         except ValueError:
             value = math.nan
         if math.isnan(value) or (math.isinf(value) and not allow_inf):
-            # Line 1 is the header, so data row `index` is on line index + 2.
             kind = "a number (inf allowed)" if allow_inf else "a finite number"
             raise _CommandError(
-                f"{path}, line {index + 2}: column {name!r} must be {kind}; got {text!r}"
+                f"{table.where(index)}: column {name!r} must be {kind}; got {text!r}"
             )
         values[index] = value
     return values
 
 
-_TRUST_VALUES = {"tcm": "tcm", "true": "tcm", "lm": "lm", "false": "lm"}
+_TRUST_VALUES = {"tcm": "tcm", "true": "tcm", "1": "tcm", "lm": "lm", "false": "lm", "0": "lm"}
 
 
-def _trust_groups(texts, name, path):
+def _trust_groups(texts, name, table):
     groups = np.empty(len(texts), dtype="<U3")
     for index, text in enumerate(texts):
         group = _TRUST_VALUES.get((text or "").strip().lower())
         if group is None:
             raise _CommandError(
-                f"{path}, line {index + 2}: column {name!r} must be tcm, lm, true or false "
-                f"(true = tcm, case-insensitive); got {text!r}"
+                f"{table.where(index)}: column {name!r} must be tcm, lm, true, false, 1 or 0 "
+                f"(true / 1 = tcm, case-insensitive); got {text!r}"
             )
         groups[index] = group
     return groups
 
 
+def _in_user_words(message, estimator, name, table):
+    """A library message in the command's terms: ``--estimator NAME`` and line numbers."""
+    message = message.replace(type(estimator).__name__, f"--estimator {name}")
+    return re.sub(
+        r"\bindex (\d+)\b",
+        lambda match: f"line {table.lines[int(match.group(1))]}"
+        if int(match.group(1)) < len(table.lines) else match.group(0),
+        message,
+    )
+
+
 def _estimate(args):
-    method = _METHODS.get(args.estimator)
+    method = _METHODS.get(_method_name(args.estimator))
     if method is None:
         raise _CommandError(
             f"unknown --estimator {args.estimator!r}; choose one of: {', '.join(_METHODS)}"
@@ -292,23 +359,24 @@ def _estimate(args):
         )
     if args.variance is not None and not (args.variance > 0 and math.isfinite(args.variance)):
         raise _CommandError(f"--variance must be a finite number > 0; got {args.variance:g}")
-    path = args.file
-    header, rows = _read_csv(path)
-    X = _numbers(_column(rows, header, args.value, path, "--value"), args.value, path)
+    table = _read_csv(args.file, args.sep)
+    X = _numbers(table.column(args.value, "--value"), args.value, table)
     trust_group = None
     if args.trust is not None:
-        trust_texts = _column(rows, header, args.trust, path, "--trust")
-        trust_group = _trust_groups(trust_texts, args.trust, path)
-    epsilon_parameter, user_epsilon = _epsilon(args.epsilon, header, rows, path)
+        trust_group = _trust_groups(table.column(args.trust, "--trust"), args.trust, table)
+    epsilon_parameter, user_epsilon = _epsilon(args.epsilon, table)
 
     estimator = method.build(
         epsilon=epsilon_parameter, bounds=(lower, upper), variance=args.variance,
-        random_state=args.seed,
+        random_state=args.seed, clamp=args.clamp,
     )
     try:
         estimator.fit(X.reshape(-1, 1), trust_group=trust_group, epsilon=user_epsilon)
     except ValueError as error:  # the estimator's own checks of the metadata
-        raise _CommandError(f"--estimator {args.estimator}: {error}") from None
+        raise _CommandError(
+            f"--estimator {args.estimator}: "
+            f"{_in_user_words(str(error), estimator, args.estimator, table)}"
+        ) from None
 
     n_tcm = len(X) if trust_group is None else int(np.count_nonzero(trust_group == "tcm"))
     expected_mse = float(estimator.expected_mse_[0])
@@ -339,16 +407,16 @@ def _estimate(args):
     return 0
 
 
-def _epsilon(text, header, rows, path):
+def _epsilon(text, table):
     """``(constructor epsilon, per-user epsilon or None)`` from a column name or a number."""
-    if text in header:
-        return 1.0, _numbers([row[text] for row in rows], text, path, allow_inf=True)
+    if text in table.header:
+        return 1.0, _numbers(table.column(text, "--epsilon"), text, table, allow_inf=True)
     try:
         value = float(text)
     except ValueError:
         raise _CommandError(
-            f"--epsilon {text!r} is neither a number nor a column of {path} "
-            f"(columns: {', '.join(header)})"
+            f"--epsilon {text!r} is neither a number nor a column of {table.path} "
+            f"(columns: {', '.join(table.header)})"
         ) from None
     if not value > 0:
         raise _CommandError(f"--epsilon must be > 0 (inf: public data); got {text}")
@@ -479,7 +547,9 @@ def _build_parser():
         description=(
             "Release a differentially private mean of one numeric column of a CSV file\n"
             "(one row per user) and its expected error. Read with Python's csv module:\n"
-            "the first row holds the column names."
+            "the first row holds the column names; UTF-8 with or without a byte-order\n"
+            "mark; the delimiter is sniffed unless --sep gives it. Errors name the\n"
+            "file's line numbers (the header is line 1)."
         ),
     )
     estimate.add_argument("file", metavar="FILE.csv", help="the CSV file, one row per user")
@@ -493,11 +563,19 @@ def _build_parser():
                                "level for everyone")
     estimate.add_argument("--bounds", required=True, nargs=2, type=float, metavar=("LO", "HI"),
                           help="public, data-independent bounds of the values (LO < HI)")
-    estimate.add_argument("--estimator", required=True, metavar="NAME",
-                          help="one of: " + ", ".join(_METHODS) + " (see below)")
+    estimate.add_argument("--estimator", default=_DEFAULT_METHOD, metavar="NAME",
+                          help="one of: " + ", ".join(_METHODS) + " (see below; hyphens "
+                               f"work too); default: {_DEFAULT_METHOD}, which accepts tcm "
+                               "and lm users with any epsilon per user")
     estimate.add_argument("--variance", type=float, metavar="V",
                           help="the known (public) variance of the values; default: the worst "
                                "case for the bounds, (HI - LO)^2 / 4")
+    estimate.add_argument("--sep", metavar="SEP", default=None,
+                          help="the CSV delimiter: a character, or tab / comma / semicolon / "
+                               "pipe; default: sniffed from the file")
+    estimate.add_argument("--clamp", action="store_true",
+                          help="project the estimate onto --bounds (post-processing: the "
+                               "error never grows, the estimate is no longer unbiased)")
     estimate.add_argument("--json", action="store_true",
                           help="print one JSON object: estimator, estimate, expected_rmse, "
                                "expected_mse, n_users, n_tcm, n_lm, epsilon (or null), "

@@ -25,7 +25,7 @@ from skhybrid.reproduce import REPRODUCTIONS
 REPOSITORY = Path(skhybrid.__file__).resolve().parents[1]
 DEMO_ESTIMATORS = ["kvh", "pwh", "naive", "tcm_only", "full_lm", "lm_only", "adpm"]
 ESTIMATE_NAMES = ["kvh", "pwh", "naive", "tcm_only", "full_lm", "lm_only", "adpm", "uni",
-                  "propdpm", "ldpe", "pdp-sample", "mixed-mean"]
+                  "propdpm", "ldpe", "pdp_sample", "mixed_mean"]
 NUMBER = r"-?[\d,]+(?:\.\d+)?"
 
 
@@ -211,7 +211,7 @@ def test_estimate_takes_per_user_epsilon_from_a_column(users_csv, capsys):
 
 def test_estimate_without_trust_column_treats_everyone_as_tcm(users_csv, capsys):
     path, values, _ = users_csv
-    args = _estimate_args(path, "--seed", "6", "--json", epsilon="eps", estimator="mixed-mean")
+    args = _estimate_args(path, "--seed", "6", "--json", epsilon="eps", estimator="mixed_mean")
     del args[args.index("--trust") : args.index("--trust") + 2]
     assert main(args) == 0
     report = json.loads(capsys.readouterr().out)
@@ -233,7 +233,7 @@ def test_estimate_without_trust_column_treats_everyone_as_tcm(users_csv, capsys)
         ("salary,group\n1,tcm\n", {"epsilon": "often"}, "neither a number nor a column"),
         ("salary,group\n1,tcm\n", {"epsilon": "0"}, "--epsilon must be > 0"),
         ("salary,group\n1,tcm\n", {"estimator": "best"}, "choose one of: kvh, pwh"),
-        ("salary,group\n1,tcm\n2,lm\n", {"estimator": "pdp-sample"},
+        ("salary,group\n1,tcm\n2,lm\n", {"estimator": "pdp_sample"},
          "trusted-curator estimator"),
     ],
     ids=["missing-file", "empty-file", "non-numeric", "bad-trust", "no-rows",
@@ -292,3 +292,103 @@ def test_quick_reproduction_writes_csv_and_png(tmp_path):
     with open(tmp_path / "out" / f"{name}.csv", newline="") as handle:
         rows = list(csv.reader(handle))
     assert len(rows) > 1 and all(len(row) == len(rows[0]) for row in rows)
+
+
+# -- estimate: CSV as spreadsheets write it, messages in the user's words (issue 14, §3) --
+
+
+def _estimate_json(path, capsys, *flags, **options):
+    assert main(_estimate_args(path, "--seed", "1", "--json", *flags, **options)) == 0, (
+        capsys.readouterr().err
+    )
+    return json.loads(capsys.readouterr().out)
+
+
+def test_estimate_reads_utf8_with_a_byte_order_mark(tmp_path, capsys):
+    # Excel's "CSV UTF-8" starts with a BOM, which must not end up in the first name.
+    path = tmp_path / "excel.csv"
+    path.write_bytes("salary,group\r\n10,tcm\r\n20,lm\r\n30,tcm\r\n".encode("utf-8-sig"))
+    assert _estimate_json(path, capsys)["n_users"] == 3
+
+
+@pytest.mark.parametrize("delimiter", [";", "\t", "|"])
+def test_estimate_sniffs_the_delimiter(delimiter, tmp_path, capsys):
+    path = tmp_path / "users.csv"
+    rows = ["salary", "group"], ["10", "tcm"], ["20.5", "lm"], ["30", "tcm"]
+    path.write_text("\n".join(delimiter.join(row) for row in rows) + "\n")
+    report = _estimate_json(path, capsys)
+    assert (report["n_users"], report["n_tcm"]) == (3, 2)
+
+
+def test_estimate_takes_sep_and_quoted_fields(tmp_path, capsys):
+    # A decimal comma in a quoted field, with ";" as the delimiter given by --sep.
+    path = tmp_path / "users.csv"
+    path.write_text('salary;group;note\n10;tcm;"a; b"\n20;lm;"two\nlines"\n30;tcm;x\n')
+    report = _estimate_json(path, capsys, "--sep", ";")
+    assert report["n_users"] == 3
+    path.write_text("salary\tgroup\n10\ttcm\n20\tlm\n")
+    assert _estimate_json(path, capsys, "--sep", "tab")["n_users"] == 2
+
+
+def test_estimate_line_numbers_count_file_lines(tmp_path, capsys):
+    # A quoted field spanning lines and a blank line: the bad value is on line 6.
+    path = tmp_path / "users.csv"
+    path.write_text('salary,group,note\n10,tcm,"one\ntwo"\n\n20,lm,x\nabc,tcm,y\n')
+    assert main(_estimate_args(path)) == 2
+    assert "line 6: column 'salary' must be a finite number; got 'abc'" in (
+        capsys.readouterr().err
+    )
+
+
+def test_estimate_accepts_one_and_zero_trust_columns(tmp_path, capsys):
+    path = tmp_path / "users.csv"
+    path.write_text("salary,group\n10,1\n20,0\n30,1\n40,True\n")
+    assert _estimate_json(path, capsys)["n_tcm"] == 3
+    path.write_text("salary,group\n10,1\n20,2\n")
+    assert main(_estimate_args(path)) == 2
+    assert "line 3: column 'group' must be tcm, lm, true, false, 1 or 0" in (
+        capsys.readouterr().err
+    )
+
+
+def test_estimate_library_errors_speak_in_option_names_and_lines(tmp_path, capsys):
+    # The library says "PDPSampleEstimator ... at index 1"; the command says what the
+    # user typed and the file's line.
+    path = tmp_path / "users.csv"
+    path.write_text("salary,group\n1,tcm\n2,lm\n")
+    assert main(_estimate_args(path, estimator="pdp-sample")) == 2
+    err = capsys.readouterr().err
+    assert "--estimator pdp-sample" in err and "line 3" in err
+    assert "PDPSampleEstimator" not in err and "index" not in err
+
+
+def test_estimate_messages_carry_no_numpy_reprs(tmp_path, capsys):
+    path = tmp_path / "users.csv"
+    path.write_text("salary,group,eps\n1,tcm,1\n2,lm,-2\n")
+    for options in ({"epsilon": "eps", "estimator": "adpm"}, {"trust": "salary"}):
+        assert main(_estimate_args(path, **options)) == 2
+        err = capsys.readouterr().err
+        assert not re.search(r"np\.\w+\(", err), err  # np.float64(-2.0), np.str_('x')
+
+
+def test_estimate_names_follow_the_library_and_default_to_adpm(users_csv, capsys):
+    path, values, _ = users_csv
+    # One convention (the library's strategy names); hyphens are forgiven.
+    for name in ("tcm_only", "tcm-only", "TCM_ONLY"):
+        assert _estimate_json(path, capsys, estimator=name)["estimator"] == name
+    args = _estimate_args(path, "--seed", "2", "--json", epsilon="eps")
+    del args[args.index("--estimator") : args.index("--estimator") + 2]
+    assert main(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["estimator"] == "adpm"
+    assert abs(report["estimate"] - values.mean()) < 4 * report["expected_rmse"]
+
+
+def test_estimate_clamp_keeps_the_estimate_within_the_bounds(tmp_path, capsys):
+    path = tmp_path / "users.csv"
+    path.write_text("salary,group\n" + "".join(f"{v},tcm\n" for v in (1, 99, 50)))
+    for seed in range(10):
+        args = _estimate_args(path, "--seed", str(seed), "--json", "--clamp",
+                              epsilon="0.001", estimator="tcm_only")
+        assert main(args) == 0
+        assert 0 <= json.loads(capsys.readouterr().out)["estimate"] <= 100
