@@ -94,7 +94,7 @@ def _as_id_pairs(values, *, name, whom, allow_wildcard=False):
             row, column = np.argwhere(not_integer)[0]
             raise ValueError(
                 f"{name} must hold integer ids (encode strings with "
-                f"sklearn.preprocessing.OrdinalEncoder); got {values[row, column]!r} at "
+                f"sklearn.preprocessing.OrdinalEncoder); got {float(values[row, column])!r} at "
                 f"row {row}, column {column}"
             )
     ids = values.astype(np.int64, copy=False)

@@ -47,7 +47,7 @@ def _same_level(first, second, group):
         return second if first is None else first
     raise ValueError(
         f"HybridMeanEstimator needs one epsilon per trust group, but the {group} group has "
-        f"{first!r} in one chunk and {second!r} in another; for a different epsilon per "
+        f"{float(first)!r} in one chunk and {float(second)!r} in another; for a different epsilon per "
         "user use ADPMEstimator"
     )
 

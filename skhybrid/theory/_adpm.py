@@ -140,8 +140,8 @@ def _resolve_variance(variance, data_range):
     variance = float(variance)
     if not (0 < variance <= worst * (1 + 1e-12)):
         raise ValueError(
-            f"variance must be in (0, data_range**2 / 4] = (0, {worst!r}] (Popoviciu's "
-            f"bound for data in an interval of length {data_range!r}); got {variance!r}"
+            f"variance must be in (0, data_range**2 / 4] = (0, {float(worst)!r}] (Popoviciu's "
+            f"bound for data in an interval of length {float(data_range)!r}); got {variance!r}"
         )
     return min(variance, worst)
 

@@ -78,7 +78,7 @@ def _positive(value, name):
     value = np.asarray(value, dtype=float)
     bad = ~(value > 0)
     if np.any(bad):
-        raise ValueError(f"{name} must be > 0; got {value[bad].flat[0]!r}")
+        raise ValueError(f"{name} must be > 0; got {value[bad].flat[0].item()!r}")
     return value
 
 
@@ -86,7 +86,7 @@ def _privacy_delta(delta):
     delta = np.asarray(delta, dtype=float)
     bad = ~((delta > 0) & (delta < 1))
     if np.any(bad):
-        raise ValueError(f"delta must be in (0, 1); got {delta[bad].flat[0]!r}")
+        raise ValueError(f"delta must be in (0, 1); got {delta[bad].flat[0].item()!r}")
     return delta
 
 
@@ -128,7 +128,7 @@ def _check_probability(value, name):
     value = np.asarray(value, dtype=float)
     bad = ~((value >= 0) & (value <= 1))
     if np.any(bad):
-        raise ValueError(f"{name} must be in [0, 1]; got {value[bad].flat[0]!r}")
+        raise ValueError(f"{name} must be in [0, 1]; got {value[bad].flat[0].item()!r}")
     return value
 
 
@@ -164,7 +164,7 @@ def _check_identifiable(query_keep, url_keep, urls):
         index = int(np.flatnonzero(bad)[0])
         raise ValueError(
             "url_keep_probability must exceed 1 / k_q for the URL reports to be "
-            f"informative; got {url_keep[index]!r} with k_q = {urls[index]} "
+            f"informative; got {float(url_keep[index])!r} with k_q = {urls[index]} "
             f"at query index {index}"
         )
 
@@ -191,7 +191,7 @@ def _check_variances(variances, name):
         index = int(np.flatnonzero(bad.ravel())[0])
         raise ValueError(
             f"{name} must be >= 0 (clip negative unbiased estimates at a small "
-            f"positive floor before blending); got {variances.ravel()[index]!r} "
+            f"positive floor before blending); got {float(variances.ravel()[index])!r} "
             f"at index {index}"
         )
     return variances
