@@ -43,6 +43,7 @@ Departures from Algorithm 1, none of which changes what a user spends:
 """
 
 import copy
+import math
 import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -77,6 +78,7 @@ from ..utils._dask import (
     n_chunks,
 )
 from ..utils._random import check_random_state
+from ..utils._sums import FIXED_POINT_BITS, centred_sums, fixed_point_sums, rounding_slack
 from ..utils._validation import (
     check_epsilon,
     check_trust_group,
@@ -97,7 +99,7 @@ _CHUNKS_PER_TASK = 4
 # -- privacy budget of Algorithm 1 ----------------------------------------------------------
 
 
-def central_iteration_sensitivity(ranges):
+def central_iteration_sensitivity(ranges, n_users=1):
     """L1 sensitivity of one iteration's tcm release: all clusters' counts and centred sums.
 
     Algorithm 1 (Avent et al. 2020, Appendix E, line 2) calibrates the tcm noise to
@@ -113,19 +115,32 @@ def central_iteration_sensitivity(ranges):
     where ``sum(upper - lower)`` (the L1 diameter of the box) is the paper's ``m d`` for
     per-feature bounds.
 
+    In floating point: the counts are exact integers, and the centred sums are
+    computed exactly in fixed point (:mod:`skhybrid.utils._sums`, centred on the middle
+    of the grid in integers) and then converted to floats, which rounds each sum, of
+    magnitude at most ``n_users * range / 2``, by a few units in its last place. A user
+    changes at most two sums per feature, so each feature's term gains twice
+    :func:`~skhybrid.utils._sums.rounding_slack` of that magnitude, and the total is
+    rounded up: the statistic the noise is added to moves by at most this much, in
+    float64, for any bounds.
+
     Parameters
     ----------
     ranges : ndarray of shape (n_features,)
         ``upper - lower``.
+    n_users : int, default=1
+        The number of users in the release (public): bounds the sums' magnitude.
 
     Returns
     -------
     sensitivity : float
     """
-    return float(np.sum(ranges)) + 2.0
+    ranges = np.asarray(ranges, dtype=np.float64)
+    slack = 2.0 * rounding_slack(n_users * ranges / 2.0)
+    return float(np.nextafter(math.fsum([*(ranges + slack), 2.0]), np.inf))
 
 
-def central_iteration_mechanism(ranges, n_iter, epsilon):
+def central_iteration_mechanism(ranges, n_iter, epsilon, n_users=1):
     """The Laplace mechanism of one iteration's tcm counts and sums (Algorithm 1, lines 9-10).
 
     Each of the ``n_iter`` iterations spends ``epsilon / n_iter`` of a tcm user's budget,
@@ -140,12 +155,14 @@ def central_iteration_mechanism(ranges, n_iter, epsilon):
     n_iter : int
     epsilon : float
         The tcm users' total budget.
+    n_users : int, default=1
+        The number of tcm users (public; see :func:`central_iteration_sensitivity`).
 
     Returns
     -------
     mechanism : skhybrid.mechanisms.LaplaceMechanism
     """
-    sensitivity = central_iteration_sensitivity(ranges)
+    sensitivity = central_iteration_sensitivity(ranges, n_users)
     return LaplaceMechanism(epsilon=epsilon / n_iter, sensitivity=sensitivity)
 
 
@@ -439,9 +456,12 @@ def _cluster_means(midpoint, centred_sums, sizes, sum_variance):
 class _CentralStatistics(NamedTuple):
     """One chunk's tcm statistics in one iteration: what the curator adds noise to once.
 
-    counts : ndarray of shape (n_clusters,)
-    sums : ndarray of shape (n_clusters, n_features)
-        Sums of the values centred on the middle of the box.
+    Both are exact integers, so the chunks' statistics add up exactly.
+
+    counts : ndarray of int64 of shape (n_clusters,)
+    sums : ndarray of int64 of shape (n_clusters, n_features)
+        Exact sums of the clipped values' fixed-point codes centred on the middle of the
+        grid (:func:`centred_code_sums`).
     """
 
     counts: np.ndarray
@@ -471,22 +491,55 @@ def _add_statistics(parts):
     return type(parts[0])(*(sum(field) for field in zip(*parts)))
 
 
-def _release_central(statistics, midpoint, half_ranges, mechanism, rng):
+def centred_code_sums(values, lower, upper, labels, counts):
+    """Each cluster's exact sum of its members' values centred on the middle of the box.
+
+    In fixed-point units (:func:`~skhybrid.utils._sums.fixed_point_sums`): a clipped
+    value's code is in ``[0, 2**B]``, so ``code - 2**(B - 1)`` is the value minus the
+    middle of the box, of magnitude at most ``2**(B - 1)`` (half the range), computed in
+    integers without rounding. A user who moves to another cluster changes two of these
+    sums by at most ``2**(B - 1)`` per feature; one who stays, one sum by ``2**B``
+    (see :func:`central_iteration_sensitivity`).
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_users, n_features)
+        Raw or clipped values (clipped here).
+    lower, upper : ndarray of shape (n_features,)
+    labels : ndarray of int of shape (n_users,)
+    counts : ndarray of int of shape (n_clusters,)
+        ``np.bincount(labels, minlength=n_clusters)``.
+
+    Returns
+    -------
+    sums : ndarray of int64 of shape (n_clusters, n_features)
+    """
+    sums = fixed_point_sums(values, lower, upper, labels=labels, n_groups=counts.shape[0])
+    sums -= counts[:, np.newaxis].astype(np.int64) << (FIXED_POINT_BITS - 1)
+    return sums
+
+
+def _release_central(statistics, lower, upper, mechanism, rng):
     """The curator's tcm release of one iteration (Algorithm 1, lines 9-10): noise drawn once.
 
-    All clusters' counts and centred sums go through ``mechanism`` in one vector; a
-    cluster's mean is the middle of the box plus its noisy centred sum over its noisy
-    count.
+    All clusters' counts and centred sums go through ``mechanism`` in one vector (the
+    sums converted from exact fixed point to the values' units, the rounding of which
+    the mechanism's sensitivity accounts for); a cluster's mean is the middle of the box
+    plus its noisy centred sum over its noisy count, added after the noise.
     """
-    counts, sums = statistics
-    k, n_features = sums.shape
-    released = mechanism.randomise(np.concatenate([counts, sums.ravel()]), random_state=rng)
+    counts, code_sums = statistics
+    k, n_features = code_sums.shape
+    ranges = upper - lower
+    sums = centred_sums(code_sums, lower, upper)
+    released = mechanism.randomise(
+        np.concatenate([counts.astype(np.float64), sums.ravel()]), random_state=rng
+    )
     noisy_counts, noisy_sums = released[:k], released[k:].reshape(k, n_features)
     # The mean's error is (Y_sum - mu Y_count) / count, with mu the centred mean: both
     # noises, the count's times |mu| <= half the range.
     noise = mechanism.variance(released.size)
-    sum_variance = np.broadcast_to(noise * (1.0 + half_ranges**2), (k, n_features))
-    return _cluster_means(midpoint, noisy_sums, noisy_counts, sum_variance)
+    sum_variance = np.broadcast_to(noise * (1.0 + (ranges / 2.0) ** 2), (k, n_features))
+    return _cluster_means(lower + ranges / 2.0, noisy_sums, noisy_counts, sum_variance)
 
 
 def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance):
@@ -536,27 +589,35 @@ class _CentralClustering:
     The curator sees the clipped values and assigns each to its nearest centre
     (Algorithm 1, line 6): :meth:`statistics`. The noise is added once to the totals of
     all chunks by :func:`_release_central`; :meth:`estimate` is the one-chunk case.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_users, n_features)
+        Clipped to the bounds.
+    lower, upper : ndarray of shape (n_features,)
+    mechanism : LaplaceMechanism
     """
 
-    def __init__(self, values, midpoint, half_ranges, mechanism):
-        self._midpoint = midpoint
-        self._centred = values - midpoint
-        self._centred_by_feature = np.ascontiguousarray(self._centred.T)
+    def __init__(self, values, lower, upper, mechanism):
+        self._values = values
+        self._lower = lower
+        self._upper = upper
+        # The nearest-centre search runs on values near zero (better conditioned); it
+        # only picks each user's cluster, from their own value.
+        self._midpoint = (lower + upper) / 2.0
+        self._centred = values - self._midpoint
         self._mechanism = mechanism
-        self._half_ranges = half_ranges
 
     def statistics(self, centres):
         """Each cluster's count and centred sum: :class:`_CentralStatistics`."""
         nearest = nearest_centre(self._centred, centres - self._midpoint)
-        return _CentralStatistics(
-            *cluster_sums(self._centred_by_feature, nearest, centres.shape[0])
-        )
+        counts = np.bincount(nearest, minlength=centres.shape[0])
+        sums = centred_code_sums(self._values, self._lower, self._upper, nearest, counts)
+        return _CentralStatistics(counts, sums)
 
     def estimate(self, centres, rng):
         statistics = self.statistics(centres)
-        return _release_central(
-            statistics, self._midpoint, self._half_ranges, self._mechanism, rng
-        )
+        return _release_central(statistics, self._lower, self._upper, self._mechanism, rng)
 
 
 class _LocalClustering:
@@ -830,7 +891,7 @@ class _FitPlan:
         return {"mechanism": "laplace", "delta": 0.0, "lower": self.lower, "upper": self.upper}
 
     def release_central(self, statistics, rng):
-        return _release_central(statistics, self.midpoint, self.ranges / 2.0, self.central, rng)
+        return _release_central(statistics, self.lower, self.upper, self.central, rng)
 
     def demix_local(self, statistics):
         return _demix_local(
@@ -860,7 +921,7 @@ class _ChunkClustering:
         self.central = None
         if plan.central is not None:
             self.central = _CentralClustering(
-                values[is_tcm], plan.midpoint, plan.ranges / 2.0, plan.central
+                values[is_tcm], plan.lower, plan.upper, plan.central
             )
         self.local = None
         if plan.release_epsilon is None:
@@ -1256,7 +1317,9 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         """Who runs which algorithm under each strategy, with which budget: a :class:`_FitPlan`."""
         central = None
         if self.strategy != "full_lm" and users.n_tcm:
-            central = central_iteration_mechanism(upper - lower, self.n_iter, users.epsilon_tcm)
+            central = central_iteration_mechanism(
+                upper - lower, self.n_iter, users.epsilon_tcm, users.n_tcm
+            )
         plan = _FitPlan(lower, upper, central)
         local_groups = (self.strategy == "full_lm", self.strategy != "tcm_only")
         group_epsilons = (users.epsilon_tcm, users.epsilon_lm)

@@ -33,6 +33,7 @@ from skhybrid.exceptions import PrivacyLeakWarning
 from skhybrid.mean import EmptyGroupWarning
 from skhybrid.mechanisms import LaplaceMechanism
 from skhybrid.theory._hybrid import pwh_weight
+from skhybrid.utils._sums import centred_sums
 
 STRATEGIES = ["hybrid", "tcm_only", "full_lm"]
 CORNERS = np.array([[0.25, 0.25], [0.25, 0.75], [0.75, 0.25], [0.75, 0.75]])
@@ -200,12 +201,10 @@ def test_noise_scales_are_algorithm_1s_for_a_replaced_user(monkeypatch):
 
 
 def _central_statistic(X, centres, lower, upper):
-    """One iteration's tcm statistic, computed the way the estimator computes it."""
-    midpoint = (lower + upper) / 2
-    centred = np.clip(X, lower, upper) - midpoint
-    labels = nearest_centre(centred, centres - midpoint)
-    counts, sums = cluster_sums(np.ascontiguousarray(centred.T), labels, centres.shape[0])
-    return np.concatenate([counts, sums.ravel()])
+    """One iteration's tcm statistic, computed by the estimator's own code: what the noise is added to."""
+    central = _CentralClustering(np.clip(X, lower, upper), lower, upper, None)
+    counts, sums = central.statistics(centres)
+    return np.concatenate([counts, centred_sums(sums, lower, upper).ravel()])
 
 
 def test_central_sensitivity_bounds_every_replacement_and_is_attained():
@@ -274,7 +273,7 @@ def test_one_iterations_counts_and_sums_pass_the_audit_at_epsilon_over_tau(repla
 def test_counts_and_sums_audit_fails_when_the_noise_scale_is_divided_by_1_4(monkeypatch):
     original = kmeans_module.central_iteration_sensitivity
     monkeypatch.setattr(
-        kmeans_module, "central_iteration_sensitivity", lambda ranges: original(ranges) / WEAKER
+        kmeans_module, "central_iteration_sensitivity", lambda *args: original(*args) / WEAKER
     )
     a, b = _central_neighbours(1e6)
     mechanism = central_iteration_mechanism(np.ones(1), 2, 2.0)
@@ -356,7 +355,7 @@ def test_tcm_cluster_means_are_unbiased_with_the_stated_noise_variance():
     rng, values, centres, truth = _clustered_values(7)
     lower, upper = np.zeros(2), np.ones(2)
     mechanism = central_iteration_mechanism(upper - lower, 3, 2.0)
-    central = _CentralClustering(values, (lower + upper) / 2, (upper - lower) / 2, mechanism)
+    central = _CentralClustering(values, lower, upper, mechanism)
     n_trials = 4000
     draws = [central.estimate(centres, rng) for _ in range(n_trials)]
     means = np.array([draw.means for draw in draws])
