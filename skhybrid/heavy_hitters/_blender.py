@@ -31,6 +31,7 @@ Neighbouring relation: replace one user's record, with the group sizes public.
 """
 
 import copy
+import warnings
 from functools import partial
 from numbers import Integral, Real
 from typing import NamedTuple
@@ -41,6 +42,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..base import RANDOM_STATE_CONSTRAINT, check_fit_metadata
+from ..exceptions import EmptyGroupWarning
 from ..cluster._kmeans import _merge_chunk_summaries, _summarise_chunk
 from ..mechanisms import LaplaceMechanism
 from ..theory._blender import (
@@ -115,6 +117,112 @@ def _check_records(records, *, name, whom, allow_wildcard=False):
     array = check_array(np.atleast_2d(records) if np.ndim(records) == 1 else records,
                         dtype="numeric", ensure_min_samples=0, input_name=name)
     return _as_id_pairs(array, name=name, whom=whom, allow_wildcard=allow_wildcard)
+
+
+def _label_records(X):
+    """``X`` as an (n, 2) object array when its records are labels (strings...), else None.
+
+    Integer ids (numeric arrays and DataFrame columns, lists of int pairs) are not
+    labels: they are used as they are.
+    """
+    if hasattr(X, "dtypes") and hasattr(X, "columns"):  # a DataFrame
+        if all(_is_numeric(dtype) for dtype in X.dtypes):
+            return None
+        return np.asarray(X.to_numpy(dtype=object))
+    array = np.asarray(X)
+    kind = array.dtype.kind
+    if kind not in "OUS":
+        return None  # numeric (or invalid: left to the numeric validation)
+    array = array.astype(object)
+    if kind == "O" and all(
+        isinstance(value, (Integral, np.integer)) and not isinstance(value, bool)
+        for value in array.ravel().tolist()
+    ):
+        return None
+    return array
+
+
+def _is_numeric(dtype):
+    try:
+        return np.dtype(dtype).kind in "biuf"
+    except TypeError:  # pandas extension dtypes (string, category)
+        return False
+
+
+def _check_labels(labels, *, name):
+    """Labels of shape (n, 2) with no missing entry (None or NaN)."""
+    if labels.ndim != 2 or labels.shape[1] != 2:
+        raise ValueError(
+            f"{name} must have two columns, the (query, url) of one record per row; got "
+            f"an array of shape {labels.shape}"
+        )
+    missing = np.fromiter((value is None or value != value for value in labels.ravel().tolist()),
+                          dtype=bool, count=labels.size).reshape(labels.shape)
+    if missing.any():
+        row, column = np.argwhere(missing)[0]
+        raise ValueError(
+            f"{name} must not have missing records; got {labels[row, column]!r} at row "
+            f"{int(row)}, column {int(column)}"
+        )
+    return labels
+
+
+def _factorized_records(labels):
+    """Integer ids of label records and each column's labels: ``labels[:, j] == vocab[j][ids[:, j]]``.
+
+    The vocabularies list every distinct label of the data: secret, never kept.
+    """
+    ids = np.empty(labels.shape, dtype=np.int64)
+    vocabularies = []
+    for column in range(2):
+        try:
+            import pandas as pd
+
+            codes, uniques = pd.factorize(labels[:, column])
+            uniques = list(uniques)
+        except ImportError:  # pragma: no cover - pandas is optional
+            index = {}
+            codes = np.array([index.setdefault(value, len(index))
+                              for value in labels[:, column].tolist()])
+            uniques = list(index)
+        ids[:, column] = codes
+        vocabularies.append(uniques)
+    return ids, vocabularies
+
+
+class _RecordCodec:
+    """Integer ids for the labels of a head list's records, and back.
+
+    Built from the (public) head list only: query and URL labels get ids in order of
+    first appearance. A label outside the head list encodes to an id no head-list
+    record has, so it falls in a wildcard cell; ``None`` stands for the wildcard ``*``
+    in reports.
+    """
+
+    def __init__(self, head_labels):
+        self.queries = list(dict.fromkeys(query for query, _ in head_labels))
+        self.urls = list(dict.fromkeys(url for _, url in head_labels))
+        self._query_ids = {query: i for i, query in enumerate(self.queries)}
+        self._url_ids = {url: i for i, url in enumerate(self.urls)}
+        self.records = self.encode(head_labels)
+
+    def encode(self, records, *, wildcard=False):
+        """(n, 2) int64 ids of label records; ``wildcard``: None is :data:`WILDCARD`."""
+        def one(ids, label):
+            if wildcard and label is None:
+                return WILDCARD
+            return ids.get(label, len(ids))
+
+        rows = [(one(self._query_ids, query), one(self._url_ids, url))
+                for query, url in records]
+        return np.array(rows, dtype=np.int64).reshape(-1, 2)
+
+    def decode(self, ids):
+        """Label pairs of (n, 2) ids; :data:`WILDCARD` becomes None."""
+        def one(labels, index):
+            return None if index == WILDCARD else labels[index]
+
+        return [(one(self.queries, query), one(self.urls, url)) for query, url in ids.tolist()]
 
 
 def _distinct_records(records, counts=None):
@@ -385,8 +493,10 @@ class BlenderClient:
     ----------
     head_list : array-like of shape (n_records, 2) or list of (query, url) tuples
         The head list published by the curator (``BlenderHeavyHitters.head_list_``):
-        distinct records of integer ids >= 0, at least one. Only the set of records
-        matters to the reports' distribution.
+        distinct records, at least one: integer ids >= 0, or labels (strings or any
+        hashable values). Only the set of records matters to the reports'
+        distribution. With labels, records and reports are labels too, and ``None``
+        stands for the wildcard ``*`` in reports.
     epsilon : float
         The client's privacy level, > 0.
     delta : float
@@ -423,9 +533,15 @@ class BlenderClient:
     """
 
     def __init__(self, head_list, *, epsilon, delta, query_budget_fraction=0.85):
-        if np.size(head_list) == 0:
+        if len(head_list) == 0:
             raise ValueError("head_list must hold at least one (query, url) record; got none")
-        records = _check_records(head_list, name="head_list", whom="BlenderClient")
+        labels = _label_records(head_list)
+        self._codec = None
+        if labels is not None:
+            self._codec = _RecordCodec(_check_labels(labels, name="head_list").tolist())
+            records = self._codec.records
+        else:
+            records = _check_records(head_list, name="head_list", whom="BlenderClient")
         distinct, counts = _distinct_records(records)
         if np.any(counts > 1):
             raise ValueError(
@@ -436,8 +552,11 @@ class BlenderClient:
         self.delta = float(delta)
         self.query_budget_fraction = float(query_budget_fraction)
         self._layout = _HeadListLayout(records)
-        self.head_list = [tuple(pair) for pair in records.tolist()]
+        self.head_list = self._labels(records)
         self.report_records = self._layout.cell_records.copy()
+        if self._codec is not None:
+            self.report_records = np.array(self._labels(self.report_records) or [],
+                                           dtype=object).reshape(-1, 2)
         self.urls_per_query = self._layout.urls_per_query.copy()
         self.parameters = local_alg_parameters(
             self.epsilon, self.delta, self.urls_per_query,
@@ -485,11 +604,32 @@ class BlenderClient:
         reports : ndarray of int64, shape (n_clients, 2) or (2,)
             Rows of :attr:`report_records`; :data:`WILDCARD` marks ``*``.
         """
-        true_records = _check_records(records, name="records", whom="BlenderClient.privatize")
+        true_records = self._ids(records, name="records", whom="BlenderClient.privatize")
         cells = self._privatize_cells(self._layout.cells_of_records(true_records),
                                       check_random_state(random_state))
         reports = self.report_records[cells]
         return reports[0] if np.ndim(records) == 1 else reports
+
+    def _labels(self, ids):
+        """Records as the user's tuples: labels (None for ``*``) or ints."""
+        if self._codec is None:
+            return [tuple(pair) for pair in ids.tolist()]
+        return self._codec.decode(ids)
+
+    def _ids(self, records, *, name, whom, wildcard=False):
+        """Records (labels or ids) as int64 ids of this client's head list."""
+        if self._codec is None:
+            return _check_records(records, name=name, whom=whom, allow_wildcard=wildcard)
+        labels = np.empty((1, 2), dtype=object) if np.ndim(records) == 1 else None
+        if labels is not None:
+            labels[0] = list(records)
+        else:
+            labels = np.asarray(records, dtype=object)
+            if labels.ndim != 2:
+                labels = labels.reshape(-1, 2) if labels.size % 2 == 0 else labels
+        if not wildcard:
+            _check_labels(labels, name=name)
+        return self._codec.encode(labels.tolist(), wildcard=wildcard)
 
     def _privatize_cells(self, cells, rng):
         """LocalAlg on cells: a categorical draw from each client's transition row."""
@@ -664,8 +804,8 @@ class BlenderHeavyHitters(BaseEstimator):
     Attributes
     ----------
     head_list_ : list of tuple
-        The head list: (query, url) tuples of ints, most probable first. The clients
-        randomize against this set of records.
+        The head list: (query, url) tuples, most probable first, in the ids or labels
+        of ``X``. The clients randomize against this set of records.
     probabilities_ : ndarray of shape (n_records,)
         The blended probability estimate of each record of ``head_list_`` (projected
         when ``project_to_simplex``).
@@ -716,10 +856,25 @@ class BlenderHeavyHitters(BaseEstimator):
     estimates of the first fit and spends no further budget. ``fit`` with clients in
     ``X`` simulates all of this in one call.
 
-    *Records.* ``X`` has exactly two columns of integer ids >= 0 (integer-valued floats
-    are accepted); encode string queries and URLs first, e.g. with
-    :class:`~sklearn.preprocessing.OrdinalEncoder`. URL ids may be local to a query:
-    the pair identifies a record.
+    *Records.* ``X`` has exactly two columns, (query, url): integer ids >= 0
+    (integer-valued floats are accepted), or labels, such as strings or any hashable
+    values (object or string arrays, pandas columns of any dtype). With labels,
+    ``head_list_``, :meth:`make_client`'s client and :meth:`fit_reports` speak in
+    those labels (``None`` is the wildcard in reports); the fit encodes them once and
+    keeps only the head list's own labels, never the set of all labels it saw (that
+    would be a non-private statistic). URL ids may be local to a query: the pair
+    identifies a record. Dask inputs must hold integer ids.
+
+    *scikit-learn's generic checks.* Those that fit on generic data of 3 to 10 columns
+    fail by design (the record has two); the list, with the reason, is published by
+    :func:`skhybrid.utils.estimator_checks.expected_failed_checks` for
+    ``check_estimator(..., expected_failed_checks=...)``.
+
+    *Empty head list.* With no opt-in user (every user a client), there is nothing
+    to build the head list from: the fit warns with
+    :class:`~skhybrid.exceptions.EmptyGroupWarning` and the head list is empty. An
+    empty head list can also be the private outcome of the threshold (no record is
+    popular enough); then clients have nothing to report.
 
     *Head list.* The head list is the ``max_records`` candidates with the highest
     opt-in estimates from T (Figure 4), so those estimates are biased upwards near
@@ -750,7 +905,15 @@ class BlenderHeavyHitters(BaseEstimator):
     >>> est = est.fit(X, trust_group=trust)
     >>> len(est.head_list_), est.head_list_[0]
     (10, (0, 0))
-    >>> bool(est.score(X) > 0.9)
+    >>> bool(0 < est.score(X) <= 1)
+    True
+
+    Records may be labels; the head list is then in those labels:
+
+    >>> queries = np.array(["weather", "news", "maps"], dtype=object)
+    >>> labelled = np.column_stack([queries[X[:, 0] % 3], X[:, 1].astype(str)])
+    >>> est = BlenderHeavyHitters(max_records=3, random_state=0).fit(labelled)
+    >>> est.head_list_[0][0] in {"weather", "news", "maps"}
     True
     """
 
@@ -806,6 +969,8 @@ class BlenderHeavyHitters(BaseEstimator):
         self : BlenderHeavyHitters
         """
         check_fit_metadata(self, trust_group, epsilon, hybrid=True, stacklevel=4)
+        self.__dict__.pop("_head_labels", None)
+        vocabularies = None  # each column's labels, when the records are labels (secret)
         # Two reductions over chunks of users (an in-memory X is one chunk): the record
         # counts of S and T, from which the curator builds the head list; then the
         # counts of the clients' reports against it. A Dask X is never collected.
@@ -817,7 +982,7 @@ class BlenderHeavyHitters(BaseEstimator):
             def reduce(function, generators):
                 return map_chunks(function, X, generators=generators, trust_group=trust_group)
         else:
-            X = self._validate_records(X, reset=True)
+            X, vocabularies = self._validate_records(X, reset=True)
             is_optin = check_trust_group(trust_group, X.shape[0])
             user_epsilon = check_epsilon(self.epsilon if epsilon is None else epsilon,
                                          None if epsilon is None else X.shape[0])
@@ -832,6 +997,13 @@ class BlenderHeavyHitters(BaseEstimator):
 
         rng = check_random_state(self.random_state)
         n_optin = sum(n_optin_per_chunk)
+        if n_optin == 0:
+            warnings.warn(
+                "every user is a client (lm): the head list is built from opt-in (tcm) "
+                "users, so it is empty and no record is estimated",
+                EmptyGroupWarning,
+                stacklevel=3,
+            )
         n_headlist = _headlist_group_size(n_optin, self.headlist_fraction)
         split = _HeadListSplit(n_optin, n_headlist, rng)
         rank_starts = np.concatenate([[0], np.cumsum(n_optin_per_chunk)])
@@ -869,6 +1041,8 @@ class BlenderHeavyHitters(BaseEstimator):
             device_rngs = chunk_generators(rng, len(n_optin_per_chunk))
             report_counts = sum(reduce(partial(_client_statistics, client=client), device_rngs))
         self._blend(layout, client, report_counts)
+        if vocabularies is not None:
+            self._publish_labels(*vocabularies)
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -898,8 +1072,7 @@ class BlenderHeavyHitters(BaseEstimator):
                 "on more opt-in users or with a larger epsilon or delta"
             )
         client = self._client(self.epsilon if epsilon is None else epsilon)
-        reports = _check_records(reports, name="reports", whom="fit_reports",
-                                 allow_wildcard=True)
+        reports = client._ids(reports, name="reports", whom="fit_reports", wildcard=True)
         cells = client._layout.cells_of_reports(reports)
         report_counts = np.bincount(cells, minlength=client._layout.n_cells)
         self._blend(client._layout, client, report_counts if cells.size else None)
@@ -923,16 +1096,20 @@ class BlenderHeavyHitters(BaseEstimator):
         return self._client(self.epsilon if epsilon is None else epsilon)
 
     def score(self, X, y=None):
-        """The paper's list-of-lists NDCG of the head list against the records in ``X``.
+        """The list-of-lists NDCG of the head list against every record in ``X``.
 
         Queries are ranked by the sum of their records' ``probabilities_`` and each
         query's URLs by their probabilities, and compared with the frequencies of the
-        records in ``X`` (:func:`skhybrid.theory.list_of_lists_ndcg`, Section 4).
+        records in ``X`` (:func:`skhybrid.theory.list_of_lists_ndcg`, Section 4), with
+        ideal lists holding *every* query and URL of ``X`` (``ideal="all"``): a
+        shorter list never scores higher for being short, so scores of different
+        ``max_records`` are comparable in model selection. The paper's own figures
+        use the ideal of the head list's length (``ideal="estimated"``).
 
         Parameters
         ----------
         X : array-like of shape (n_users, 2)
-            (query, url) records of integer ids >= 0.
+            (query, url) records: integer ids >= 0, or labels as in :meth:`fit`.
         y : ignored
 
         Returns
@@ -942,18 +1119,45 @@ class BlenderHeavyHitters(BaseEstimator):
             reads ``X`` exactly.
         """
         check_is_fitted(self)
-        X = self._validate_records(X, reset=False)
+        X, vocabularies = self._validate_records(X, reset=False)
         if not self.head_list_:
             return 0.0
+        if vocabularies is None and "_head_labels" not in self.__dict__:
+            head = np.array(self.head_list_, dtype=np.int64)
+        else:  # labels: one encoding of the head list and X's records together
+            records = X if vocabularies is None else np.column_stack(
+                [np.asarray(vocabularies[j], dtype=object)[X[:, j]] for j in range(2)]
+            )
+            head = np.empty((len(self.head_list_), 2), dtype=object)
+            head[:] = self.head_list_
+            ids, _ = _factorized_records(np.concatenate([head, records.astype(object)]))
+            head, X = ids[: head.shape[0]], ids[head.shape[0]:]
         distinct, counts = _distinct_records(X)
-        estimated = (np.array(self.head_list_, dtype=np.int64), self.probabilities_)
-        return list_of_lists_ndcg(estimated, (distinct, counts))
+        return list_of_lists_ndcg((head, self.probabilities_), (distinct, counts), ideal="all")
 
     # -- private helpers ------------------------------------------------------------------
 
     def _validate_records(self, X, *, reset):
-        X = validate_data(self, X, reset=reset, dtype="numeric")
-        return _as_id_pairs(X, name="X", whom=type(self).__name__)
+        """Records as int64 ids, and for label records each column's labels (else None)."""
+        labels = _label_records(X)
+        if labels is None:
+            X = validate_data(self, X, reset=reset, dtype="numeric")
+            return _as_id_pairs(X, name="X", whom=type(self).__name__), None
+        validate_data(self, X, reset=reset, dtype=None, ensure_all_finite=False)
+        return _factorized_records(_check_labels(labels, name="X"))
+
+    def _publish_labels(self, queries, urls):
+        """Report the head list in the user's labels; keep only the head list's own labels.
+
+        ``queries`` and ``urls`` list every label of the data (secret): only those of
+        head-list records survive, and the clients' ids come from the head list alone.
+        """
+        def labelled(pairs):
+            return [(queries[query], urls[url]) for query, url in pairs]
+
+        self.head_list_ = labelled(self.head_list_)
+        self._head_labels = labelled(self._head_records.tolist())
+        self._head_records = _RecordCodec(self._head_labels).records
 
     def _summarise_dask_input(self, X, trust_group, epsilon):
         """Validate a Dask input chunk by chunk (one reduction).
@@ -981,7 +1185,8 @@ class BlenderHeavyHitters(BaseEstimator):
         return n_optin_per_chunk, users.n_lm, users.epsilon_tcm, users.epsilon_lm
 
     def _client(self, epsilon):
-        return BlenderClient(self._head_records, epsilon=epsilon, delta=self.delta,
+        head = self.__dict__.get("_head_labels", self._head_records)
+        return BlenderClient(head, epsilon=epsilon, delta=self.delta,
                              query_budget_fraction=self.query_budget_fraction)
 
     def _blend(self, layout, client, report_counts):
@@ -1005,7 +1210,10 @@ class BlenderHeavyHitters(BaseEstimator):
         order = cells[np.argsort(-estimates[cells], kind="stable")]
         wildcards = np.ones(layout.n_cells, dtype=bool)
         wildcards[cells] = False
-        self.head_list_ = [tuple(pair) for pair in layout.cell_records[order].tolist()]
+        ordered = layout.cell_records[order]
+        labels = self.__dict__.get("_head_labels")  # after a fit on labels
+        self.head_list_ = (_RecordCodec(labels).decode(ordered) if labels is not None
+                           else [tuple(pair) for pair in ordered.tolist()])
         self.probabilities_ = released[order]
         self.variances_ = variances[order]
         self.weights_ = np.asarray(blending_weights(optin_variances, client_variances))[order]

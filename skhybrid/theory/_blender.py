@@ -1047,13 +1047,13 @@ def _ranked(values):
     return np.argsort(-np.asarray(values, dtype=float), kind="stable")
 
 
-def _ndcg(estimated_true_values, true_values):
+def _ndcg(estimated_true_values, true_values, *, complete=False):
     """NDCG of a ranked list whose items have these true values.
 
     ``rel = n_i / sum_j n_j``, normalised over the ideal list: the
-    ``len(estimated_true_values)`` largest ``true_values``.
+    ``len(estimated_true_values)`` largest ``true_values`` (``complete``: all of them).
     """
-    k = len(estimated_true_values)
+    k = len(true_values) if complete else len(estimated_true_values)
     ideal = np.sort(np.asarray(true_values, dtype=float))[::-1][:k]
     norm = ideal.sum()
     if norm <= 0:
@@ -1061,7 +1061,7 @@ def _ndcg(estimated_true_values, true_values):
     return _dcg(np.asarray(estimated_true_values) / norm) / _dcg(ideal / norm)
 
 
-def list_of_lists_ndcg(estimated, true):
+def list_of_lists_ndcg(estimated, true, *, ideal="estimated"):
     """The paper's list-of-lists NDCG of an estimated head list (Section 4).
 
     The queries are ranked by their estimated probability (the sum of their
@@ -1098,12 +1098,19 @@ def list_of_lists_ndcg(estimated, true):
         the sum over all its records in ``true``, including URLs absent from
         ``estimated``. Query and URL ids must have the same types as in
         ``estimated``.
+    ideal : {"estimated", "all"}, default="estimated"
+        The length of the ideal lists. ``"estimated"`` is the paper's: as many
+        queries (and, per query, URLs) as the estimated lists hold, so that a
+        shorter list is judged against a shorter ideal (a one-record list in the
+        right place scores 1). ``"all"`` compares with every query and URL of
+        ``true``: missing relevant records cost, and scores of lists of
+        different lengths are comparable (what model selection needs).
 
     Returns
     -------
     ndcg : float
-        In [0, 1]; 1 when the estimated lists are in the true order, 0 for an
-        empty head list.
+        In [0, 1]; 1 when the estimated lists are in the true order (and, with
+        ``ideal="all"``, complete), 0 for an empty head list.
 
     Notes
     -----
@@ -1114,6 +1121,9 @@ def list_of_lists_ndcg(estimated, true):
     list (the paper rescales ``rel_i`` after discarding the wildcards).
     Scaling ``true`` (counts or probabilities) does not change the result.
     """
+    if ideal not in ("estimated", "all"):
+        raise ValueError(f"ideal must be 'estimated' or 'all'; got {ideal!r}")
+    complete = ideal == "all"
     est_queries, est_urls, est_values = _as_records(estimated, "estimated")
     true_queries, true_urls, true_values = _as_records(true, "true")
     if np.any(true_values < 0):
@@ -1149,9 +1159,9 @@ def list_of_lists_ndcg(estimated, true):
         for url, value in zip(true_urls[true_rows].tolist(), true_values[true_rows].tolist()):
             true_url_values[url] = true_url_values.get(url, 0.0) + value
         listed = [true_url_values.get(url, 0.0) for url in est_urls[members].tolist()]
-        url_ndcg[group] = _ndcg(listed, list(true_url_values.values()))
+        url_ndcg[group] = _ndcg(listed, list(true_url_values.values()), complete=complete)
 
-    k = est_keys.size
+    k = true_keys.size if complete else est_keys.size
     ideal = np.sort(true_totals)[::-1][:k]
     norm = ideal.sum()
     dcg = _dcg(query_true_values[query_order] / norm, weights=url_ndcg[query_order])
