@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .exceptions import EmptyGroupWarning, MetadataOverrideWarning
+from .exceptions import EmptyGroupWarning, MetadataOverrideWarning, PrivacyLeakWarning
 from .utils._validation import check_epsilon, check_trust_group
 
 
@@ -81,6 +81,26 @@ def clamp_estimate(estimator, estimate, lower, upper):
     if getattr(estimator, "clamp", False):
         return np.clip(estimate, lower, upper)
     return estimate
+
+
+def warn_score_leak(estimator):
+    """Warn, once per estimator, that ``score`` with a ledger reads held-out data exactly.
+
+    A validation score compares the release with the exact statistic of held-out raw
+    values: it is not private and no ledger charges it. Model selection that must stay
+    private chooses by ``expected_mse_`` (public quantities only) and fits once.
+    """
+    if getattr(estimator, "ledger", None) is None or estimator.__dict__.get("_score_warned"):
+        return
+    estimator._score_warned = True
+    warnings.warn(
+        f"{type(estimator).__name__}.score reads the held-out data exactly: the score is "
+        "not differentially private and the ledger does not charge it. To select "
+        "privately, compare candidates by expected_mse_ (public quantities only) and fit "
+        "the chosen one once; see the accounting guide",
+        PrivacyLeakWarning,
+        stacklevel=3,
+    )
 
 
 def validate_fit_input(estimator, X, trust_group, epsilon, *, allow_inf=False, reset=True):
@@ -163,6 +183,7 @@ class MeanEstimatorMixin:
             Higher is better; 0 is a perfect estimate.
         """
         check_is_fitted(self)
+        warn_score_leak(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         estimate = getattr(self, self._estimate_attribute)
         return -float(np.mean((estimate - self._empirical_statistic(X)) ** 2))

@@ -1,5 +1,7 @@
 """Warnings and errors specific to skhybrid."""
 
+import numpy as np
+
 
 class PrivacyLeakWarning(UserWarning):
     """A computation releases information about the data beyond its stated guarantee.
@@ -39,8 +41,66 @@ class PrivacyBudgetWarning(UserWarning):
     """
 
 
+class BudgetExceededError(RuntimeError):
+    """A release would take some users past their privacy budget; nothing was charged.
+
+    Raised by :class:`skhybrid.accounting.PrivacyLedger` (and so by an estimator's
+    ``fit`` with ``ledger=``) before any noise is drawn: no user is charged and nothing
+    is released.
+
+    Attributes
+    ----------
+    n_users : int
+        How many users would exceed their budget.
+    user_id : int or str
+        The worst of them (largest epsilon over budget).
+    budget, spent, would_spend : float
+        That user's epsilon budget, spent so far, and total after the release.
+    """
+
+    def __init__(self, message, *, n_users, user_id, budget, spent, would_spend):
+        super().__init__(message)
+        self.n_users = n_users
+        self.user_id = user_id
+        self.budget = budget
+        self.spent = spent
+        self.would_spend = would_spend
+
+    @classmethod
+    def for_users(cls, ids, over, *, budget, spent, would_spend, budget_delta,
+                  would_spend_delta):
+        """The error for users ``ids[over]``, naming the one most over budget."""
+        excess = np.where(over, np.maximum(would_spend - budget, 0.0), -np.inf)
+        worst = int(np.argmax(excess))
+        n_over = int(np.count_nonzero(over))
+        detail = (
+            f"budget epsilon {float(budget[worst]):g}, spent {float(spent[worst]):g}, "
+            f"{float(would_spend[worst]):g} after this release"
+        )
+        if would_spend_delta[worst] > budget_delta[worst]:
+            detail += (f"; delta budget {float(budget_delta[worst]):g}, "
+                       f"{float(would_spend_delta[worst]):g} after this release")
+        if np.isinf(would_spend[worst]) and budget_delta[worst] == 0:
+            detail += "; a Gaussian release needs a delta budget > 0 (set_budget(ids, epsilon, delta))"
+        return cls(
+            f"this release would exceed the privacy budget of {n_over} of {len(ids)} users "
+            f"(worst: user {ids[worst]!r}, {detail}); nothing was charged or released",
+            n_users=n_over, user_id=ids[worst], budget=float(budget[worst]),
+            spent=float(spent[worst]), would_spend=float(would_spend[worst]),
+        )
+
+
+class LedgerError(RuntimeError):
+    """A privacy ledger cannot be read or written (not a ledger, corrupt, or locked).
+
+    Nothing was charged: a charge is one transaction, applied wholly or not at all.
+    """
+
+
 __all__ = [
+    "BudgetExceededError",
     "EmptyGroupWarning",
+    "LedgerError",
     "MetadataOverrideWarning",
     "PrivacyBudgetWarning",
     "PrivacyLeakWarning",

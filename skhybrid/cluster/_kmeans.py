@@ -60,12 +60,18 @@ from sklearn.base import (
     _fit_context,
 )
 from sklearn.metrics.pairwise import euclidean_distances
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController
 
 from .._group_estimates import local_report_variance, privatize_locally
-from ..base import RANDOM_STATE_CONSTRAINT, check_fit_metadata, validate_fit_input
+from ..accounting._costs import charge_dask_release, charge_release, check_user_id
+from ..base import (
+    RANDOM_STATE_CONSTRAINT,
+    check_fit_metadata,
+    validate_fit_input,
+    warn_score_leak,
+)
 from ..exceptions import EmptyGroupWarning
 from ..mechanisms import LaplaceMechanism
 from ..theory._hybrid import pwh_weight
@@ -1011,6 +1017,13 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         ``None`` draws the noise (and random initial centres) from the operating
         system's secure randomness; an int gives reproducible noise (simulations only).
 
+    ledger : PrivacyLedger, default=None
+        Charge every release to this :class:`~skhybrid.accounting.PrivacyLedger`: each
+        user pays their own privacy cost (see :doc:`/accounting`) before any noise is
+        drawn, or the fit raises :class:`~skhybrid.exceptions.BudgetExceededError` and
+        releases nothing. Needs ``user_id`` in ``fit``. Shared, never copied, by
+        ``clone`` and model selection.
+
     Attributes
     ----------
     cluster_centers_ : ndarray of shape (n_clusters, n_features)
@@ -1114,6 +1127,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         "bounds": ["array-like", None],
         "init": [StrOptions({"random"}), "array-like"],
         "random_state": RANDOM_STATE_CONSTRAINT,
+        "ledger": [HasMethods(["charge"]), None],
     }
 
     def __init__(
@@ -1126,6 +1140,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         bounds=None,
         init="random",
         random_state=None,
+        ledger=None,
     ):
         self.n_clusters = n_clusters
         self.epsilon = epsilon
@@ -1134,9 +1149,10 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         self.bounds = bounds
         self.init = init
         self.random_state = random_state
+        self.ledger = ledger
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None, *, trust_group=None, epsilon=None):
+    def fit(self, X, y=None, *, trust_group=None, epsilon=None, user_id=None):
         """Fit the private centres.
 
         Parameters
@@ -1152,6 +1168,10 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
             Per-user privacy levels; they must be equal within each trust group (the
             groups may differ). ``None`` uses the ``epsilon`` parameter.
 
+        user_id : array-like of shape (n_samples,), default=None
+            One distinct id per row (integers or strings): who the ledger charges.
+            Required with ``ledger``, ignored without it.
+
         Returns
         -------
         self : HybridKMeans
@@ -1161,6 +1181,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         # draws the central noise once. A Dask X is read chunk by chunk, never collected.
         check_fit_metadata(self, trust_group, epsilon, hybrid=self.strategy == "hybrid",
                            stacklevel=4)
+        check_user_id(self, user_id)
         in_dask = is_dask_collection(X)
         if in_dask:
             users = self._summarise_dask_input(X, trust_group, epsilon)
@@ -1175,6 +1196,10 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
             observed_range = X
         self._check_groups(users.n_tcm, users.n_lm, trust_group is not None)
         lower, upper = resolve_bounds(self.bounds, observed_range)
+        if in_dask:
+            charge_dask_release(self, user_id, trust_group, epsilon, allow_inf=False)
+        else:
+            charge_release(self, user_id, is_tcm, user_epsilon)
         rng = check_random_state(self.random_state)
         centres = self._initial_centres(lower, upper, rng)
         plan = self._plan(users, lower, upper)
@@ -1211,7 +1236,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         self._n_features_out = self.n_clusters
         return self
 
-    def fit_predict(self, X, y=None, *, trust_group=None, epsilon=None):
+    def fit_predict(self, X, y=None, *, trust_group=None, epsilon=None, user_id=None):
         """Fit, then give each row of ``X`` its nearest private centre.
 
         This is ``fit(X, ...).predict(X)``: a prediction from the private centres, not
@@ -1224,11 +1249,16 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         trust_group, epsilon : array-like of shape (n_samples,), default=None
             See :meth:`fit`.
 
+        user_id : array-like of shape (n_samples,), default=None
+            One distinct id per row (integers or strings): who the ledger charges.
+            Required with ``ledger``, ignored without it.
+
         Returns
         -------
         labels : ndarray of shape (n_samples,)
         """
-        return self.fit(X, y, trust_group=trust_group, epsilon=epsilon).predict(X)
+        return self.fit(X, y, trust_group=trust_group, epsilon=epsilon,
+                        user_id=user_id).predict(X)
 
     def predict(self, X):
         """The index of the nearest centre for each row of ``X``.
@@ -1277,6 +1307,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
             Higher is better; 0 when every row sits on a centre.
         """
         check_is_fitted(self)
+        warn_score_leak(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         return -within_cluster_sum_of_squares(X, self.cluster_centers_) / X.shape[0]
 

@@ -38,10 +38,11 @@ from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ..base import RANDOM_STATE_CONSTRAINT, check_fit_metadata
+from ..accounting._costs import charge_dask_release, charge_release, check_user_id
+from ..base import RANDOM_STATE_CONSTRAINT, check_fit_metadata, warn_score_leak
 from ..exceptions import EmptyGroupWarning
 from ..cluster._kmeans import _merge_chunk_summaries, _summarise_chunk
 from ..mechanisms import LaplaceMechanism
@@ -801,6 +802,13 @@ class BlenderHeavyHitters(BaseEstimator):
         gives reproducible noise (simulations only). Also drives the split of the
         opt-in users and, in ``fit``, the simulated clients' randomizer.
 
+    ledger : PrivacyLedger, default=None
+        Charge every release to this :class:`~skhybrid.accounting.PrivacyLedger`: each
+        user pays their own privacy cost (see :doc:`/accounting`) before any noise is
+        drawn, or the fit raises :class:`~skhybrid.exceptions.BudgetExceededError` and
+        releases nothing. Needs ``user_id`` in ``fit``. Shared, never copied, by
+        ``clone`` and model selection.
+
     Attributes
     ----------
     head_list_ : list of tuple
@@ -925,6 +933,7 @@ class BlenderHeavyHitters(BaseEstimator):
         "query_budget_fraction": [Interval(Real, 0, 1, closed="neither")],
         "project_to_simplex": ["boolean"],
         "random_state": RANDOM_STATE_CONSTRAINT,
+        "ledger": [HasMethods(["charge"]), None],
     }
 
     def __init__(
@@ -937,6 +946,7 @@ class BlenderHeavyHitters(BaseEstimator):
         query_budget_fraction=0.85,
         project_to_simplex=True,
         random_state=None,
+        ledger=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -945,9 +955,10 @@ class BlenderHeavyHitters(BaseEstimator):
         self.query_budget_fraction = query_budget_fraction
         self.project_to_simplex = project_to_simplex
         self.random_state = random_state
+        self.ledger = ledger
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None, *, trust_group=None, epsilon=None):
+    def fit(self, X, y=None, *, trust_group=None, epsilon=None, user_id=None):
         """Build the private head list and estimate its records' probabilities.
 
         Parameters
@@ -964,11 +975,16 @@ class BlenderHeavyHitters(BaseEstimator):
             Per-user privacy levels, one value for the opt-in users and one for the
             clients. ``None`` uses the ``epsilon`` parameter.
 
+        user_id : array-like of shape (n_samples,), default=None
+            One distinct id per row (integers or strings): who the ledger charges.
+            Required with ``ledger``, ignored without it.
+
         Returns
         -------
         self : BlenderHeavyHitters
         """
         check_fit_metadata(self, trust_group, epsilon, hybrid=True, stacklevel=4)
+        check_user_id(self, user_id)
         self.__dict__.pop("_head_labels", None)
         vocabularies = None  # each column's labels, when the records are labels (secret)
         # Two reductions over chunks of users (an in-memory X is one chunk): the record
@@ -978,6 +994,7 @@ class BlenderHeavyHitters(BaseEstimator):
             n_optin_per_chunk, n_clients, epsilon_optin, epsilon_client = (
                 self._summarise_dask_input(X, trust_group, epsilon)
             )
+            charge_dask_release(self, user_id, trust_group, epsilon, allow_inf=False)
 
             def reduce(function, generators):
                 return map_chunks(function, X, generators=generators, trust_group=trust_group)
@@ -991,6 +1008,7 @@ class BlenderHeavyHitters(BaseEstimator):
             )
             n_optin_per_chunk = [int(np.count_nonzero(is_optin))]
             n_clients = X.shape[0] - n_optin_per_chunk[0]
+            charge_release(self, user_id, is_optin, user_epsilon)
 
             def reduce(function, generators):
                 return [function(X, is_optin, offset=0, rng=generators[0])]
@@ -1119,6 +1137,7 @@ class BlenderHeavyHitters(BaseEstimator):
             reads ``X`` exactly.
         """
         check_is_fitted(self)
+        warn_score_leak(self)
         X, vocabularies = self._validate_records(X, reset=False)
         if not self.head_list_:
             return 0.0

@@ -4,7 +4,7 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _num_samples
 
 from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin
@@ -82,6 +82,13 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
     random_state : None, int or numpy.random.Generator, default=None
         ``None`` uses the operating system's secure randomness.
 
+    ledger : PrivacyLedger, default=None
+        Charge every release to this :class:`~skhybrid.accounting.PrivacyLedger`: each
+        user pays their own privacy cost (see :doc:`/accounting`) before any noise is
+        drawn, or the fit raises :class:`~skhybrid.exceptions.BudgetExceededError` and
+        releases nothing. Needs ``user_id`` in ``fit``. Shared, never copied, by
+        ``clone`` and model selection.
+
     Attributes
     ----------
     mean_ : ndarray of shape (n_features,)
@@ -147,6 +154,7 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
         "local_reports": ["boolean"],
         "clamp": ["boolean"],
         "random_state": RANDOM_STATE_CONSTRAINT,
+        "ledger": [HasMethods(["charge"]), None],
     }
 
     def __init__(
@@ -160,6 +168,7 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
         local_reports=False,
         clamp=False,
         random_state=None,
+        ledger=None,
     ):
         self.epsilon = epsilon
         self.bounds = bounds
@@ -169,9 +178,10 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
         self.local_reports = local_reports
         self.clamp = clamp
         self.random_state = random_state
+        self.ledger = ledger
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None, *, trust_group=None, epsilon=None):
+    def fit(self, X, y=None, *, trust_group=None, epsilon=None, user_id=None):
         """Fit the private mean.
 
         Parameters
@@ -186,16 +196,20 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
             Per-user privacy levels, > 0; ``np.inf`` marks public users (no noise on
             their account). ``None`` gives everyone the ``epsilon`` parameter.
 
+        user_id : array-like of shape (n_samples,), default=None
+            One distinct id per row (integers or strings): who the ledger charges.
+            Required with ``ledger``, ignored without it.
+
         Returns
         -------
         self : ADPMEstimator
         """
-        self._fit_statistics(X, trust_group, epsilon)
+        self._fit_statistics(X, trust_group, epsilon, user_id)
         self.weights_ = self._user_weights(X, trust_group, epsilon)
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y=None, *, trust_group=None, epsilon=None):
+    def partial_fit(self, X, y=None, *, trust_group=None, epsilon=None, user_id=None):
         """Add a chunk of users; the estimate is released when ``mean_`` is next read.
 
         The counts and value sums per privacy level accumulate over calls; the weights
@@ -210,12 +224,16 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
         X, y, trust_group, epsilon
             As in :meth:`fit`, for the new users only.
 
+        user_id : array-like of shape (n_samples,), default=None
+            One distinct id per row (integers or strings): who the ledger charges.
+            Required with ``ledger``, ignored without it.
+
         Returns
         -------
         self : ADPMEstimator
         """
         self.__dict__.pop("weights_", None)
-        return self._partial_fit_statistics(X, trust_group, epsilon)
+        return self._partial_fit_statistics(X, trust_group, epsilon, user_id)
 
     # -- sufficient statistics and the release (see _statistics.StatisticsFitMixin) -------
 

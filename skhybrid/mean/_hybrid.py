@@ -6,7 +6,7 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from .._group_estimates import (
     MECHANISMS,
@@ -129,6 +129,13 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
         ``None`` draws noise from the operating system's secure randomness; an int
         gives reproducible noise (simulations only).
 
+    ledger : PrivacyLedger, default=None
+        Charge every release to this :class:`~skhybrid.accounting.PrivacyLedger`: each
+        user pays their own privacy cost (see :doc:`/accounting`) before any noise is
+        drawn, or the fit raises :class:`~skhybrid.exceptions.BudgetExceededError` and
+        releases nothing. Needs ``user_id`` in ``fit``. Shared, never copied, by
+        ``clone`` and model selection.
+
     Attributes
     ----------
     mean_ : ndarray of shape (n_features,)
@@ -194,6 +201,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
         "local_reports": ["boolean"],
         "clamp": ["boolean"],
         "random_state": RANDOM_STATE_CONSTRAINT,
+        "ledger": [HasMethods(["charge"]), None],
     }
 
     def __init__(
@@ -208,6 +216,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
         local_reports=False,
         clamp=False,
         random_state=None,
+        ledger=None,
     ):
         self.strategy = strategy
         self.epsilon = epsilon
@@ -218,9 +227,10 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
         self.local_reports = local_reports
         self.clamp = clamp
         self.random_state = random_state
+        self.ledger = ledger
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None, *, trust_group=None, epsilon=None):
+    def fit(self, X, y=None, *, trust_group=None, epsilon=None, user_id=None):
         """Fit the private mean.
 
         Parameters
@@ -237,15 +247,19 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
             Per-user privacy levels; they must be equal within each trust group (the
             groups may differ). ``None`` uses the ``epsilon`` parameter.
 
+        user_id : array-like of shape (n_samples,), default=None
+            One distinct id per row (integers or strings): who the ledger charges.
+            Required with ``ledger``, ignored without it.
+
         Returns
         -------
         self : HybridMeanEstimator
         """
         self._check_mechanism()
-        return self._fit_statistics(X, trust_group, epsilon)
+        return self._fit_statistics(X, trust_group, epsilon, user_id)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y=None, *, trust_group=None, epsilon=None):
+    def partial_fit(self, X, y=None, *, trust_group=None, epsilon=None, user_id=None):
         """Add a chunk of users; the estimate is released when ``mean_`` is next read.
 
         The groups' counts and sums accumulate over calls; no noise is drawn here
@@ -262,12 +276,16 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
         X, y, trust_group, epsilon
             As in :meth:`fit`, for the new users only.
 
+        user_id : array-like of shape (n_samples,), default=None
+            One distinct id per row (integers or strings): who the ledger charges.
+            Required with ``ledger``, ignored without it.
+
         Returns
         -------
         self : HybridMeanEstimator
         """
         self._check_mechanism()
-        return self._partial_fit_statistics(X, trust_group, epsilon)
+        return self._partial_fit_statistics(X, trust_group, epsilon, user_id)
 
     # -- private helpers ------------------------------------------------------------------
 

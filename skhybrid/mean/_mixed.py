@@ -10,9 +10,10 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import HasMethods, Interval
 
 from .._group_estimates import central_group_mean
+from ..accounting._costs import charge_release, check_user_id
 from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, check_fit_metadata
 from ..mechanisms import ExponentialMechanism
 from ..theory._mixed import (
@@ -62,10 +63,11 @@ class _EpsilonGroups:
         return self.values[start : start + self.sizes[group]]
 
 
-def _group_by_epsilon(estimator, X, trust_group, epsilon):
+def _group_by_epsilon(estimator, X, trust_group, epsilon, user_id):
     values, user_epsilon, lower, upper, variance = _validate_curator_fit(
         estimator, X, trust_group, epsilon
     )
+    charge_release(estimator, user_id, np.ones(user_epsilon.shape[0], dtype=bool), user_epsilon)
     epsilons, group_index, sizes = np.unique(
         user_epsilon, return_inverse=True, return_counts=True
     )
@@ -102,9 +104,10 @@ class _BaseMixedEstimator(BaseEstimator):
         "bounds": ["array-like", None],
         "variance": [Interval(Real, 0, None, closed="left"), "array-like", None],
         "random_state": RANDOM_STATE_CONSTRAINT,
+        "ledger": [HasMethods(["charge"]), None],
     }
 
-    def _fit_mixture(self, X, trust_group, epsilon):
+    def _fit_mixture(self, X, trust_group, epsilon, user_id=None):
         """Fit the per-group estimates and their mixture.
 
         Returns
@@ -113,7 +116,7 @@ class _BaseMixedEstimator(BaseEstimator):
         groups : _EpsilonGroups
         weights : ndarray of shape (n_features, n_groups)
         """
-        groups = _group_by_epsilon(self, X, trust_group, epsilon)
+        groups = _group_by_epsilon(self, X, trust_group, epsilon, user_id)
         rng = check_random_state(self.random_state)
         estimates = np.array([
             self._group_estimate(groups, group, rng) for group in range(groups.sizes.size)
@@ -157,6 +160,13 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
     random_state : None, int or numpy.random.Generator, default=None
         ``None`` draws noise from the operating system's secure randomness; an int
         gives reproducible noise (simulations only).
+
+    ledger : PrivacyLedger, default=None
+        Charge every release to this :class:`~skhybrid.accounting.PrivacyLedger`: each
+        user pays their own privacy cost (see :doc:`/accounting`) before any noise is
+        drawn, or the fit raises :class:`~skhybrid.exceptions.BudgetExceededError` and
+        releases nothing. Needs ``user_id`` in ``fit``. Shared, never copied, by
+        ``clone`` and model selection.
 
     Attributes
     ----------
@@ -224,16 +234,18 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
     }
 
     def __init__(
-        self, *, epsilon=1.0, bounds=None, variance=None, clamp=False, random_state=None
+        self, *, epsilon=1.0, bounds=None, variance=None, clamp=False, random_state=None,
+        ledger=None,
     ):
         self.epsilon = epsilon
         self.bounds = bounds
         self.variance = variance
         self.clamp = clamp
         self.random_state = random_state
+        self.ledger = ledger
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None, *, trust_group=None, epsilon=None):
+    def fit(self, X, y=None, *, trust_group=None, epsilon=None, user_id=None):
         """Fit the private mean.
 
         Parameters
@@ -248,14 +260,22 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
             Per-user privacy levels, > 0; ``np.inf`` marks public users. ``None``
             gives everyone the ``epsilon`` parameter.
 
+        user_id : array-like of shape (n_samples,), default=None
+            One distinct id per row (integers or strings): who the ledger charges.
+            Required with ``ledger``, ignored without it.
+
+        user_id : array-like of shape (n_samples,), default=None
+            One distinct id per row (integers or strings): who the ledger charges.
+            Required with ``ledger``, ignored without it.
+
         Returns
         -------
         self : MixedMeanEstimator
         """
-        return self._fit_statistics(X, trust_group, epsilon)
+        return self._fit_statistics(X, trust_group, epsilon, user_id)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y=None, *, trust_group=None, epsilon=None):
+    def partial_fit(self, X, y=None, *, trust_group=None, epsilon=None, user_id=None):
         """Add a chunk of users; the estimate is released when ``mean_`` is next read.
 
         The counts and clipped sums per privacy level accumulate over calls; the first
@@ -269,11 +289,15 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
         X, y, trust_group, epsilon
             As in :meth:`fit`, for the new users only.
 
+        user_id : array-like of shape (n_samples,), default=None
+            One distinct id per row (integers or strings): who the ledger charges.
+            Required with ``ledger``, ignored without it.
+
         Returns
         -------
         self : MixedMeanEstimator
         """
-        return self._partial_fit_statistics(X, trust_group, epsilon)
+        return self._partial_fit_statistics(X, trust_group, epsilon, user_id)
 
     # -- sufficient statistics and the release (see _statistics.StatisticsFitMixin) -------
 
@@ -349,6 +373,13 @@ class MixedQuantileEstimator(MeanEstimatorMixin, _BaseMixedEstimator):
         ``None`` draws from the operating system's secure randomness; an int gives
         reproducible results (simulations only).
 
+    ledger : PrivacyLedger, default=None
+        Charge every release to this :class:`~skhybrid.accounting.PrivacyLedger`: each
+        user pays their own privacy cost (see :doc:`/accounting`) before any noise is
+        drawn, or the fit raises :class:`~skhybrid.exceptions.BudgetExceededError` and
+        releases nothing. Needs ``user_id`` in ``fit``. Shared, never copied, by
+        ``clone`` and model selection.
+
     Attributes
     ----------
     quantile_ : ndarray of shape (n_features,)
@@ -410,15 +441,19 @@ class MixedQuantileEstimator(MeanEstimatorMixin, _BaseMixedEstimator):
     }
     _mixing_weights = staticmethod(mixed_quantile_weights)
 
-    def __init__(self, quantile=0.5, *, epsilon=1.0, bounds=None, variance=None, random_state=None):
+    def __init__(
+        self, quantile=0.5, *, epsilon=1.0, bounds=None, variance=None, random_state=None,
+        ledger=None,
+    ):
         self.quantile = quantile
         self.epsilon = epsilon
         self.bounds = bounds
         self.variance = variance
         self.random_state = random_state
+        self.ledger = ledger
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None, *, trust_group=None, epsilon=None):
+    def fit(self, X, y=None, *, trust_group=None, epsilon=None, user_id=None):
         """Fit the private quantile.
 
         Parameters
@@ -437,7 +472,8 @@ class MixedQuantileEstimator(MeanEstimatorMixin, _BaseMixedEstimator):
         self : MixedQuantileEstimator
         """
         check_fit_metadata(self, trust_group, epsilon, hybrid=False, stacklevel=4)
-        self.quantile_, _, _ = self._fit_mixture(X, trust_group, epsilon)
+        check_user_id(self, user_id)
+        self.quantile_, _, _ = self._fit_mixture(X, trust_group, epsilon, user_id)
         return self
 
     _estimate_attribute = "quantile_"

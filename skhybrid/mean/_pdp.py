@@ -5,9 +5,10 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from .._group_estimates import central_group_mean
+from ..accounting._costs import charge_dask_release, charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
     MeanEstimatorMixin,
@@ -182,6 +183,13 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         ``None`` draws the sampling coins and the noise from the operating system's
         secure randomness; an int gives reproducible results (simulations only).
 
+    ledger : PrivacyLedger, default=None
+        Charge every release to this :class:`~skhybrid.accounting.PrivacyLedger`: each
+        user pays their own privacy cost (see :doc:`/accounting`) before any noise is
+        drawn, or the fit raises :class:`~skhybrid.exceptions.BudgetExceededError` and
+        releases nothing. Needs ``user_id`` in ``fit``. Shared, never copied, by
+        ``clone`` and model selection.
+
     Attributes
     ----------
     mean_ : ndarray of shape (n_features,)
@@ -282,6 +290,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         "variance": [Interval(Real, 0, None, closed="left"), "array-like", None],
         "clamp": ["boolean"],
         "random_state": RANDOM_STATE_CONSTRAINT,
+        "ledger": [HasMethods(["charge"]), None],
     }
 
     def __init__(
@@ -293,6 +302,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         variance=None,
         clamp=False,
         random_state=None,
+        ledger=None,
     ):
         self.threshold = threshold
         self.epsilon = epsilon
@@ -300,9 +310,10 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         self.variance = variance
         self.clamp = clamp
         self.random_state = random_state
+        self.ledger = ledger
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None, *, trust_group=None, epsilon=None):
+    def fit(self, X, y=None, *, trust_group=None, epsilon=None, user_id=None):
         """Fit the private mean.
 
         Parameters
@@ -318,18 +329,26 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
             Per-user privacy levels, > 0; ``np.inf`` marks public users. ``None``
             gives everyone the ``epsilon`` parameter.
 
+        user_id : array-like of shape (n_samples,), default=None
+            One distinct id per row (integers or strings): who the ledger charges.
+            Required with ``ledger``, ignored without it.
+
         Returns
         -------
         self : PDPSampleEstimator
         """
         check_fit_metadata(self, trust_group, epsilon, hybrid=False, stacklevel=4)
+        check_user_id(self, user_id)
         if any_dask(X, trust_group, epsilon):
-            return self._fit_dask(X, trust_group, epsilon)
+            return self._fit_dask(X, trust_group, epsilon, user_id)
         values, user_epsilon, lower, upper, variance = _validate_curator_fit(
             self, X, trust_group, epsilon
         )
         data_range = float(np.sum(upper - lower))
         threshold, probability = self._sampling(user_epsilon, data_range, variance)
+        # Each user pays min(epsilon_i, t), what sampling guarantees them; before the coins.
+        charge_release(self, user_id, np.ones(user_epsilon.shape[0], dtype=bool), user_epsilon,
+                       threshold=threshold)
         rng = check_random_state(self.random_state)
         kept_sum = _kept_sum(values, probability, lower, upper, rng)
         self.sampling_probability_ = probability
@@ -375,7 +394,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
             dtype=np.float64,
         )
 
-    def _fit_dask(self, X, trust_group, epsilon):
+    def _fit_dask(self, X, trust_group, epsilon, user_id):
         """Two reductions: the epsilon levels' counts (public), then the kept users' sum.
 
         Each chunk draws its users' coins with its own child generator; only the level
@@ -395,6 +414,8 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         user_epsilon = np.repeat(levels.epsilons, levels.counts)
         threshold, _ = self._sampling(user_epsilon, data_range, variance)
         level_probability = sample_mechanism_probabilities(levels.epsilons, threshold)
+        charge_dask_release(self, user_id, trust_group, epsilon, allow_inf=True,
+                            threshold=threshold)
         rng = check_random_state(self.random_state)
         task = functools.partial(
             _chunk_kept_sum, validate=validate, levels=levels,

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils.validation import check_array
 
+from ..accounting._costs import charge_dask_release, charge_release, check_user_id
 from ..base import check_fit_metadata, clamp_estimate, validate_fit_input
 from ..exceptions import PrivacyBudgetWarning, PrivacyLeakWarning
 from ..utils._dask import (
@@ -262,6 +263,9 @@ class StreamState:
         Releases made from this stream so far.
     pending : bool
         True when data arrived after the last release.
+    users : list of (ids, is_tcm, epsilon)
+        With a ledger, each chunk's user ids and validated metadata: every release
+        charges all of the stream's users.
     """
 
     def __init__(self, statistics, context, rng):
@@ -270,7 +274,22 @@ class StreamState:
         self.rng = rng
         self.n_releases = 0
         self.pending = True
+        self.users = []
         self.lock = threading.Lock()
+
+    def add_users(self, user_id, is_tcm, epsilon):
+        """Remember a chunk's users, for the ledger charges of later releases."""
+        ids = np.asarray(getattr(user_id, "to_numpy", lambda: user_id)())
+        if ids.ndim != 1 or ids.shape[0] != is_tcm.shape[0]:
+            raise ValueError(
+                f"user_id must have one id per row of X ({is_tcm.shape[0]}); "
+                f"got shape {ids.shape}"
+            )
+        self.users.append((ids, is_tcm, np.broadcast_to(epsilon, is_tcm.shape)))
+
+    def all_users(self):
+        """Every user of the stream so far: ids, is_tcm, epsilon."""
+        return tuple(np.concatenate(column) for column in zip(*self.users))
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -347,34 +366,67 @@ class StatisticsFitMixin:
             )
         return super().__getstate__()
 
-    def _fit_statistics(self, X, trust_group, epsilon):
-        """The body of ``fit``: statistics of every row, then one release; nothing kept."""
+    def _fit_statistics(self, X, trust_group, epsilon, user_id=None):
+        """The body of ``fit``: statistics of every row, then one release; nothing kept.
+
+        With a ledger, the users are charged once the input is validated, before any
+        noise (the lm users' simulated reports included) is drawn.
+        """
         # user <- fit's validation wrapper <- fit <- here <- check_fit_metadata
         check_fit_metadata(self, trust_group, epsilon, hybrid=self._is_hybrid_fit(),
                            stacklevel=5)
+        check_user_id(self, user_id)
         self.discard_stream()
         rng = check_random_state(self.random_state)
-        statistics, context = self._statistics(X, trust_group, epsilon, rng, reset=True)
+
+        def charge(is_tcm, levels):
+            charge_release(self, user_id, is_tcm, levels)
+
+        def charge_dask():
+            charge_dask_release(self, user_id, trust_group, epsilon, allow_inf=self._allow_inf)
+
+        statistics, context = self._statistics(X, trust_group, epsilon, rng, reset=True,
+                                               users=(charge, charge_dask))
         estimate = self._release(statistics, context, rng, trust_group is not None)
         self._estimate = clamp_estimate(self, estimate, context["lower"], context["upper"])
         return self
 
-    def _partial_fit_statistics(self, X, trust_group, epsilon):
-        """The body of ``partial_fit``: add a chunk's statistics; the release waits."""
+    def _partial_fit_statistics(self, X, trust_group, epsilon, user_id=None):
+        """The body of ``partial_fit``: add a chunk's statistics; the release waits.
+
+        With a ledger, the chunk's users are remembered and each release charges every
+        user of the stream so far.
+        """
         check_fit_metadata(self, trust_group, epsilon, hybrid=self._is_hybrid_fit(),
                            stacklevel=5)
+        check_user_id(self, user_id)
+        if self.ledger is not None and any_dask(X, trust_group, epsilon, user_id):
+            raise TypeError("partial_fit with a ledger takes numpy chunks, not Dask collections")
+        chunk_users = []
+
+        def remember(is_tcm, levels):
+            if self.ledger is not None:
+                chunk_users.append((user_id, is_tcm, levels))
+
+        users = (remember, None)
         stream = self.__dict__.get("_stream")
         if stream is None:
             # bounds=None takes the first chunk's range (with a PrivacyLeakWarning) and
             # clips later chunks to it.
             rng = check_random_state(self.random_state)
-            statistics, context = self._statistics(X, trust_group, epsilon, rng, reset=True)
-            self._stream = StreamState(statistics, context, rng)
+            statistics, context = self._statistics(X, trust_group, epsilon, rng, reset=True,
+                                                   users=users)
+            stream = StreamState(statistics, context, rng)
+            for chunk in chunk_users:
+                stream.add_users(*chunk)
+            self._stream = stream
             return self
         statistics, _ = self._statistics(X, trust_group, epsilon, stream.rng, reset=False,
-                                         context=stream.context)
+                                         context=stream.context, users=users)
         with stream.lock:
             stream.statistics = stream.statistics + statistics
+            for chunk in chunk_users:
+                stream.add_users(*chunk)
             stream.pending = True
         return self
 
@@ -387,20 +439,25 @@ class StatisticsFitMixin:
                 PrivacyBudgetWarning,
                 stacklevel=4,
             )
+        if stream.users:
+            charge_release(self, *stream.all_users())
         estimate = self._release(stream.statistics, stream.context, stream.rng, False)
         self._estimate = clamp_estimate(self, estimate, stream.context["lower"],
                                         stream.context["upper"])
         stream.n_releases += 1
         stream.pending = False
 
-    def _statistics(self, X, trust_group, epsilon, rng, *, reset, context=None):
+    def _statistics(self, X, trust_group, epsilon, rng, *, reset, context=None, users):
         """Statistics of ``X`` (numpy or Dask) and the public context of the fit.
 
-        ``context`` is the stream's, when ``reset`` is False.
+        ``context`` is the stream's, when ``reset`` is False. ``users`` is a pair of
+        callbacks run after validation and before any randomness: the first gets the
+        validated ``(is_tcm, levels)`` of numpy input, the second (no argument) is run
+        for Dask input.
         """
         if any_dask(X, trust_group, epsilon):
             return self._dask_statistics(X, trust_group, epsilon, rng, reset=reset,
-                                         context=context)
+                                         context=context, users=users[1])
         X, is_tcm, levels = validate_fit_input(
             self, X, trust_group, epsilon, allow_inf=self._allow_inf, reset=reset
         )
@@ -413,9 +470,10 @@ class StatisticsFitMixin:
                 )
             lower, upper = resolve_bounds(self.bounds, raw, stacklevel=6)
             context = self._public_context(lower, upper)
+        users[0](is_tcm, levels)
         return self._chunk_statistics(X, is_tcm, levels, context, rng), context
 
-    def _dask_statistics(self, X, trust_group, epsilon, rng, *, reset, context=None):
+    def _dask_statistics(self, X, trust_group, epsilon, rng, *, reset, context=None, users):
         if not is_dask_collection(X):
             raise TypeError(
                 "X must be a Dask array or DataFrame when the metadata are Dask collections; "
@@ -435,6 +493,8 @@ class StatisticsFitMixin:
                 )
             lower, upper = dask_bounds(self.bounds, extremes, self.n_features_in_, stacklevel=8)
             context = self._public_context(lower, upper)
+        if users is not None:
+            users()
         task = functools.partial(_chunk_task, self, context, validate=validate)
         parts = map_chunks(task, X, generators=chunk_generators(rng, n_chunks(X)), **metadata)
         return functools.reduce(lambda total, part: total + part, parts), context
