@@ -1,4 +1,4 @@
-"""The ``skhybrid`` command line (also ``python -m skhybrid``): demo, estimate, reproduce."""
+"""The ``skhybrid`` command line (also ``python -m skhybrid``): demo, estimate, ledger, reproduce."""
 
 import argparse
 import csv
@@ -364,15 +364,22 @@ def _estimate(args):
     trust_group = None
     if args.trust is not None:
         trust_group = _trust_groups(table.column(args.trust, "--trust"), args.trust, table)
+    from .exceptions import BudgetExceededError, LedgerError
+
     epsilon_parameter, user_epsilon = _epsilon(args.epsilon, table)
+    ledger, user_id = _ledger_and_ids(args, table)
 
     estimator = method.build(
         epsilon=epsilon_parameter, bounds=(lower, upper), variance=args.variance,
         random_state=args.seed, clamp=args.clamp,
-    )
+    ).set_params(ledger=ledger)
     try:
-        estimator.fit(X.reshape(-1, 1), trust_group=trust_group, epsilon=user_epsilon)
-    except ValueError as error:  # the estimator's own checks of the metadata
+        estimator.fit(X.reshape(-1, 1), trust_group=trust_group, epsilon=user_epsilon,
+                      user_id=user_id)
+    except (BudgetExceededError, LedgerError, KeyError) as error:
+        message = error.args[0] if isinstance(error, KeyError) else str(error)
+        raise _CommandError(f"--ledger {args.ledger}: refused: {message}") from None
+    except (ValueError, TypeError) as error:  # the estimator's own checks of the metadata
         raise _CommandError(
             f"--estimator {args.estimator}: "
             f"{_in_user_words(str(error), estimator, args.estimator, table)}"
@@ -392,6 +399,7 @@ def _estimate(args):
         "epsilon_column": args.epsilon if user_epsilon is not None else None,
         "bounds": [lower, upper],
         "seeded": args.seed is not None,
+        "ledger": args.ledger,
     }
     if args.json:
         print(json.dumps(report))
@@ -404,6 +412,70 @@ def _estimate(args):
     print(f"estimate:      {report['estimate']:.6g}  (private mean of column {args.value!r})")
     print(f"expected RMSE: {report['expected_rmse']:.6g}  (analytic, against the data's mean)")
     print(_noise_line(args.seed))
+    if ledger is not None:
+        release = ledger.history()[-1]
+        print(f"ledger:        {release['n_users']:,} users charged in {args.ledger}; "
+              f"see 'skhybrid ledger {args.ledger}'")
+    return 0
+
+
+def _ledger_and_ids(args, table):
+    """The ledger of ``--ledger`` and the ids of ``--user-id`` (both or neither)."""
+    from .accounting import PrivacyLedger
+    from .exceptions import LedgerError
+
+    if args.ledger is None:
+        if args.user_id is not None or args.default_budget is not None:
+            given = "--user-id" if args.user_id is not None else "--default-budget"
+            raise _CommandError(f"{given} needs --ledger FILE (the ledger to charge)")
+        return None, None
+    if args.user_id is None:
+        raise _CommandError(
+            "--ledger needs --user-id COL: the column of user ids the ledger charges "
+            "(row positions are not identities)"
+        )
+    ids = table.column(args.user_id, "--user-id")
+    # Ids that are all integers are read as integers (as pandas would), else as text.
+    if all(re.fullmatch(r"[+-]?\d+", value.strip()) for value in ids):
+        ids = [int(value) for value in ids]
+    try:
+        ledger = PrivacyLedger(args.ledger, default_budget=args.default_budget)
+    except (LedgerError, ValueError) as error:
+        raise _CommandError(f"--ledger {args.ledger}: {error}") from None
+    return ledger, np.array(ids, dtype=object)
+
+
+def _ledger(args):
+    """``skhybrid ledger FILE``: a summary of a ledger file."""
+    from .accounting import PrivacyLedger
+    from .exceptions import LedgerError
+
+    if not os.path.exists(args.file):
+        raise _CommandError(f"no ledger at {args.file}")
+    try:
+        summary = PrivacyLedger(args.file).summary(n_releases=args.releases)
+    except LedgerError as error:
+        raise _CommandError(str(error)) from None
+    if args.json:
+        summary["spent_quantiles"] = {str(q): v for q, v in summary["spent_quantiles"].items()}
+        print(json.dumps(summary))
+        return 0
+    quantiles = summary["spent_quantiles"]
+    print(f"ledger:        {args.file}")
+    print(f"users:         {summary['n_users']:,}, of whom {summary['n_exhausted']:,} have "
+          "exhausted their budget")
+    print("epsilon spent: " + ", ".join(
+        f"{label} {quantiles[q]:.4g}" for label, q in
+        (("min", 0.0), ("median", 0.5), ("90%", 0.9), ("max", 1.0))))
+    print(f"releases:      {summary['n_releases']:,}")
+    for release in summary["last_releases"]:
+        levels = ", ".join(
+            f"{level['n_users']:,} at epsilon {level['epsilon']:g}"
+            + (f" delta {level['delta']:g}" if level["delta"] else "")
+            + (f" noise multiplier {level['noise_multiplier']:.4g}"
+               if level["noise_multiplier"] else "")
+            for level in release["levels"]) or "nobody charged"
+        print(f"  {release['time']}  {release['estimator']} ({release['mechanism']}): {levels}")
     return 0
 
 
@@ -480,6 +552,9 @@ examples:
   skhybrid demo --output results
   skhybrid estimate salaries.csv --value salary --trust group --epsilon 1 \\
       --bounds 0 2349033 --estimator kvh --json
+  skhybrid estimate salaries.csv --value salary --trust group --epsilon 1 \\
+      --bounds 0 2349033 --ledger budget.sqlite --user-id id --default-budget 3
+  skhybrid ledger budget.sqlite
   skhybrid reproduce --list
   skhybrid reproduce avent-figure2 --quick --output figures"""
 
@@ -583,7 +658,30 @@ def _build_parser():
     estimate.add_argument("--seed", type=_seed, default=None, metavar="N",
                           help="seed of the privacy noise (simulations and tests only); "
                                "default: the operating system's secure randomness")
+    estimate.add_argument("--ledger", metavar="FILE", default=None,
+                          help="charge each user's privacy cost to this ledger file (created "
+                               "if absent) before any noise is drawn; refuses, releasing "
+                               "nothing, when a user's budget would be exceeded")
+    estimate.add_argument("--user-id", metavar="COL", default=None,
+                          help="the column of user ids the ledger charges (with --ledger)")
+    estimate.add_argument("--default-budget", type=float, metavar="EPS", default=None,
+                          help="epsilon budget of users new to the ledger (stored in it)")
     estimate.set_defaults(handler=_estimate)
+
+    ledger = commands.add_parser(
+        "ledger", formatter_class=formatter,
+        help="summarise a privacy ledger file",
+        description=(
+            "Summarise a privacy ledger written by 'skhybrid estimate --ledger' or\n"
+            "skhybrid.accounting.PrivacyLedger: users, epsilon spent (quantiles), users\n"
+            "with an exhausted budget, and the latest releases."
+        ),
+    )
+    ledger.add_argument("file", metavar="FILE", help="the ledger file")
+    ledger.add_argument("--releases", type=_seed, default=5, metavar="N",
+                        help="how many of the latest releases to list (default: 5)")
+    ledger.add_argument("--json", action="store_true", help="print one JSON object")
+    ledger.set_defaults(handler=_ledger)
 
     reproduce = commands.add_parser(
         "reproduce", formatter_class=formatter,

@@ -61,7 +61,8 @@ def users_csv(tmp_path_factory):
 HELP = {
     "demo": ["--output", "--epsilon", "--tcm-fraction", "--seed", "SYNTHETIC", "skhybrid[plot]"],
     "estimate": ["--value", "--trust", "--epsilon", "--bounds", "--estimator", "--variance",
-                 "--json", "--seed", *ESTIMATE_NAMES],
+                 "--json", "--seed", "--ledger", "--user-id", "--default-budget", *ESTIMATE_NAMES],
+    "ledger": ["FILE", "--releases", "--json"],
     "reproduce": ["--list", "--quick", "--output", "--seed", "--no-progress", "all"],
 }
 
@@ -392,3 +393,70 @@ def test_estimate_clamp_keeps_the_estimate_within_the_bounds(tmp_path, capsys):
                               epsilon="0.001", estimator="tcm_only")
         assert main(args) == 0
         assert 0 <= json.loads(capsys.readouterr().out)["estimate"] <= 100
+
+
+# -- the privacy ledger: estimate --ledger and the ledger command ---------------------------
+
+
+def _ledger_csv(tmp_path):
+    path = tmp_path / "users.csv"
+    path.write_text("id,salary,group\n" + "".join(
+        f"{i},{10 * i},{'tcm' if i % 2 else 'lm'}\n" for i in range(1, 9)))
+    return path
+
+
+def _estimate_with_ledger(path, ledger, *extra):
+    return main(["estimate", str(path), "--value", "salary", "--trust", "group", "--epsilon",
+                 "1", "--bounds", "0", "100", "--estimator", "kvh", "--ledger", str(ledger),
+                 "--user-id", "id", *extra])
+
+
+def test_estimate_charges_the_ledger_and_refuses_when_a_budget_is_spent(tmp_path, capsys):
+    from skhybrid.accounting import PrivacyLedger
+
+    path, ledger = _ledger_csv(tmp_path), tmp_path / "budget.sqlite"
+    assert _estimate_with_ledger(path, ledger, "--default-budget", "2") == 0
+    assert "8 users charged" in capsys.readouterr().out
+    assert _estimate_with_ledger(path, ledger) == 0
+    capsys.readouterr()
+    assert _estimate_with_ledger(path, ledger) == 2
+    err = capsys.readouterr().err
+    assert "refused: this release would exceed the privacy budget of 8 of 8 users" in err
+    # Integer-looking ids are integers, as the library's own callers would pass them.
+    np.testing.assert_array_equal(PrivacyLedger(ledger).spent(np.arange(1, 9)), np.full(8, 2.0))
+
+
+def test_ledger_command_summarises_users_spends_and_releases(tmp_path, capsys):
+    path, ledger = _ledger_csv(tmp_path), tmp_path / "budget.sqlite"
+    _estimate_with_ledger(path, ledger, "--default-budget", "4")
+    _estimate_with_ledger(path, ledger)
+    capsys.readouterr()
+    assert main(["ledger", str(ledger)]) == 0
+    out = capsys.readouterr().out
+    assert "users:         8, of whom 0 have exhausted their budget" in out
+    assert "epsilon spent: min 2, median 2, 90% 2, max 2" in out
+    assert out.count("HybridMeanEstimator (laplace): 8 at epsilon 1") == 2
+    assert main(["ledger", str(ledger), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["n_users"] == 8 and summary["n_releases"] == 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--ledger", "L"], "--ledger needs --user-id COL"),
+    (["--user-id", "id"], "--user-id needs --ledger FILE"),
+    (["--ledger", "L", "--user-id", "nope"], "--user-id"),
+])
+def test_estimate_ledger_options_are_checked(tmp_path, capsys, args, message):
+    path = _ledger_csv(tmp_path)
+    status = main(["estimate", str(path), "--value", "salary", "--epsilon", "1", "--bounds",
+                   "0", "100", "--estimator", "tcm_only",
+                   *[str(tmp_path / a) if a == "L" else a for a in args]])
+    assert status == 2 and message in capsys.readouterr().err
+
+
+def test_ledger_command_refuses_a_file_that_is_not_a_ledger(tmp_path, capsys):
+    path = _ledger_csv(tmp_path)
+    assert main(["ledger", str(path)]) == 2
+    assert "file is not a database" in capsys.readouterr().err
+    assert main(["ledger", str(tmp_path / "absent.sqlite")]) == 2
+    assert "no ledger at" in capsys.readouterr().err
