@@ -113,7 +113,7 @@ class PrivacyLedger:
     Each user (keyed by an id: integers or strings, one kind per ledger) has a budget
     ``(epsilon, delta)`` and running totals of what the releases they took part in
     cost them. An estimator given ``ledger=`` charges each user of a release their own
-    cost (see :doc:`/accounting`) in one transaction, before any noise is drawn: if any
+    cost (see :doc:`/user_guide/accounting`) in one transaction, before any noise is drawn: if any
     user would exceed their budget, it raises
     :class:`~skhybrid.exceptions.BudgetExceededError` and nothing is charged.
 

@@ -803,11 +803,11 @@ class BlenderHeavyHitters(BaseEstimator):
         opt-in users and, in ``fit``, the simulated clients' randomizer.
 
     ledger : PrivacyLedger, default=None
-        Charge every release to this :class:`~skhybrid.accounting.PrivacyLedger`: each
-        user pays their own privacy cost (see :doc:`/accounting`) before any noise is
-        drawn, or the fit raises :class:`~skhybrid.exceptions.BudgetExceededError` and
-        releases nothing. Needs ``user_id`` in ``fit``. Shared, never copied, by
-        ``clone`` and model selection.
+        Charge every release to this :class:`~skhybrid.accounting.PrivacyLedger`:
+        each user pays their own privacy cost (:doc:`/user_guide/accounting`) before
+        any noise is drawn, or the fit raises
+        :class:`~skhybrid.exceptions.BudgetExceededError` and releases nothing. Needs
+        ``user_id`` in ``fit``. Shared, never copied, by ``clone`` and model selection.
 
     Attributes
     ----------
