@@ -67,9 +67,9 @@ class BudgetExceededError(RuntimeError):
         self.would_spend = would_spend
 
     @classmethod
-    def for_users(cls, ids, over, *, budget, spent, would_spend, budget_delta,
+    def for_users(cls, ids, over, *, n_users, budget, spent, would_spend, budget_delta,
                   would_spend_delta):
-        """The error for users ``ids[over]``, naming the one most over budget."""
+        """The error for users ``ids[over]`` of ``n_users``, naming the one most over budget."""
         excess = np.where(over, np.maximum(would_spend - budget, 0.0), -np.inf)
         worst = int(np.argmax(excess))
         n_over = int(np.count_nonzero(over))
@@ -83,7 +83,7 @@ class BudgetExceededError(RuntimeError):
         if np.isinf(would_spend[worst]) and budget_delta[worst] == 0:
             detail += "; a Gaussian release needs a delta budget > 0 (set_budget(ids, epsilon, delta))"
         return cls(
-            f"this release would exceed the privacy budget of {n_over} of {len(ids)} users "
+            f"this release would exceed the privacy budget of {n_over} of {n_users} users "
             f"(worst: user {ids[worst]!r}, {detail}); nothing was charged or released",
             n_users=n_over, user_id=ids[worst], budget=float(budget[worst]),
             spent=float(spent[worst]), would_spend=float(would_spend[worst]),

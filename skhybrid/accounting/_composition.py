@@ -5,8 +5,9 @@ A user's account holds three running totals, each of which composes exactly:
 - ``epsilon``: the sum of the pure epsilons of Laplace, exponential-mechanism and
   randomized-response releases, and of the epsilon parts of (epsilon, delta) releases
   (basic sequential composition, Dwork and Roth 2014, Theorem 3.16). The sum is kept as
-  a double-double (:func:`add_exactly`), so ``k`` releases of ``epsilon`` read back as
-  exactly ``k * epsilon`` in float64;
+  a double-double ``high + low``, updated by Knuth's TwoSum (in the ledger's SQL), so
+  ``high`` is the float64 rounding of the exact total: ``k`` releases of ``epsilon``
+  read back as exactly ``k * epsilon``;
 - ``delta``: the sum of the delta parts of (epsilon, delta) releases (same theorem);
 - ``gaussian``: the sum of ``1 / r_j**2`` over the user's Gaussian releases, ``r_j`` being
   the release's noise multiplier (sigma per unit of L2 sensitivity). Gaussian releases
@@ -25,26 +26,6 @@ import numpy as np
 from scipy.optimize import brentq
 
 from ..mechanisms._calibration import analytic_gaussian_delta
-
-
-def add_exactly(high, low, value):
-    """Add ``value`` to the double-double ``high + low`` (Knuth's TwoSum, renormalised).
-
-    Parameters
-    ----------
-    high, low, value : ndarray of float64
-
-    Returns
-    -------
-    high, low : ndarray of float64
-        ``high`` is the float64 rounding of the exact running sum.
-    """
-    total = high + value
-    virtual = total - high
-    error = (high - (total - virtual)) + (value - virtual)
-    low = low + error
-    high_new = total + low
-    return high_new, low - (high_new - total)
 
 
 def gaussian_epsilon(gaussian, delta):

@@ -17,7 +17,7 @@ from sklearn.base import clone
 
 from skhybrid import HybridMeanEstimator
 from skhybrid.accounting import PrivacyLedger
-from skhybrid.accounting._composition import add_exactly, gaussian_epsilon
+from skhybrid.accounting._composition import gaussian_epsilon
 from skhybrid.exceptions import BudgetExceededError, LedgerError
 from skhybrid.mechanisms import analytic_gaussian_delta
 
@@ -48,15 +48,6 @@ def test_mixed_epsilons_sum_to_the_correctly_rounded_total():
     for amount in amounts:
         ledger.charge(["a"], amount)
     assert ledger.spent(["a"])[0] == math.fsum(amounts)
-
-
-def test_double_double_addition_is_exact_where_float_addition_drifts():
-    high, low = np.zeros(1), np.zeros(1)
-    naive = 0.0
-    for _ in range(1000):
-        high, low = add_exactly(high, low, np.array([0.1]))
-        naive += 0.1
-    assert high[0] == math.fsum([0.1] * 1000) and naive != high[0]
 
 
 def test_remaining_is_budget_minus_spent_and_users_start_at_the_default():
