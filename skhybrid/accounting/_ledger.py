@@ -12,6 +12,7 @@ import json
 import os
 import sqlite3
 import threading
+from collections.abc import Mapping
 from contextlib import contextmanager
 from numbers import Integral, Real
 
@@ -321,13 +322,14 @@ class PrivacyLedger:
 
     # -- public API ----------------------------------------------------------------------
 
-    def set_budget(self, user_ids, epsilon, delta=0.0):
+    def set_budget(self, user_ids, epsilon=None, delta=0.0):
         """Set the budget of users (new or known; what they spent is kept).
 
         Parameters
         ----------
-        user_ids : array-like of shape (n_users,)
-            Integers or strings.
+        user_ids : array-like of shape (n_users,) or mapping
+            Integers or strings; or a mapping ``{user_id: epsilon}`` (then leave
+            ``epsilon`` out).
         epsilon : float or array-like of shape (n_users,)
             >= 0; ``np.inf`` for no limit.
         delta : float or array-like of shape (n_users,), default=0.0
@@ -337,6 +339,12 @@ class PrivacyLedger:
         -------
         self : PrivacyLedger
         """
+        if isinstance(user_ids, Mapping):
+            if epsilon is not None:
+                raise TypeError("give the budgets either as a mapping or as epsilon, not both")
+            user_ids, epsilon = list(user_ids), list(user_ids.values())
+        elif epsilon is None:
+            raise TypeError("set_budget needs epsilon (or a mapping {user_id: epsilon})")
         ids, kind, _ = _check_ids(user_ids)
         epsilon = _check_amount("epsilon", epsilon, len(ids))
         delta = _check_amount("delta", delta, len(ids))

@@ -137,6 +137,31 @@ def test_dask_fits_charge_what_numpy_fits_charge(users):
     np.testing.assert_array_equal(dask_spent, numpy_spent)
 
 
+@pytest.mark.parametrize("kind", ["kmeans", "blender", "pdp"])
+def test_dask_fits_of_the_other_estimators_charge_every_user(users, kind):
+    da = pytest.importorskip("dask.array")
+    X, trust, levels, ids = users
+    if kind == "blender":
+        rng = np.random.default_rng(2)
+        X = np.column_stack([rng.integers(0, 4, N_USERS), rng.integers(0, 3, N_USERS)])
+        estimator, metadata = BlenderHeavyHitters(epsilon=1.5, random_state=0), {
+            "trust_group": da.from_array(trust, chunks=100)}
+        expected = np.full(N_USERS, 1.5)
+    elif kind == "kmeans":
+        estimator = HybridKMeans(2, epsilon=1.5, bounds=(0, 1), random_state=0)
+        metadata = {"trust_group": da.from_array(trust, chunks=100)}
+        expected = np.full(N_USERS, 1.5)
+    else:
+        estimator = PDPSampleEstimator(threshold=1.0, bounds=(0, 1), random_state=0)
+        metadata = {"epsilon": da.from_array(levels, chunks=100)}
+        expected = np.minimum(levels, 1.0)
+    ledger = PrivacyLedger(default_budget=(10.0, 1e-3))
+    estimator.set_params(ledger=ledger).fit(
+        da.from_array(X, chunks=(100, X.shape[1])), user_id=da.from_array(ids, chunks=100),
+        **metadata)
+    np.testing.assert_array_equal(ledger.spent(ids), expected)
+
+
 # -- refusals -----------------------------------------------------------------------------
 
 

@@ -58,6 +58,13 @@ def test_remaining_is_budget_minus_spent_and_users_start_at_the_default():
     np.testing.assert_array_equal(ledger.remaining(["x", "y", "z"]), [0.75, 2.75, 3.0])
 
 
+def test_budgets_can_be_a_mapping():
+    ledger = PrivacyLedger().set_budget({"a": 1.0, "b": 2.5})
+    np.testing.assert_array_equal(ledger.remaining(["b", "a"]), [2.5, 1.0])
+    with pytest.raises(TypeError, match="either as a mapping or as epsilon"):
+        ledger.set_budget({"a": 1.0}, 2.0)
+
+
 def test_a_charge_over_one_users_budget_raises_and_charges_nobody(tmp_path):
     ledger = PrivacyLedger(tmp_path / "l.sqlite", default_budget=5.0)
     ledger.set_budget([3, 4], [0.5, 0.7])
