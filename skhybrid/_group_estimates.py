@@ -19,6 +19,7 @@ from .mechanisms import (
     LocalGaussianRandomizer,
     LocalLaplaceRandomizer,
 )
+from .mechanisms._noise import laplace_release, laplace_variance
 from .utils._sums import rounding_slack
 
 MECHANISMS = ("laplace", "gaussian")
@@ -105,6 +106,43 @@ def central_group_mean(centred_sum, size, *, origin, mechanism, epsilon, delta, 
     mean = noise.randomise(centred_sum / size, random_state=rng) + origin
     variance = np.full(n_features, noise.variance(n_features))
     return GroupEstimate(mean=mean, noise_variance=variance, size=size)
+
+
+def central_group_means(centred_sums, sizes, *, origin, epsilons, ranges, rng):
+    """Laplace-private means of many tcm groups at once: :func:`central_group_mean` vectorised.
+
+    Group ``g`` gets exactly what ``central_group_mean(centred_sums[g], sizes[g],
+    mechanism="laplace", epsilon=epsilons[g], ...)`` gives it (the same sensitivity,
+    slack and discrete noise, one independent release per group), without a Python
+    call per group: estimators with a hundred thousand privacy levels need it.
+
+    Parameters
+    ----------
+    centred_sums : ndarray of shape (n_groups, n_features)
+    sizes : ndarray of shape (n_groups,)
+        Public group sizes, > 0.
+    origin : ndarray of shape (n_features,)
+    epsilons : ndarray of shape (n_groups,)
+        Finite privacy levels, > 0.
+    ranges : ndarray of shape (n_features,)
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    means : ndarray of shape (n_groups, n_features)
+    noise_variances : ndarray of shape (n_groups,)
+        Per-coordinate variance of each group's noise.
+    """
+    sizes = np.asarray(sizes, dtype=np.float64)
+    epsilons = np.asarray(epsilons, dtype=np.float64)
+    if not np.all(np.isfinite(epsilons) & (epsilons > 0)):
+        raise ValueError("every group's epsilon must be finite and > 0")
+    n_features = centred_sums.shape[1]
+    slack = rounding_slack(ranges)
+    sensitivity = (ranges[np.newaxis, :] + sizes[:, np.newaxis] * slack).sum(axis=1) / sizes
+    means = laplace_release(centred_sums / sizes[:, np.newaxis], sensitivity, epsilons, rng,
+                            secure=True) + origin
+    return means, laplace_variance(sensitivity, epsilons, n_features, True)
 
 
 def local_report_variance(mechanism, *, epsilon, delta, lower, upper):

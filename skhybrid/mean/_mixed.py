@@ -12,7 +12,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval
 
-from .._group_estimates import central_group_mean
+from .._group_estimates import central_group_means
 from ..accounting._costs import charge_release, check_user_id
 from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, check_fit_metadata
 from ..mechanisms import ExponentialMechanism
@@ -320,13 +320,15 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
         lower, upper, variance = context["lower"], context["upper"], context["variance"]
         data_range = float(np.sum(upper - lower))
         epsilons, sizes = statistics.epsilons, statistics.counts
-        estimates = np.array([
-            lower + total / size if np.isinf(level) else central_group_mean(
-                total, int(size), origin=lower, mechanism="laplace", epsilon=float(level),
-                delta=0.0, ranges=upper - lower, rng=rng,
-            ).mean
-            for level, size, total in zip(epsilons, sizes, statistics.centred_sums(lower, upper))
-        ])
+        # Every private group at once; the public group (inf) is exact.
+        centred = statistics.centred_sums(lower, upper)
+        estimates = lower + centred / sizes[:, np.newaxis]
+        private = np.isfinite(epsilons)
+        if private.any():
+            estimates[private], _ = central_group_means(
+                centred[private], sizes[private], origin=lower, epsilons=epsilons[private],
+                ranges=upper - lower, rng=rng,
+            )
         weights = self._mixing_weights(
             sizes, epsilons, data_range=data_range, variance=variance[:, np.newaxis]
         )

@@ -1,7 +1,6 @@
 """The exponential mechanism, computed in log space."""
 
 import numpy as np
-from scipy.special import logsumexp
 
 from ..utils._random import check_random_state
 from ..utils._validation import check_epsilon
@@ -61,7 +60,9 @@ class ExponentialMechanism:
         logits = self.epsilon * utilities / (factor * self.sensitivity)
         if log_base_measure is not None:
             logits = logits + np.asarray(log_base_measure, dtype=np.float64)
-        return logits - logsumexp(logits)
+        # log-sum-exp around the largest logit (finite: some candidate has mass).
+        largest = logits.max()
+        return logits - (largest + np.log(np.sum(np.exp(logits - largest))))
 
     def probabilities(self, utilities, log_base_measure=None):
         """Selection probabilities: ``exp`` of :meth:`log_probabilities`."""

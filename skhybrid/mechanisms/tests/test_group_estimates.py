@@ -1,0 +1,62 @@
+"""The vectorised central release of many groups is the per-group release, group by group."""
+
+import numpy as np
+import pytest
+
+from skhybrid._group_estimates import central_group_mean, central_group_means
+from skhybrid.mechanisms import LaplaceMechanism
+from skhybrid.mechanisms._noise import grid_step
+from skhybrid.utils._sums import rounding_slack
+
+
+@pytest.fixture
+def groups():
+    rng = np.random.default_rng(0)
+    sizes = np.array([1, 7, 300, 12_345])
+    ranges = np.array([2.0, 0.5])
+    centred = rng.uniform(0, 1, size=(4, 2)) * sizes[:, np.newaxis] * ranges
+    return centred, sizes, np.array([0.1, 1.0, 3.0, 0.5]), ranges
+
+
+def test_each_group_gets_the_per_group_noise_variance(groups):
+    centred, sizes, epsilons, ranges = groups
+    origin = np.array([-1.0, 10.0])
+    _, variances = central_group_means(centred, sizes, origin=origin, epsilons=epsilons,
+                                       ranges=ranges, rng=np.random.default_rng(1))
+    for g in range(len(sizes)):
+        single = central_group_mean(centred[g], int(sizes[g]), origin=origin,
+                                    mechanism="laplace", epsilon=float(epsilons[g]),
+                                    delta=0.0, ranges=ranges, rng=np.random.default_rng(1))
+        assert variances[g] == single.noise_variance[0]
+
+
+def test_each_group_is_released_on_its_own_grid_around_its_mean(groups):
+    centred, sizes, epsilons, ranges = groups
+    origin = np.zeros(2)
+    draws = np.stack([
+        central_group_means(centred, sizes, origin=origin, epsilons=epsilons, ranges=ranges,
+                            rng=np.random.default_rng(seed))[0]
+        for seed in range(4000)
+    ])
+    means = centred / sizes[:, np.newaxis]
+    _, variances = central_group_means(centred, sizes, origin=origin, epsilons=epsilons,
+                                       ranges=ranges, rng=np.random.default_rng(0))
+    # Unbiased, with the stated variance: z-scores from the standard error.
+    standard_error = np.sqrt(variances / draws.shape[0])[:, np.newaxis]
+    assert np.all(np.abs(draws.mean(axis=0) - means) < 5 * standard_error)
+    np.testing.assert_allclose(draws.var(axis=0), np.broadcast_to(variances[:, None], means.shape),
+                               rtol=0.15)
+    # Each group's releases sit on the grid of its own Laplace mechanism (secure noise).
+    slack = rounding_slack(ranges)
+    for g in range(len(sizes)):
+        scale = LaplaceMechanism(epsilon=epsilons[g],
+                                 sensitivity=(ranges + sizes[g] * slack).sum() / sizes[g]).scale
+        units = draws[:, g, :] / grid_step(scale)
+        np.testing.assert_array_equal(units, np.round(units))
+
+
+def test_a_non_positive_or_infinite_epsilon_is_refused(groups):
+    centred, sizes, _, ranges = groups
+    with pytest.raises(ValueError, match="finite and > 0"):
+        central_group_means(centred, sizes, origin=np.zeros(2), epsilons=np.array(
+            [1.0, np.inf, 1.0, 1.0]), ranges=ranges, rng=np.random.default_rng(0))
