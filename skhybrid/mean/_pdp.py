@@ -352,7 +352,8 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         kept_sum = _kept_sum(values, probability, lower, upper, rng)
         self.sampling_probability_ = probability
-        self._release(kept_sum, user_epsilon, threshold, lower, upper, variance, rng)
+        self._release(kept_sum, user_epsilon, threshold, probability.sum(), lower, upper,
+                      variance, rng)
         return self
 
     def _sampling(self, user_epsilon, data_range, variance):
@@ -366,11 +367,15 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
             )
         return threshold, probability
 
-    def _release(self, kept_sum, user_epsilon, threshold, lower, upper, variance, rng):
-        """Noise the kept users' centred sum once and divide by the public divisor."""
+    def _release(self, kept_sum, user_epsilon, threshold, expected_kept, lower, upper,
+                 variance, rng):
+        """Noise the kept users' centred sum once and divide by the public divisor.
+
+        ``expected_kept`` is the sum of the keep probabilities (public).
+        """
         n_samples = user_epsilon.shape[0]
         data_range = float(np.sum(upper - lower))
-        expected_kept = float(sample_mechanism_probabilities(user_epsilon, threshold).sum())
+        expected_kept = float(expected_kept)
         centred = centred_sums(kept_sum, lower, upper)
         if np.isinf(threshold):
             # Only public users have p > 0, and they are kept for sure: no noise.
@@ -422,7 +427,8 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
             level_probability=level_probability, lower=lower, upper=upper,
         )
         kept = map_chunks(task, X, generators=chunk_generators(rng, n_chunks(X)), **metadata)
-        self._release(np.sum(kept, axis=0), user_epsilon, threshold, lower, upper, variance, rng)
+        self._release(np.sum(kept, axis=0), user_epsilon, threshold,
+                      np.dot(level_probability, levels.counts), lower, upper, variance, rng)
         lookup = functools.partial(_row_probability, levels=levels,
                                    level_probability=level_probability,
                                    default_epsilon=self.epsilon)

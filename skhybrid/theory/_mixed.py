@@ -134,11 +134,27 @@ def sample_mechanism_probabilities(epsilon, threshold):
     """
     epsilon = _check_user_epsilon(epsilon)
     threshold = _check_array(threshold, "threshold", allow_inf=True)
+    if threshold.ndim == 0 and epsilon.size > 1024:
+        # Millions of users on a few levels: one formula per level, then spread.
+        levels = np.unique(epsilon)
+        if levels.size <= 16:
+            probabilities = np.empty(epsilon.shape)
+            for level, probability in zip(levels, _keep_probability(levels, threshold)):
+                probabilities[epsilon == level] = probability
+            return probabilities
+    return _keep_probability(*np.broadcast_arrays(epsilon, threshold))
+
+
+def _keep_probability(epsilon, threshold):
     # (e^eps - 1) / (e^t - 1) = e^(eps - t) (1 - e^-eps) / (1 - e^-t): no overflow for
-    # large eps or t, and 0 for finite eps when t = inf.
+    # large eps or t, and 0 for finite eps when t = inf. Only users below t need it.
+    probabilities = np.ones(np.broadcast(epsilon, threshold).shape)
+    epsilon, threshold = np.broadcast_arrays(epsilon, threshold)
+    below = epsilon < threshold
+    eps, t = epsilon[below], threshold[below]
     with np.errstate(over="ignore", invalid="ignore"):
-        ratio = np.exp(epsilon - threshold) * (-np.expm1(-epsilon)) / (-np.expm1(-threshold))
-    return np.where(epsilon >= threshold, 1.0, ratio)
+        probabilities[below] = np.exp(eps - t) * (-np.expm1(-eps)) / (-np.expm1(-t))
+    return probabilities
 
 
 def sample_mechanism_thresholds(epsilon):
