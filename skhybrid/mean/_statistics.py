@@ -39,7 +39,13 @@ from ..utils._dask import (
 )
 from ..utils._random import check_random_state
 from ..utils._sums import centred_sums, fixed_point_sums
-from ..utils._validation import check_bounds, check_epsilon, check_trust_group, resolve_bounds
+from ..utils._validation import (
+    check_bounds,
+    check_epsilon,
+    check_trust_group,
+    resolve_bounds,
+    unique_inverse,
+)
 
 
 @dataclass(frozen=True)
@@ -96,7 +102,7 @@ class LevelStatistics:
         else:
             epsilon = np.broadcast_to(epsilon, local.shape)
             # epsilon > 0, so a negated level marks lm without colliding with a tcm level.
-            levels, inverse = np.unique(np.where(local, -epsilon, epsilon), return_inverse=True)
+            levels, inverse = unique_inverse(np.where(local, -epsilon, epsilon))
             counts = np.bincount(inverse, minlength=levels.size).astype(np.int64)
         sums = np.zeros((levels.size, n_features), dtype=np.int64)
         report_sums = np.zeros((levels.size, n_features))
@@ -176,7 +182,7 @@ def level_lookup(level_epsilons, level_local, level_values, epsilon, local):
     order = np.concatenate([np.arange(level_keys.size - 1, n_central - 1, -1), np.arange(n_central)])
     # Searching the distinct keys (sorted) and spreading back is much faster than
     # searching a million unsorted keys.
-    keys, inverse = np.unique(np.where(local, -epsilon, epsilon), return_inverse=True)
+    keys, inverse = unique_inverse(np.where(local, -epsilon, epsilon))
     position = np.minimum(np.searchsorted(level_keys[order], keys), order.size - 1)
     if not np.array_equal(level_keys[order][position], keys):
         raise ValueError("a user's privacy level is not among the fitted levels")

@@ -238,10 +238,12 @@ MAX_EPSILON = 1e100
 
 def _out_of_range(values, allow_inf):
     """Privacy levels outside ``[MIN_EPSILON, MAX_EPSILON]`` (and not an allowed inf)."""
-    in_range = (values >= MIN_EPSILON) & (values <= MAX_EPSILON)
+    # In place on one boolean array: this runs over every user of every fit.
+    in_range = np.asarray(values >= MIN_EPSILON)
+    in_range &= values <= MAX_EPSILON
     if allow_inf:
-        in_range |= np.isposinf(values)
-    return ~in_range
+        in_range |= values == np.inf
+    return np.logical_not(in_range, out=in_range)
 
 
 def check_sample_epsilon(epsilon, default, n_samples, *, allow_inf=False):
@@ -460,3 +462,32 @@ def check_group_epsilons(epsilon, is_tcm, estimator_name, *, hint=""):
             )
         levels.append(float(values[0]) if values.size else None)
     return tuple(levels)
+
+
+def unique_inverse(keys, max_few=16):
+    """``np.unique(keys, return_inverse=True)``, fast when there are few distinct keys.
+
+    Millions of users usually share a handful of privacy levels: sorting the keys alone
+    (no argsort) finds them, and one comparison pass per level labels the users,
+    several times faster than numpy's argsort-based inverse.
+
+    Parameters
+    ----------
+    keys : ndarray of shape (n,)
+    max_few : int, default=16
+        Above this many distinct keys, numpy's own inverse is used.
+
+    Returns
+    -------
+    unique : ndarray
+    inverse : ndarray of intp of shape (n,)
+    """
+    keys = np.asarray(keys)
+    unique = np.unique(keys)
+    if unique.size > max_few:
+        unique, inverse = np.unique(keys, return_inverse=True)
+        return unique, inverse.ravel()
+    inverse = np.zeros(keys.shape[0], dtype=np.intp)
+    for index, key in enumerate(unique[1:], start=1):
+        inverse[keys == key] = index
+    return unique, inverse
