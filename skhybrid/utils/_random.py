@@ -4,22 +4,31 @@ import secrets
 import numbers
 
 import numpy as np
-from randomgen import ChaCha
+from randomgen import AESCounter, ChaCha
 
-# ChaCha20: a cryptographically secure stream cipher used as a numpy bit generator.
-# Keying it with 256 bits from the operating system (``secrets``) gives a generator
-# whose output cannot be predicted from earlier outputs, unlike PCG64 or MT19937.
+# Both are cryptographically secure generators keyed from the operating system
+# (``secrets``): their output cannot be predicted from earlier outputs, unlike PCG64 or
+# MT19937. AES-128 in counter mode (the core of NIST's CTR_DRBG) runs on the CPU's AES
+# instructions, about four times faster than ChaCha20; without them (software AES is
+# slow and leaks through cache timing) ChaCha20 is used.
 _CHACHA_ROUNDS = 20
 
 
 def secure_generator():
-    """Return a numpy Generator driven by ChaCha20 keyed from the OS's secure randomness.
+    """Return a numpy Generator driven by a CSPRNG keyed from the OS's secure randomness.
+
+    AES-128 in counter mode on the CPU's AES instructions (AES-NI), keyed with 128 bits
+    from :mod:`secrets`; ChaCha20 with a 256-bit key where the CPU has no AES
+    instructions.
 
     Returns
     -------
     generator : numpy.random.Generator
-        A fresh generator with a 256-bit key drawn from :mod:`secrets`.
+        A fresh generator with a fresh key.
     """
+    aes = AESCounter(key=secrets.randbits(128))
+    if aes.use_aesni:
+        return np.random.Generator(aes)
     return np.random.Generator(ChaCha(key=secrets.randbits(256), rounds=_CHACHA_ROUNDS))
 
 
