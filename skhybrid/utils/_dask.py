@@ -152,6 +152,8 @@ def map_chunks(function, X, *, generators=None, **metadata):
     """
     import dask
 
+    if _partitions_aligned(X, metadata):
+        return _map_partitions_one_pass(function, X, generators, metadata)
     blocks, lengths = chunk_arrays(X, **metadata)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int)
     if generators is None:
@@ -161,6 +163,76 @@ def map_chunks(function, X, *, generators=None, **metadata):
         for block, offset, rng in zip(blocks, offsets, generators)
     ]
     return list(dask.compute(*tasks))
+
+
+def _partitions_aligned(X, metadata):
+    """Whether ``X`` is a DataFrame whose metadata are its own partitions (or absent)."""
+    if not _is_dataframe_like(X):
+        return False
+    return all(
+        value is None or (np.ndim(value) == 0 and not is_dask_collection(value))
+        or (_is_dataframe_like(value) and value.npartitions == X.npartitions)
+        for value in metadata.values()
+    )
+
+
+def _located(function, *block, rng):
+    """Run ``function`` on one partition; return its result, row count and any ValueError.
+
+    The partition's offset is unknown until every partition has been counted, so rows
+    are numbered within the partition here and renumbered by the caller.
+    """
+    try:
+        return function(*block, offset=0, rng=rng), len(block[0]), None
+    except ValueError as error:
+        return None, len(block[0]), str(error)
+
+
+def _located_columns(function, block, features, order, *, rng):
+    """:func:`_located` on one partition of the combined frame, split back into blocks.
+
+    ``order`` lists each metadata's name, its column in ``block`` (or None) and its
+    in-memory value (used when it has no column).
+    """
+    blocks = [block[features]] + [
+        value if column is None else block[column].rename(name)
+        for name, column, value in order
+    ]
+    return _located(function, *blocks, rng=rng)
+
+
+def _map_partitions_one_pass(function, X, generators, metadata):
+    """:func:`map_chunks` on aligned DataFrame partitions, reading each one once.
+
+    Counting the partitions' rows first (for the offsets in error messages) would read
+    every file twice; each task counts its own rows instead, and an error is renumbered
+    once all the counts are known.
+    """
+    import dask
+
+    # Series metadata become columns of one frame with X: each partition (each Parquet
+    # file) is then read once, for all the columns, instead of once per collection.
+    names = {name: f"__skhybrid_{name}" for name, value in metadata.items()
+             if _is_dataframe_like(value) and value.ndim == 1}
+    combined = X.assign(**{names[name]: metadata[name] for name in names}) if names else X
+    features = list(X.columns)
+    if generators is None:
+        generators = [None] * X.npartitions
+    # Only the in-memory metadata (None or scalars) travel as they are.
+    order = [(name, names.get(name), None if name in names else value)
+             for name, value in metadata.items()]
+    tasks = [
+        dask.delayed(_located_columns)(function, block, features, order, rng=rng)
+        for block, rng in zip(combined.to_delayed(), generators)
+    ]
+    results = dask.compute(*tasks)
+    offset = 0
+    for _, length, message in results:
+        if message is not None:
+            with renumbered_errors(lambda row: offset + row):
+                raise ValueError(message)
+        offset += length
+    return [result for result, _, _ in results]
 
 
 def map_rows(function, X, **metadata):

@@ -223,6 +223,28 @@ def test_a_bad_trust_group_in_a_later_chunk_names_its_global_index():
         HybridMeanEstimator(bounds=(0, 1)).fit(X, trust_group=da.from_array(trust, chunks=300))
 
 
+def test_a_bad_trust_group_in_a_later_dataframe_partition_names_its_global_index():
+    # DataFrame partitions are read once (no counting pass): the index is still global.
+    frame = pd.DataFrame({"value": np.zeros(1_000), "trust": ["tcm"] * 1_000})
+    frame.loc[731, "trust"] = "maybe"
+    ddf = dd.from_pandas(frame, npartitions=4)
+    with pytest.raises(ValueError, match="'maybe' at index 731"):
+        HybridMeanEstimator(bounds=(0, 1)).fit(ddf[["value"]], trust_group=ddf["trust"])
+
+
+def test_dataframe_partitions_are_read_once(monkeypatch):
+    import skhybrid.utils._dask as dask_utils
+
+    frame = pd.DataFrame({"value": np.linspace(0, 1, 1_000), "trust": ["tcm", "lm"] * 500})
+    ddf = dd.from_pandas(frame, npartitions=4)
+    calls = []
+    original = dask_utils._row_lengths
+    monkeypatch.setattr(dask_utils, "_row_lengths", lambda X: calls.append(X) or original(X))
+    HybridMeanEstimator(bounds=(0, 1), local_reports=True, random_state=0).fit(
+        ddf[["value"]], trust_group=ddf["trust"])
+    assert calls == []
+
+
 def test_a_non_finite_value_in_a_chunk_raises():
     X = np.zeros((1_000, 1))
     X[555] = np.nan
