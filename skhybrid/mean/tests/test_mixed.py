@@ -280,13 +280,14 @@ def test_a_user_of_the_low_epsilon_group_is_protected_at_that_epsilon(Estimator)
 
 @pytest.mark.slow
 def test_mean_audit_fails_when_the_noise_is_divided_by_1_4(monkeypatch):
-    original = group_estimates.central_mechanism
+    # The private levels' means are released together by central_group_means.
+    original = group_estimates.central_group_means
 
-    def weak(mechanism, *, epsilon, delta, ranges, group_size):
-        return original(mechanism, epsilon=epsilon, delta=delta, ranges=ranges / 1.4,
-                        group_size=group_size)
+    def weak(centred_sums, sizes, *, origin, epsilons, ranges, rng):
+        return original(centred_sums, sizes, origin=origin, epsilons=epsilons,
+                        ranges=ranges / 1.4, rng=rng)
 
-    monkeypatch.setattr(group_estimates, "central_mechanism", weak)
+    monkeypatch.setattr(mixed_module, "central_group_means", weak)
     result = _audit(MixedMeanEstimator(bounds=(0.0, 1.0)), seed=42)
     assert not result.passed, str(result)
 
