@@ -84,7 +84,14 @@ from ..utils._dask import (
     n_chunks,
 )
 from ..utils._random import check_random_state
-from ..utils._sums import FIXED_POINT_BITS, centred_sums, fixed_point_sums, rounding_slack
+from ..utils._sums import (
+    FIXED_POINT_BITS,
+    centred_sums,
+    fixed_point_codes,
+    fixed_point_sums,
+    grouped_code_sums,
+    rounding_slack,
+)
 from ..utils._validation import (
     check_epsilon,
     check_trust_group,
@@ -497,7 +504,7 @@ def _add_statistics(parts):
     return type(parts[0])(*(sum(field) for field in zip(*parts)))
 
 
-def centred_code_sums(values, lower, upper, labels, counts):
+def centred_code_sums(values, lower, upper, labels, counts, *, codes=None):
     """Each cluster's exact sum of its members' values centred on the middle of the box.
 
     In fixed-point units (:func:`~skhybrid.utils._sums.fixed_point_sums`): a clipped
@@ -515,12 +522,18 @@ def centred_code_sums(values, lower, upper, labels, counts):
     labels : ndarray of int of shape (n_users,)
     counts : ndarray of int of shape (n_clusters,)
         ``np.bincount(labels, minlength=n_clusters)``.
+    codes : ndarray of shape (n_users, n_features), default=None
+        ``fixed_point_codes(values, lower, upper)`` when computed once for every
+        iteration; None computes them here.
 
     Returns
     -------
     sums : ndarray of int64 of shape (n_clusters, n_features)
     """
-    sums = fixed_point_sums(values, lower, upper, labels=labels, n_groups=counts.shape[0])
+    if codes is None:
+        sums = fixed_point_sums(values, lower, upper, labels=labels, n_groups=counts.shape[0])
+    else:
+        sums = grouped_code_sums(codes, labels, counts.shape[0])
     sums -= counts[:, np.newaxis].astype(np.int64) << (FIXED_POINT_BITS - 1)
     return sums
 
@@ -612,13 +625,17 @@ class _CentralClustering:
         # only picks each user's cluster, from their own value.
         self._midpoint = (lower + upper) / 2.0
         self._centred = values - self._midpoint
+        # The users' fixed-point codes, once for every iteration (the curator's secret,
+        # like the values; dropped with this object at the end of the fit).
+        self._codes = fixed_point_codes(values, lower, upper)
         self._mechanism = mechanism
 
     def statistics(self, centres):
         """Each cluster's count and centred sum: :class:`_CentralStatistics`."""
         nearest = nearest_centre(self._centred, centres - self._midpoint)
         counts = np.bincount(nearest, minlength=centres.shape[0])
-        sums = centred_code_sums(self._values, self._lower, self._upper, nearest, counts)
+        sums = centred_code_sums(self._values, self._lower, self._upper, nearest, counts,
+                                 codes=self._codes)
         return _CentralStatistics(counts, sums)
 
     def estimate(self, centres, rng):

@@ -110,20 +110,51 @@ def fixed_point_sums(values, lower, upper, *, labels=None, n_groups=1):
         One user's replacement moves each entry by at most ``2**FIXED_POINT_BITS``.
     """
     width = check_fixed_point_range(lower, upper)
-    n_samples, n_features = values.shape
-    sums = np.zeros((n_groups, n_features), dtype=np.int64)
-    for start in range(0, n_samples, BLOCK_ROWS):
+    sums = np.zeros((n_groups, values.shape[1]), dtype=np.int64)
+    for start in range(0, values.shape[0], BLOCK_ROWS):
         block = fixed_point_codes(values[start : start + BLOCK_ROWS], lower, upper, width)
-        if labels is None:
-            # Every partial sum is an integer below 2**52: the float sum is exact.
-            sums[0] += block.sum(axis=0).astype(np.int64)
-            continue
-        block_labels = labels[start : start + BLOCK_ROWS]
-        for j in range(n_features):
-            sums[:, j] += np.bincount(
-                block_labels, weights=block[:, j], minlength=n_groups + 1
-            )[:n_groups].astype(np.int64)
+        _add_block_sums(sums, block, None if labels is None else labels[start : start + BLOCK_ROWS])
     return sums
+
+
+def grouped_code_sums(codes, labels, n_groups):
+    """:func:`fixed_point_sums` of codes computed once (:func:`fixed_point_codes`).
+
+    K-means groups the same users again at every iteration: their codes are computed
+    once and summed here under each iteration's labels, exactly as
+    :func:`fixed_point_sums` would.
+
+    Parameters
+    ----------
+    codes : ndarray of float64 of shape (n_samples, n_features)
+    labels : ndarray of int of shape (n_samples,)
+        In ``[0, n_groups]``; rows labelled ``n_groups`` are left out.
+    n_groups : int
+
+    Returns
+    -------
+    sums : ndarray of int64 of shape (n_groups, n_features)
+    """
+    sums = np.zeros((n_groups, codes.shape[1]), dtype=np.int64)
+    for start in range(0, codes.shape[0], BLOCK_ROWS):
+        _add_block_sums(sums, codes[start : start + BLOCK_ROWS], labels[start : start + BLOCK_ROWS])
+    return sums
+
+
+def _add_block_sums(sums, block, labels):
+    """Add one block's per-group code sums to ``sums``, exactly.
+
+    A block holds at most ``BLOCK_ROWS`` codes of at most ``2**FIXED_POINT_BITS`` per
+    group and feature: every float partial sum is an integer below 2**53, so exact.
+    """
+    n_groups = sums.shape[0]
+    if labels is None:
+        sums[0] += block.sum(axis=0).astype(np.int64)
+        return
+    for j in range(block.shape[1]):
+        sums[:, j] += np.bincount(
+            labels, weights=block[:, j], minlength=n_groups + 1
+        )[:n_groups].astype(np.int64)
 
 
 def centred_sums(sums, lower, upper):
