@@ -141,6 +141,11 @@ def grouped_code_sums(codes, labels, n_groups):
     return sums
 
 
+#: Up to this many groups, a block's grouped sums are one matrix product (else one
+#: bincount per feature).
+_FEW_GROUPS = 32
+
+
 def _add_block_sums(sums, block, labels):
     """Add one block's per-group code sums to ``sums``, exactly.
 
@@ -150,6 +155,13 @@ def _add_block_sums(sums, block, labels):
     n_groups = sums.shape[0]
     if labels is None:
         sums[0] += block.sum(axis=0).astype(np.int64)
+        return
+    if n_groups <= _FEW_GROUPS and block.shape[1] > 1:
+        # One matrix product with the rows' one-hot groups: the codes and partial sums
+        # are non-negative integers below 2**53, so any summation order is exact.
+        one_hot = np.zeros((block.shape[0], n_groups + 1))
+        one_hot[np.arange(block.shape[0]), labels] = 1.0
+        sums += (one_hot[:, :n_groups].T @ block).astype(np.int64)
         return
     for j in range(block.shape[1]):
         sums[:, j] += np.bincount(
