@@ -46,6 +46,7 @@ import numpy as np
 from ..mechanisms._calibration import gaussian_noise_multiplier
 from ..utils._dask import is_dask_collection
 from ..utils._validation import check_epsilon, check_trust_group
+from ._ledger import id_array
 
 
 @dataclass
@@ -185,7 +186,7 @@ def charge_release(estimator, user_id, is_tcm, epsilon, **resolved):
     if ledger is None:
         return
     check_user_id(estimator, user_id)
-    ids = np.asarray(_materialised(user_id))
+    ids = id_array(_materialised(user_id))
     if ids.ndim != 1 or ids.shape[0] != is_tcm.shape[0]:
         raise ValueError(
             f"user_id must have one id per row of X ({is_tcm.shape[0]}); got shape {ids.shape}"

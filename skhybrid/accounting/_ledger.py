@@ -38,13 +38,24 @@ _SCHEMA = (
 )
 
 
+def id_array(user_ids):
+    """User ids as a numpy array; a list or tuple keeps each id's own type.
+
+    ``np.asarray([1, "b"])`` would turn both into strings: a list becomes an object
+    array instead, so that ids of mixed types are refused rather than renamed.
+    """
+    if hasattr(user_ids, "to_numpy"):
+        user_ids = user_ids.to_numpy()
+    return np.asarray(user_ids, dtype=object if isinstance(user_ids, (list, tuple)) else None)
+
+
 def _check_ids(user_ids):
     """User ids as a list of Python ints or strs, their kind, and a sortable array."""
     if user_ids is None:
         raise ValueError("user_ids must be an array-like of user ids; got None")
     if isinstance(user_ids, (str, bytes)) or np.ndim(user_ids) == 0:
         user_ids = [user_ids]
-    values = np.asarray(getattr(user_ids, "to_numpy", lambda: user_ids)())
+    values = id_array(user_ids)
     if values.ndim != 1:
         raise ValueError(f"user_ids must be one-dimensional; got shape {values.shape}")
     if values.dtype.kind in "iu":
@@ -59,7 +70,8 @@ def _check_ids(user_ids):
         if kinds <= {str}:
             return listed, "str", values.astype(str)
         if all(isinstance(value, Integral) and not isinstance(value, bool) for value in listed):
-            return [int(v) for v in listed], "int", np.array(listed, dtype=np.int64)
+            listed = [int(v) for v in listed]
+            return listed, "int", np.array(listed, dtype=np.int64)
         names = sorted({type(value).__name__ for value in listed})
         raise TypeError(
             "user ids must be all integers or all strings; got a mix of "

@@ -26,6 +26,7 @@ import numpy as np
 from sklearn.utils.validation import check_array
 
 from ..accounting._costs import charge_dask_release, charge_release, check_user_id
+from ..accounting._ledger import id_array
 from ..base import check_fit_metadata, clamp_estimate, validate_fit_input
 from ..exceptions import PrivacyBudgetWarning, PrivacyLeakWarning
 from ..utils._dask import (
@@ -285,7 +286,7 @@ class StreamState:
 
     def add_users(self, user_id, is_tcm, epsilon):
         """Remember a chunk's users, for the ledger charges of later releases."""
-        ids = np.asarray(getattr(user_id, "to_numpy", lambda: user_id)())
+        ids = id_array(user_id)
         if ids.ndim != 1 or ids.shape[0] != is_tcm.shape[0]:
             raise ValueError(
                 f"user_id must have one id per row of X ({is_tcm.shape[0]}); "

@@ -165,6 +165,15 @@ def test_dask_fits_of_the_other_estimators_charge_every_user(users, kind):
 # -- refusals -----------------------------------------------------------------------------
 
 
+def test_user_ids_of_mixed_types_in_a_list_are_refused_not_turned_into_strings(users):
+    X, trust, _, _ = users
+    ids = list(range(N_USERS - 1)) + ["someone"]
+    ledger = PrivacyLedger(default_budget=1.0)
+    with pytest.raises(TypeError, match="all integers or all strings"):
+        HybridMeanEstimator(bounds=(0, 1), ledger=ledger).fit(X, trust_group=trust, user_id=ids)
+    assert ledger.history() == []
+
+
 def test_a_ledger_without_user_id_is_an_error(users):
     X, trust, _, _ = users
     with pytest.raises(ValueError, match="has a ledger but was fit without user_id"):

@@ -96,8 +96,12 @@ def test_ids_of_mixed_types_raise_and_nothing_is_charged(tmp_path):
         ledger.charge(np.array([1, "b"], dtype=object), 0.5)
     with pytest.raises(TypeError, match="ledger's user ids are integers; got strings"):
         ledger.charge(["a"], 0.5)
-    with pytest.raises(TypeError, match="integers or strings; got float64"):
+    with pytest.raises(TypeError, match="all integers or all strings; got a mix of int, str"):
+        ledger.charge([3, "c"], 0.5)  # a plain list: not read as the strings "3", "c"
+    with pytest.raises(TypeError, match="got a mix of float"):
         ledger.charge([1.5], 0.5)
+    with pytest.raises(TypeError, match="integers or strings; got float64"):
+        ledger.charge(np.array([1.5]), 0.5)
     assert _dump(ledger) == before
 
 
