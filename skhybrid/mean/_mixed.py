@@ -23,7 +23,7 @@ from ..theory._mixed import (
     mse_about_empirical_mean,
 )
 from ..utils._random import check_random_state
-from ..utils._validation import clip_to_bounds, resolve_variance
+from ..utils._validation import resolve_variance
 from ._pdp import _validate_curator_fit, check_curator_users
 from ._statistics import LevelStatistics, StatisticsFitMixin
 
