@@ -50,9 +50,32 @@ def central_mechanism(mechanism, *, epsilon, delta, ranges, group_size):
     L2 sensitivity ``sqrt(sum(ranges**2)) / group_size`` (Gaussian).
     """
     if mechanism == "laplace":
-        return LaplaceMechanism(epsilon=epsilon, sensitivity=ranges.sum() / group_size)
+        return LaplaceMechanism(epsilon=epsilon,
+                                sensitivity=laplace_mean_sensitivity(ranges, group_size))
     sensitivity = np.sqrt(np.sum(ranges**2)) / group_size
     return GaussianMechanism(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
+
+
+def laplace_mean_sensitivity(ranges, group_size):
+    """L1 sensitivity of a group's mean: ``sum(ranges) / group_size``, per group.
+
+    Parameters
+    ----------
+    ranges : ndarray of shape (..., n_features)
+    group_size : float or ndarray broadcastable to ``ranges.shape[:-1]``
+    """
+    return np.sum(ranges, axis=-1) / group_size
+
+
+def slack_ranges(ranges, size, magnitude=None):
+    """``ranges`` plus the rounding slack of a centred mean, charged on the sensitivity.
+
+    Conversion, scaling and division round by a few ulps of the centred mean (bounded
+    by ``magnitude``, else ``ranges``); over ``size`` users that is ``size`` times the
+    slack per coordinate. ``size`` may be one size or an array of sizes (one row each).
+    """
+    slack = rounding_slack(ranges if magnitude is None else magnitude)
+    return ranges + np.multiply.outer(size, slack)
 
 
 def local_randomizer(mechanism, *, epsilon, delta, lower, upper):
@@ -97,11 +120,9 @@ def central_group_mean(centred_sum, size, *, origin, mechanism, epsilon, delta, 
     estimate : GroupEstimate
     """
     n_features = centred_sum.shape[0]
-    # Conversion, scaling and division round by a few ulps of the centred mean.
-    slack = rounding_slack(ranges if magnitude is None else magnitude)
-    slack_ranges = ranges + size * slack
     noise = central_mechanism(
-        mechanism, epsilon=epsilon, delta=delta, ranges=slack_ranges, group_size=size
+        mechanism, epsilon=epsilon, delta=delta, ranges=slack_ranges(ranges, size, magnitude),
+        group_size=size,
     )
     mean = noise.randomise(centred_sum / size, random_state=rng) + origin
     variance = np.full(n_features, noise.variance(n_features))
@@ -138,8 +159,7 @@ def central_group_means(centred_sums, sizes, *, origin, epsilons, ranges, rng):
     if not np.all(np.isfinite(epsilons) & (epsilons > 0)):
         raise ValueError("every group's epsilon must be finite and > 0")
     n_features = centred_sums.shape[1]
-    slack = rounding_slack(ranges)
-    sensitivity = (ranges[np.newaxis, :] + sizes[:, np.newaxis] * slack).sum(axis=1) / sizes
+    sensitivity = laplace_mean_sensitivity(slack_ranges(ranges, sizes), sizes)
     means = laplace_release(centred_sums / sizes[:, np.newaxis], sensitivity, epsilons, rng,
                             secure=True) + origin
     return means, laplace_variance(sensitivity, epsilons, n_features, True)
