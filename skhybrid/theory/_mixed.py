@@ -31,7 +31,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from ..mechanisms._noise import laplace_variance
-from ..utils._validation import check_epsilon
+from ..utils._validation import check_epsilon, unique_inverse
 
 # Grid points per interval between consecutive distinct epsilons in the threshold search.
 _GRID_POINTS_PER_INTERVAL = 16
@@ -136,12 +136,9 @@ def sample_mechanism_probabilities(epsilon, threshold):
     threshold = _check_array(threshold, "threshold", allow_inf=True)
     if threshold.ndim == 0 and epsilon.size > 1024:
         # Millions of users on a few levels: one formula per level, then spread.
-        levels = np.unique(epsilon)
-        if levels.size <= 16:
-            probabilities = np.empty(epsilon.shape)
-            for level, probability in zip(levels, _keep_probability(levels, threshold)):
-                probabilities[epsilon == level] = probability
-            return probabilities
+        levels, inverse = unique_inverse(epsilon, many=False)
+        if inverse is not None:
+            return _keep_probability(levels, threshold)[inverse]
     return _keep_probability(*np.broadcast_arrays(epsilon, threshold))
 
 

@@ -464,7 +464,7 @@ def check_group_epsilons(epsilon, is_tcm, estimator_name, *, hint=""):
     return tuple(levels)
 
 
-def unique_inverse(keys, max_few=16):
+def unique_inverse(keys, max_few=16, *, many=True):
     """``np.unique(keys, return_inverse=True)``, fast when there are few distinct keys.
 
     Millions of users usually share a handful of privacy levels: sorting the keys alone
@@ -476,15 +476,20 @@ def unique_inverse(keys, max_few=16):
     keys : ndarray of shape (n,)
     max_few : int, default=16
         Above this many distinct keys, numpy's own inverse is used.
+    many : bool, default=True
+        False returns ``inverse=None`` above ``max_few`` keys, for callers with a
+        cheaper per-element path than an argsort.
 
     Returns
     -------
     unique : ndarray
-    inverse : ndarray of intp of shape (n,)
+    inverse : ndarray of intp of shape (n,), or None
     """
     keys = np.asarray(keys)
     unique = np.unique(keys)
     if unique.size > max_few:
+        if not many:
+            return unique, None
         unique, inverse = np.unique(keys, return_inverse=True)
         return unique, inverse.ravel()
     inverse = np.zeros(keys.shape[0], dtype=np.intp)
