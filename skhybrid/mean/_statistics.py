@@ -250,6 +250,16 @@ def _chunk_extremes(estimator, X, trust_group, epsilon, *, offset, rng, validate
     return raw.min(axis=0), raw.max(axis=0)
 
 
+def _chunk_users(user_id, is_tcm, epsilon):
+    """A ``partial_fit`` chunk's users (ids, is_tcm, epsilon), for later ledger charges."""
+    ids = id_array(user_id)
+    if ids.ndim != 1 or ids.shape[0] != is_tcm.shape[0]:
+        raise ValueError(
+            f"user_id must have one id per row of X ({is_tcm.shape[0]}); got shape {ids.shape}"
+        )
+    return ids, is_tcm, np.broadcast_to(epsilon, is_tcm.shape)
+
+
 class StreamState:
     """The curator's secret state of a ``partial_fit`` stream.
 
@@ -283,16 +293,6 @@ class StreamState:
         self.pending = True
         self.users = []
         self.lock = threading.Lock()
-
-    def add_users(self, user_id, is_tcm, epsilon):
-        """Remember a chunk's users, for the ledger charges of later releases."""
-        ids = id_array(user_id)
-        if ids.ndim != 1 or ids.shape[0] != is_tcm.shape[0]:
-            raise ValueError(
-                f"user_id must have one id per row of X ({is_tcm.shape[0]}); "
-                f"got shape {ids.shape}"
-            )
-        self.users.append((ids, is_tcm, np.broadcast_to(epsilon, is_tcm.shape)))
 
     def all_users(self):
         """Every user of the stream so far: ids, is_tcm, epsilon."""
@@ -413,7 +413,7 @@ class StatisticsFitMixin:
 
         def remember(is_tcm, levels):
             if self.ledger is not None:
-                chunk_users.append((user_id, is_tcm, levels))
+                chunk_users.append(_chunk_users(user_id, is_tcm, levels))
 
         users = (remember, None)
         stream = self.__dict__.get("_stream")
@@ -424,16 +424,14 @@ class StatisticsFitMixin:
             statistics, context = self._statistics(X, trust_group, epsilon, rng, reset=True,
                                                    users=users)
             stream = StreamState(statistics, context, rng)
-            for chunk in chunk_users:
-                stream.add_users(*chunk)
+            stream.users.extend(chunk_users)
             self._stream = stream
             return self
         statistics, _ = self._statistics(X, trust_group, epsilon, stream.rng, reset=False,
                                          context=stream.context, users=users)
         with stream.lock:
             stream.statistics = stream.statistics + statistics
-            for chunk in chunk_users:
-                stream.add_users(*chunk)
+            stream.users.extend(chunk_users)
             stream.pending = True
         return self
 
