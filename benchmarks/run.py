@@ -13,12 +13,12 @@ HybridKMeans, per iteration.
 import subprocess
 import sys
 import textwrap
-import time
 import warnings
 
 import numpy as np
 from sklearn.cluster import KMeans
 
+from bench_kmeans import best_times  # benchmarks/ is on the path when run as a script
 from skhybrid import (
     ADPMEstimator,
     HybridKMeans,
@@ -28,17 +28,6 @@ from skhybrid import (
 )
 
 ROUNDS = 3
-
-
-def interleaved(functions, rounds=ROUNDS):
-    """Minimum wall time of each function, the functions taking turns in every round."""
-    times = [[] for _ in functions]
-    for _ in range(rounds):
-        for index, function in enumerate(functions):
-            start = time.perf_counter()
-            function()
-            times[index].append(time.perf_counter() - start)
-    return [min(each) for each in times]
 
 
 def peak_memory(setup, statement):
@@ -78,30 +67,30 @@ def main(n_users=10_000_000):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        floor_all, tcm_only, kvh_bool, kvh_str = interleaved([
+        floor_all, tcm_only, kvh_bool, kvh_str = best_times([
             lambda: np.clip(X, 0.0, 1.0).sum(axis=0),
             lambda: HybridMeanEstimator("tcm_only", bounds=(0, 1), random_state=0).fit(X),
             lambda: HybridMeanEstimator(bounds=(0, 1), random_state=0).fit(X, trust_group=is_tcm),
             lambda: HybridMeanEstimator(bounds=(0, 1), random_state=0).fit(
                 X, trust_group=as_strings),
-        ])
+        ], repeats=ROUNDS)
         row("HybridMean all tcm, tcm_only", tcm_only, floor_all, "floor", "<= 1.3x",
             peak_memory(setup, "skhybrid.HybridMeanEstimator('tcm_only', bounds=(0, 1))"
                                ".fit(X)"))
         row("HybridMean, object trust_group", kvh_str, kvh_bool, "bool fit", "<= 1.2x")
 
-        floor_groups, secure = interleaved([
+        floor_groups, secure = best_times([
             lambda: grouping_floor(X, is_tcm.view(np.int8), 2),
             lambda: HybridMeanEstimator(bounds=(0, 1)).fit(X, trust_group=is_tcm),
-        ])
+        ], repeats=ROUNDS)
         row("HybridMean default (secure noise)", secure, floor_groups, "floor", "<= 2.5x",
             peak_memory(setup, "skhybrid.HybridMeanEstimator(bounds=(0, 1))"
                                ".fit(X, trust_group=is_tcm)"))
 
-        floor_unique, adpm = interleaved([
+        floor_unique, adpm = best_times([
             lambda: grouping_floor(X, np.unique(two_levels, return_inverse=True)[1], 2),
             lambda: ADPMEstimator(bounds=(0, 1), random_state=0).fit(X, epsilon=two_levels),
-        ])
+        ], repeats=ROUNDS)
         row("ADPM, 2 levels", adpm, floor_unique, "grouping floor", "<= 1.5x",
             peak_memory(setup, "skhybrid.ADPMEstimator(bounds=(0, 1)).fit(X, epsilon=two)"))
 
@@ -109,20 +98,20 @@ def main(n_users=10_000_000):
             coins = rng.random(n_users) < 0.5
             return np.clip(X[:, 0], 0.0, 1.0)[coins].sum()
 
-        floor_pdp, pdp = interleaved([
+        floor_pdp, pdp = best_times([
             pdp_floor,
             lambda: PDPSampleEstimator(bounds=(0, 1), random_state=0).fit(X, epsilon=two_levels),
-        ])
+        ], repeats=ROUNDS)
         row("PDPSample, 2 levels", pdp, floor_pdp, "floor", "<= 2x",
             peak_memory(setup, "skhybrid.PDPSampleEstimator(bounds=(0, 1))"
                                ".fit(X, epsilon=two)"))
 
         n_distinct = np.unique(many_levels).size
-        floor_many, mixed = interleaved([
+        floor_many, mixed = best_times([
             lambda: grouping_floor(X, np.unique(many_levels, return_inverse=True)[1], n_distinct),
             lambda: MixedMeanEstimator(bounds=(0, 1), random_state=0).fit(
                 X, epsilon=many_levels),
-        ], rounds=1)
+        ], repeats=1)
         row(f"MixedMean, {n_distinct:,} levels", mixed, floor_many, "grouping floor",
             "<= 3x", peak_memory(setup, "skhybrid.MixedMeanEstimator(bounds=(0, 1))"
                                         ".fit(X, epsilon=two)"))
@@ -131,12 +120,12 @@ def main(n_users=10_000_000):
         for n_features, n_clusters in [(2, 3), (10, 3), (10, 10)]:
             points = rng.uniform(0, 1, size=(kmeans_n, n_features))
             init = rng.uniform(0, 1, size=(n_clusters, n_features))
-            lloyd, private = interleaved([
+            lloyd, private = best_times([
                 lambda: KMeans(n_clusters, init=init, n_init=1, max_iter=5, tol=0,
                                algorithm="lloyd").fit(points),
                 lambda: HybridKMeans(n_clusters, epsilon=7.0, n_iter=5, strategy="tcm_only",
                                      bounds=(0, 1), init=init, random_state=0).fit(points),
-            ])
+            ], repeats=ROUNDS)
             row(f"HybridKMeans tcm_only {kmeans_n:,} x {n_features}, k={n_clusters}",
                 private, lloyd, "sklearn KMeans", "<= 1.0x")
 
