@@ -71,6 +71,9 @@ _METHODS = {
                        needs_tcm_only=True),
     "ldpe": _Method("adpm", "ldpe", "ADPM baseline: per-level Laplace means",
                     needs_tcm_only=True),
+    "stretching": _Method("adpm", "stretching",
+                          "ADPM baseline: stretching (Alaggan et al.), biased",
+                          needs_tcm_only=True),
     "pdp_sample": _Method("pdp", None, "PDPSample, the Sample mechanism (Jorgensen et al.)",
                           needs_tcm_only=True),
     "mixed_mean": _Method("mixed", None, "MixedMean, per-epsilon means mixed (Ferrando et al.)",
@@ -87,7 +90,7 @@ def _method_name(text):
     return text.strip().lower().replace("-", "_")
 
 # The demo population has one epsilon and both trust groups. PDPSampleEstimator,
-# MixedMeanEstimator and ADPM's uni / propdpm / ldpe baselines are trusted-curator
+# MixedMeanEstimator and ADPM's uni / propdpm / ldpe / stretching baselines are trusted-curator
 # estimators (they reject lm users: their privacy comes from the curator's noise or
 # sampling); run on the tcm users alone with one epsilon they all reduce to the Laplace
 # mean of those users, which is the tcm_only row. So the demo leaves them out.

@@ -27,7 +27,7 @@ def _estimators():
     yield HybridMeanEstimator(mechanism="gaussian", delta=1e-5, bounds=(-3.0, 3.0))
     yield ADPMEstimator()
     yield ADPMEstimator(bounds=(-3.0, 3.0), solver="cvxpy")
-    for strategy in ("uni", "propdpm", "ldpe"):
+    for strategy in ("uni", "propdpm", "ldpe", "stretching"):
         yield ADPMEstimator(bounds=(-3.0, 3.0), strategy=strategy)
     for cls in (PDPSampleEstimator, MixedMeanEstimator, MixedQuantileEstimator):
         yield cls()

@@ -16,6 +16,8 @@ from ..theory._adpm import (
     ldpe_weights,
     propdpm_weights,
     saturation_threshold,
+    stretching_mse,
+    stretching_weights,
     uni_weights,
 )
 from ..theory._mixed import mse_about_empirical_mean
@@ -29,7 +31,12 @@ from ..utils._validation import (
 )
 from ._statistics import LevelStatistics, StatisticsFitMixin, level_lookup
 
-_BASELINES = {"uni": uni_weights, "propdpm": propdpm_weights, "ldpe": ldpe_weights}
+_BASELINES = {
+    "uni": uni_weights,
+    "propdpm": propdpm_weights,
+    "ldpe": ldpe_weights,
+    "stretching": stretching_weights,
+}
 
 
 def _local_users(is_tcm, epsilon):
@@ -67,10 +74,15 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
         ``"exact"``: the closed-form KKT solution (sort and prefix sums, see
         :doc:`/adpm_solver`); ``"cvxpy"``: the program solved by cvxpy with one variable
         per privacy level; ``"auto"``: the exact solver.
-    strategy : {"adpm", "uni", "propdpm", "ldpe"}, default="adpm"
+    strategy : {"adpm", "uni", "propdpm", "ldpe", "stretching"}, default="adpm"
         ``"adpm"``, or one of the paper's baselines (Sec. IV-A): uniform weights
         (``"uni"``), weights proportional to epsilon (``"propdpm"``), per-level Laplace
-        means mixed by inverse variance (``"ldpe"``). The baselines need tcm users only.
+        means mixed by inverse variance (``"ldpe"``), or the stretching mechanism of
+        Alaggan et al. (``"stretching"``, Example 2 in Appendix D): each value is shrunk
+        towards the lower bound by ``epsilon_i / max(epsilon)`` and the mean released at
+        ``max(epsilon)``. Stretching is biased (its weights sum to less than 1 and its
+        ``expected_mse_`` is an upper bound); it is here to show why ADPM is not. The
+        baselines need tcm users only.
     local_reports : bool, default=False
         Whether lm rows of ``X`` are already reports privatized on the users' devices by
         :class:`~skhybrid.mechanisms.LocalLaplaceRandomizer` with the same bounds and
@@ -94,7 +106,8 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
     mean_ : ndarray of shape (n_features,)
         The private estimate.
     weights_ : ndarray of shape (n_samples,)
-        The users' weights; they sum to 1. A lazy Dask array when ``X`` is a Dask
+        The users' weights; they sum to 1 (to ``mean(epsilon) / max(epsilon)`` with
+        ``strategy="stretching"``). A lazy Dask array when ``X`` is a Dask
         collection; absent after ``partial_fit`` (see ``level_weights_``).
     level_epsilons_, level_local_, level_sizes_, level_weights_ : ndarray of shape (n_levels,)
         The privacy levels (a level is a trust model and an epsilon; tcm levels first,
@@ -150,7 +163,7 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
         "bounds": ["array-like", None],
         "variance": [Interval(Real, 0, None, closed="neither"), "array-like", None],
         "solver": [StrOptions({"auto", "exact", "cvxpy"})],
-        "strategy": [StrOptions({"adpm", "uni", "propdpm", "ldpe"})],
+        "strategy": [StrOptions({"adpm", "uni", "propdpm", "ldpe", "stretching"})],
         "local_reports": ["boolean"],
         "clamp": ["boolean"],
         "random_state": RANDOM_STATE_CONSTRAINT,
@@ -348,7 +361,13 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
                 weighted[np.newaxis, :], sensitivity, statistics.epsilons, rng, secure=True
             )
             released = released[0]
-        offset = float(np.sum(level_weights[central] * statistics.counts[central])) * lower
+        # The centred values need their lower bound back: sum_i w_i lower for the tcm
+        # users. Stretching releases lower + sum_i w_i (x_i - lower) with weights summing
+        # to less than 1: its values shrink towards the lower bound, as Example 2 shrinks
+        # them towards 0.
+        offset = lower
+        if self.strategy != "stretching":
+            offset = float(np.sum(level_weights[central] * statistics.counts[central])) * lower
         reports = level_weights[~central] @ statistics.report_sums[~central]
         return released + offset + reports, scale
 
@@ -384,6 +403,14 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
     def _expected_mse(self, solution, feature_variance, report_variance, lower, upper, n_samples):
         if solution.trivial:
             return (upper - lower) ** 2 / 4.0
+        if self.strategy == "stretching":
+            # Biased: the bound puts the data's mean at the upper bound (the largest bias).
+            user_epsilon = np.repeat(self.level_epsilons_, self.level_sizes_)
+            return np.array([
+                stretching_mse(user_epsilon, mean_offset=offset, variance=variance,
+                               data_range=float(np.sum(upper - lower)), empirical=True)
+                for offset, variance in zip(upper - lower, feature_variance)
+            ])
         population = np.array([
             affine_mse(
                 solution.weights, variance=variance, noise_scale=solution.noise_scale,

@@ -12,7 +12,8 @@ module computes the weights ``w`` and the noise scale ``eta`` (it draws no noise
 - :func:`saturation_ratio`, :func:`two_group_weights` and :func:`two_group_mse` are the
   two-group closed forms (Eq. (4), Table I / Lemma 3 and Theorem 1);
 - :func:`uni_weights`, :func:`propdpm_weights` and :func:`ldpe_weights` are the baselines
-  UNI, PropDPM and LDPE of Sec. IV-A.
+  UNI, PropDPM and LDPE of Sec. IV-A; :func:`stretching_weights` and
+  :func:`stretching_mse` are the biased stretching mechanism of Example 2 (Appendix D).
 
 Everything is in the data's units: with ``D = upper - lower`` the weights depend only on
 ``variance / D**2`` and the noise scale and the squared errors scale with ``D`` and
@@ -40,6 +41,8 @@ __all__ = [
     "propdpm_weights",
     "saturation_ratio",
     "saturation_threshold",
+    "stretching_mse",
+    "stretching_weights",
     "two_group_mse",
     "two_group_weights",
     "uni_weights",
@@ -807,3 +810,91 @@ def ldpe_weights(epsilon, *, data_range=1.0, variance=None):
         trivial=False,
         level_noise_scales=level_noise_scales,
     )
+
+
+def stretching_weights(epsilon, *, data_range=1.0, variance=None):
+    """Stretching mechanism (Alaggan, Gambs and Kermarrec 2017; Example 2 of Chaudhuri and
+    Courtade, Appendix D).
+
+    Each value is shrunk to ``(epsilon_i / epsilon_max) x_i`` and a homogeneous
+    ``epsilon_max``-DP mean is released: ``w_i = epsilon_i / (n epsilon_max)`` and
+    ``eta = data_range / (n epsilon_max)``. Replacing user i moves the weighted sum by at
+    most ``w_i data_range = epsilon_i data_range / (n epsilon_max)``, so the Laplace
+    noise gives them exactly ``epsilon_i`` (Lemma 1). The weights sum to
+    ``mean(epsilon) / epsilon_max < 1`` unless all levels are equal: the estimate is
+    biased towards the value the data are shrunk to (0 in the paper's [0, 1] domain; the
+    lower bound here, so the mechanism is the paper's after mapping the bounds to
+    [0, 1]). With public users (epsilon = inf) epsilon_max is infinite: the public users
+    keep their values and every finite-epsilon user is shrunk to the lower bound.
+
+    Parameters
+    ----------
+    epsilon : array-like of shape (n_users,)
+        Per-user privacy levels, > 0; np.inf = public.
+    data_range : float, default=1.0
+    variance : float, default=None
+        Variance bound; None is the worst case ``data_range**2 / 4``.
+
+    Returns
+    -------
+    solution : ADPMSolution
+        ``expected_mse`` is an upper bound on the error against the population mean: the
+        exact :func:`stretching_mse` with the population mean at the upper bound (the
+        largest bias) and the variance at its bound.
+    """
+    eps = _check_epsilon(epsilon)
+    data_range = _check_data_range(data_range)
+    variance = _resolve_variance(variance, data_range)
+    weights = _stretched_fraction(eps) / eps.size
+    noise_scale = laplace_noise_scale(weights, eps, data_range=data_range)
+    mse = stretching_mse(eps, mean_offset=data_range, variance=variance, data_range=data_range)
+    return ADPMSolution(
+        weights=weights, noise_scale=noise_scale, expected_mse=mse, objective=mse, trivial=False
+    )
+
+
+def _stretched_fraction(eps):
+    """``epsilon_i / epsilon_max``, 1 for public users (they are the maximum)."""
+    eps_max = eps.max()
+    if np.isinf(eps_max):
+        return np.isinf(eps).astype(float)
+    return eps / eps_max
+
+
+def stretching_mse(epsilon, *, mean_offset, variance, data_range=1.0, empirical=False):
+    """Expected squared error of the stretching mechanism (Example 2 of Chaudhuri and Courtade).
+
+    With ``w`` and ``eta`` of :func:`stretching_weights` and i.i.d. values whose mean lies
+    ``mean_offset`` above the lower bound, with variance ``variance``, the release
+    ``lower + <w, x - lower> + Laplace(eta)`` has error ``<w, x - mu> - (1 - sum(w))
+    mean_offset + Laplace(eta)`` about the population mean ``mu``, so
+
+    ``MSE = variance ||w||^2 + ((1 - sum(w)) mean_offset)^2 + 2 eta^2``.
+
+    About the empirical mean of the same data (``empirical=True``) ``w`` becomes
+    ``w - 1/n`` in the variance term. Example 2 (a point mass at 0.5, eps1 = 0.01,
+    eps2 = 0.1, f = 0.5) gives ``0.050625 + 200 / n^2``, the paper's
+    ``0.05 + 200 / n^2``: the bias does not vanish as n grows.
+
+    Parameters
+    ----------
+    epsilon : array-like of shape (n_users,)
+    mean_offset : float
+        Population mean minus the lower bound, in ``[0, data_range]``.
+    variance : float
+        Variance of one user's value.
+    data_range : float, default=1.0
+    empirical : bool, default=False
+        Measure the error against the empirical mean of the same data.
+
+    Returns
+    -------
+    mse : float
+    """
+    eps = _check_epsilon(epsilon)
+    data_range = _check_data_range(data_range)
+    weights = _stretched_fraction(eps) / eps.size
+    noise_scale = laplace_noise_scale(weights, eps, data_range=data_range)
+    spread = weights - 1.0 / eps.size if empirical else weights
+    bias = (1.0 - float(np.sum(weights))) * mean_offset
+    return affine_mse(spread, variance=variance, noise_scale=noise_scale) + bias**2

@@ -95,6 +95,28 @@ def test_expected_mse_matches_monte_carlo_within_4_standard_errors(strategy):
 
 
 @pytest.mark.slow
+def test_stretching_error_matches_example_2s_formula_and_stays_under_its_bound():
+    """The estimator's error about the empirical mean against stretching_mse (uniform data:
+    mean 1/2 above the lower bound, variance 1/12) within 4 standard errors, and under
+    the reported expected_mse_ (which puts the mean at the upper bound)."""
+    from skhybrid.theory._adpm import stretching_mse
+
+    rng = np.random.default_rng(7)
+    n, n_trials = 200, 4000
+    epsilon = np.exp(rng.uniform(-2, 1, n))
+    est = ADPMEstimator(strategy="stretching", bounds=(0, 1), variance=1 / 12)
+    errors = np.empty(n_trials)
+    for trial in range(n_trials):
+        X = rng.uniform(size=(n, 1))
+        est.set_params(random_state=int(rng.integers(2**31))).fit(X, epsilon=epsilon)
+        errors[trial] = (est.mean_[0] - X.mean()) ** 2
+    expected = stretching_mse(epsilon, mean_offset=0.5, variance=1 / 12, empirical=True)
+    standard_error = errors.std(ddof=1) / np.sqrt(n_trials)
+    assert abs(errors.mean() - expected) < 4 * standard_error
+    assert errors.mean() < est.expected_mse_[0]
+
+
+@pytest.mark.slow
 def test_hybrid_expected_mse_matches_monte_carlo():
     rng = np.random.default_rng(4)
     n, n_trials = 200, 4000
@@ -119,6 +141,20 @@ def test_adpm_beats_its_baselines_in_expected_error():
         for s in ("adpm", "uni", "propdpm", "ldpe")
     }
     assert mse["adpm"] <= min(mse["uni"], mse["propdpm"], mse["ldpe"])
+
+
+def test_stretching_shrinks_towards_the_lower_bound():
+    """Bounds far from zero: the shrinkage is of x - lower, so constant data at the lower
+    bound are released there, whatever the bounds' offset."""
+    X = np.full((400, 1), 1e6)
+    epsilon = np.repeat([0.5, 1.0], 200)
+    est = ADPMEstimator(strategy="stretching", bounds=(1e6, 1e6 + 1), random_state=0)
+    est.fit(X, epsilon=epsilon)
+    assert abs(est.mean_[0] - 1e6) < 20 * est.noise_scale_[0]
+    assert est.weights_.sum() == pytest.approx(0.75)
+    # at the upper bound the released mean is shrunk by mean(epsilon) / max(epsilon)
+    est.fit(X + 1, epsilon=epsilon)
+    assert abs(est.mean_[0] - (1e6 + 0.75)) < 20 * est.noise_scale_[0]
 
 
 def test_several_features_use_the_l1_range_for_noise():
@@ -168,13 +204,13 @@ def test_cross_validate_routes_per_user_epsilon():
 N_FITS = 5_000
 
 
-def _audit(replaced, epsilon_audited, seed):
+def _audit(replaced, epsilon_audited, seed, strategy="adpm"):
     # Ten users at epsilon 1 and ten at epsilon 2 in [0, 1]; the neighbour replaces one by 1e6.
     X = np.linspace(0.0, 1.0, 20).reshape(-1, 1)
     epsilon = np.repeat([1.0, 2.0], 10)
     X_prime = X.copy()
     X_prime[replaced, 0] = 1e6
-    estimator = ADPMEstimator(bounds=(0.0, 1.0))
+    estimator = ADPMEstimator(bounds=(0.0, 1.0), strategy=strategy)
     return audit_mechanism(
         estimator_release(estimator, X, epsilon=epsilon),
         estimator_release(estimator, X_prime, epsilon=epsilon),
@@ -183,21 +219,23 @@ def _audit(replaced, epsilon_audited, seed):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["adpm", "stretching"])
 @pytest.mark.parametrize("replaced, own_epsilon", [(0, 1.0), (15, 2.0)])
-def test_a_replaced_user_is_protected_at_their_own_epsilon(replaced, own_epsilon):
-    result = _audit(replaced, own_epsilon, seed=31)
+def test_a_replaced_user_is_protected_at_their_own_epsilon(replaced, own_epsilon, strategy):
+    result = _audit(replaced, own_epsilon, seed=31, strategy=strategy)
     assert result.passed, str(result)
 
 
 @pytest.mark.slow
-def test_audit_fails_when_the_central_noise_is_divided_by_1_4(monkeypatch):
+@pytest.mark.parametrize("strategy", ["adpm", "stretching"])
+def test_audit_fails_when_the_central_noise_is_divided_by_1_4(monkeypatch, strategy):
     original = adpm_module.personalized_laplace_release
 
     def weak(values, user_sensitivity, user_epsilon, rng, secure):
         return original(values, user_sensitivity / 1.4, user_epsilon, rng, secure)
 
     monkeypatch.setattr(adpm_module, "personalized_laplace_release", weak)
-    result = _audit(0, 1.0, seed=32)
+    result = _audit(0, 1.0, seed=32, strategy=strategy)
     assert not result.passed, str(result)
 
 

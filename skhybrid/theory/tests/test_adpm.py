@@ -20,6 +20,8 @@ from skhybrid.theory._adpm import (
     propdpm_weights,
     saturation_ratio,
     saturation_threshold,
+    stretching_mse,
+    stretching_weights,
     two_group_mse,
     two_group_weights,
     uni_weights,
@@ -417,10 +419,37 @@ def test_ldpe_noises_each_level_mean_and_weighs_levels_by_inverse_variance():
     assert solution.expected_mse == pytest.approx(1 / (1 / v1 + 1 / v2), rel=1e-12)
 
 
+def test_stretching_shrinks_each_value_by_its_epsilon_over_the_largest():
+    """Example 2 (Appendix D): x_i -> eps_i x_i / eps_max, then an eps_max-DP mean."""
+    eps = np.array([0.5, 0.2, 2.0, 2.0])
+    solution = stretching_weights(eps, data_range=3.0)
+    np.testing.assert_allclose(solution.weights, eps / 2.0 / 4, rtol=1e-15)
+    # the homogeneous eps_max mean: Laplace(range / (n eps_max))
+    assert solution.noise_scale == pytest.approx(3.0 / (4 * 2.0), rel=1e-15)
+    # ... which is exactly each user's own epsilon by Lemma 1: w_i range / eta = eps_i
+    np.testing.assert_allclose(solution.weights * 3.0 / solution.noise_scale, eps, rtol=1e-14)
+
+
+def test_stretching_bias_does_not_vanish_as_example_2_says():
+    """Point mass at 0.5, eps1 = 0.01, eps2 = 0.1, f = 0.5: MSE = 0.05 + 200 / n^2."""
+    for n in (100, 10_000, 1_000_000):
+        eps = two_groups(n, 0.5, 0.01, 0.1)
+        mse = stretching_mse(eps, mean_offset=0.5, variance=0.0)
+        # the bias: mean shrunk to 0.5 (0.5 * 0.1 + 0.5 * 1) = 0.275, off by 0.225
+        assert mse - 200 / n**2 == pytest.approx(0.225**2, rel=1e-12)
+        assert mse == pytest.approx(0.05 + 200 / n**2, rel=0.02)
+
+
+def test_stretching_with_public_users_shrinks_the_private_ones_to_the_lower_bound():
+    solution = stretching_weights(np.array([0.5, np.inf, np.inf, 1.0]))
+    np.testing.assert_allclose(solution.weights, [0.0, 0.25, 0.25, 0.0])
+    assert solution.noise_scale == 0.0
+
+
 def test_adpm_beats_every_baseline_in_its_own_objective():
     eps, _ = random_epsilons(np.random.default_rng(15), 300)
     best = adpm_weights(eps).expected_mse
-    for baseline in (uni_weights, propdpm_weights, ldpe_weights):
+    for baseline in (uni_weights, propdpm_weights, ldpe_weights, stretching_weights):
         assert best <= baseline(eps).expected_mse
 
 
