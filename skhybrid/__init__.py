@@ -23,6 +23,7 @@ from .mean import (
     HybridMeanEstimator,
     MixedMeanEstimator,
     MixedQuantileEstimator,
+    PDPQuantileEstimator,
     PDPSampleEstimator,
 )
 
@@ -35,6 +36,7 @@ __all__ = [
     "HybridMeanEstimator",
     "MixedMeanEstimator",
     "MixedQuantileEstimator",
+    "PDPQuantileEstimator",
     "PDPSampleEstimator",
     "__version__",
     "audit",

@@ -11,6 +11,7 @@ from skhybrid import (
     HybridMeanEstimator,
     MixedMeanEstimator,
     MixedQuantileEstimator,
+    PDPQuantileEstimator,
     PDPSampleEstimator,
 )
 from skhybrid.exceptions import EmptyGroupWarning, PrivacyLeakWarning
@@ -29,12 +30,14 @@ def _estimators():
     yield ADPMEstimator(bounds=(-3.0, 3.0), solver="cvxpy")
     for strategy in ("uni", "propdpm", "ldpe", "stretching"):
         yield ADPMEstimator(bounds=(-3.0, 3.0), strategy=strategy)
-    for cls in (PDPSampleEstimator, MixedMeanEstimator, MixedQuantileEstimator):
+    for cls in (PDPSampleEstimator, MixedMeanEstimator, MixedQuantileEstimator,
+                PDPQuantileEstimator):
         yield cls()
         yield cls(bounds=(-3.0, 3.0))
     for threshold in ("min", "mean", "optimal", 0.5):
         yield PDPSampleEstimator(threshold=threshold, bounds=(-3.0, 3.0))
     yield MixedQuantileEstimator(0.1, bounds=(-3.0, 3.0), variance=1.0)
+    yield PDPQuantileEstimator(0.9, bounds=(-3.0, 3.0))
     yield MixedMeanEstimator(bounds=(-3.0, 3.0), variance=1.0, epsilon=float("inf"))
     yield HybridKMeans()
     yield HybridKMeans(bounds=(-3.0, 3.0))

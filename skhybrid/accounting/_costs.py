@@ -28,6 +28,8 @@ PDPSampleEstimator        ``min(epsilon_i, t)`` for the threshold ``t``: a user 
                           a user above ``t`` is always kept and gets ``t``.
 MixedMeanEstimator,       ``epsilon_i`` (each privacy group's Laplace or exponential
 MixedQuantileEstimator    mechanism runs at the group's level).
+PDPQuantileEstimator      ``epsilon_i`` (the PE mechanism's cost of moving user ``i`` is
+                          ``epsilon_i``, Jorgensen et al. 2015).
 HybridKMeans              ``epsilon_i`` over all ``n_iter`` iterations (the parameter is
                           the total); lm users are not charged under ``"tcm_only"``.
 BlenderHeavyHitters       ``(epsilon, delta)`` for every user: opt-in users by
@@ -119,6 +121,7 @@ _COSTS = {
     "PDPSampleEstimator": _pdp_cost,
     "MixedMeanEstimator": _own_level_cost,
     "MixedQuantileEstimator": _own_level_cost,
+    "PDPQuantileEstimator": _own_level_cost,
     "HybridKMeans": _kmeans_cost,
     "BlenderHeavyHitters": _blender_cost,
 }

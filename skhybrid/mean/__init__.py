@@ -4,6 +4,7 @@ from ._adpm import ADPMEstimator
 from ._hybrid import EmptyGroupWarning, HybridMeanEstimator
 from ._mixed import MixedMeanEstimator, MixedQuantileEstimator
 from ._pdp import PDPSampleEstimator
+from ._pdp_quantile import PDPQuantileEstimator
 
 __all__ = [
     "ADPMEstimator",
@@ -11,5 +12,6 @@ __all__ = [
     "HybridMeanEstimator",
     "MixedMeanEstimator",
     "MixedQuantileEstimator",
+    "PDPQuantileEstimator",
     "PDPSampleEstimator",
 ]
