@@ -12,6 +12,29 @@ def _check_matplotlib(caller):
         ) from error
 
 
+def _plain_number(value, _position=None):
+    """A tick label as a plain number: 0.01, 200, 1e+05 (``%g``)."""
+    return f"{value:g}"
+
+
+def _tidy_log_ticks(axis):
+    """Readable ticks on a log axis: 1-2-5 steps labelled as plain numbers.
+
+    matplotlib labels minor ticks too when a log axis spans less than a decade or so
+    ("2x10^2", "3x10^2", ... which overlap); here only the major ticks are labelled, at
+    1, 2 and 5 times a power of ten over up to three decades and at the powers of ten
+    beyond, and the unlabelled minor ticks stay as marks.
+    """
+    from matplotlib import ticker
+
+    low, high = sorted(axis.get_view_interval())
+    decades = np.log10(high / low) if low > 0 else np.inf
+    subs = (1.0, 2.0, 5.0) if decades <= 1.2 else (1.0, 3.0) if decades <= 3 else (1.0,)
+    axis.set_major_locator(ticker.LogLocator(base=10.0, subs=subs))
+    axis.set_major_formatter(ticker.FuncFormatter(_plain_number))
+    axis.set_minor_formatter(ticker.NullFormatter())
+
+
 class CurveDisplay:
     """Several curves ``y(x)`` on one axes, each with optional error bars.
 
@@ -75,7 +98,8 @@ class CurveDisplay:
         import matplotlib.pyplot as plt
 
         if ax is None:
-            _, ax = plt.subplots()
+            # constrained layout keeps the axis labels inside the saved figure
+            _, ax = plt.subplots(layout="constrained")
         x = np.asarray(self.x)
         errors = self.errors or {}
         style = {"marker": "o", "markersize": 3, "capsize": 2, **kwargs}
@@ -92,6 +116,10 @@ class CurveDisplay:
             ax.set_xscale(xscale)
         if yscale != "linear":
             ax.set_yscale(yscale)
+        if xscale == "log":
+            _tidy_log_ticks(ax.xaxis)
+        if yscale == "log":
+            _tidy_log_ticks(ax.yaxis)
         if self.xlabel is not None:
             ax.set_xlabel(self.xlabel)
         if self.ylabel is not None:

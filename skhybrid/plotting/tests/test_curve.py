@@ -55,3 +55,37 @@ def test_from_table_plots_columns_on_the_given_axes():
     np.testing.assert_array_equal(display.lines_["mse"].lines[0].get_ydata(), [4.0, 1.0])
     # A single curve needs no legend.
     assert ax.get_legend() is None
+
+
+def _labelled_boxes(axis, renderer):
+    """The drawn extents of the axis's non-empty tick labels (major and minor)."""
+    ticks = axis.get_major_ticks() + axis.get_minor_ticks()
+    return [tick.label1.get_window_extent(renderer) for tick in ticks
+            if tick.label1.get_visible() and tick.label1.get_text()
+            and tick.get_loc() is not None]
+
+
+@pytest.mark.parametrize("y", [
+    np.array([128.0, 131.0, 148.0]),       # a fraction of a decade
+    np.array([0.04, 0.08, 0.3]),           # about a decade
+    np.array([1e-1, 1e-4, 1e-6]),          # many decades
+])
+def test_log_axes_label_ticks_as_plain_numbers_without_overlap(y):
+    display = CurveDisplay(x=np.array([100.0, 300.0, 1000.0]), curves={"a": y},
+                           xlabel="n", ylabel="(MSE - 1/(12n)) n^2")
+    display.plot(xscale="log", yscale="log")
+    figure = display.figure_
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    for axis in (display.ax_.xaxis, display.ax_.yaxis):
+        texts = [tick.label1.get_text() for tick in axis.get_minor_ticks()]
+        assert not any(texts), texts  # minor ticks are marks only
+        labels = [t.get_text() for t in axis.get_ticklabels() if t.get_text()]
+        assert labels and not any("times" in label or "^" in label for label in labels)
+        boxes = sorted(_labelled_boxes(axis, renderer), key=lambda box: (box.x0, box.y0))
+        for first, second in zip(boxes, boxes[1:]):
+            assert not first.overlaps(second)
+    # the y label lies inside the figure (not clipped when saved)
+    label_box = display.ax_.yaxis.label.get_window_extent(renderer)
+    assert label_box.x0 >= 0
+    plt.close(figure)
