@@ -25,7 +25,7 @@ from skhybrid.reproduce import REPRODUCTIONS
 REPOSITORY = Path(skhybrid.__file__).resolve().parents[1]
 DEMO_ESTIMATORS = ["kvh", "pwh", "naive", "tcm_only", "full_lm", "lm_only", "adpm"]
 ESTIMATE_NAMES = ["kvh", "pwh", "naive", "tcm_only", "full_lm", "lm_only", "adpm", "uni",
-                  "propdpm", "ldpe", "pdp_sample", "mixed_mean"]
+                  "propdpm", "ldpe", "stretching", "pdp_sample", "mixed_mean"]
 NUMBER = r"-?[\d,]+(?:\.\d+)?"
 
 
@@ -120,7 +120,8 @@ def test_demo_prints_every_estimator_and_writes_the_csv_and_plot(tmp_path):
     printed = {}
     for name in DEMO_ESTIMATORS:
         match = re.search(
-            rf"^{name}\s.*?\s({NUMBER})\s+({NUMBER})\s+({NUMBER})\s+({NUMBER})\s*$", out, re.M
+            rf"^{name}\s.*?\s({NUMBER})\s+({NUMBER})\s+({NUMBER})\s+({NUMBER})\s+({NUMBER})\s*$",
+            out, re.M,
         )
         assert match, f"no row for {name} in:\n{out}"
         printed[name] = [float(value.replace(",", "")) for value in match.groups()]
@@ -131,8 +132,10 @@ def test_demo_prints_every_estimator_and_writes_the_csv_and_plot(tmp_path):
     with open(tmp_path / "out" / "skhybrid-demo.csv", newline="") as handle:
         rows = {row["estimator"]: row for row in csv.DictReader(handle)}
     assert list(rows) == DEMO_ESTIMATORS
-    for name, (estimate, expected_rmse, vs_tcm, vs_full) in printed.items():
+    for name, (estimate, expected_rmse, vs_tcm, vs_full, vs_better) in printed.items():
         row = rows[name]
+        assert float(row["improvement_vs_better"]) == pytest.approx(vs_better, abs=1e-3)
+        assert vs_better == pytest.approx(min(vs_tcm, vs_full), abs=2e-3)
         assert float(row["estimate"]) == pytest.approx(estimate, abs=0.5)
         assert float(row["expected_rmse"]) == pytest.approx(expected_rmse, abs=0.5)
         assert float(row["expected_rmse"]) ** 2 == pytest.approx(float(row["expected_mse"]))
@@ -144,6 +147,9 @@ def test_demo_prints_every_estimator_and_writes_the_csv_and_plot(tmp_path):
     assert float(rows["full_lm"]["improvement_vs_full_lm"]) == 1.0
     assert float(rows["kvh"]["improvement_vs_tcm_only"]) >= 1.0
     assert float(rows["kvh"]["improvement_vs_full_lm"]) >= 1.0
+    # The default population sits near the crossing of the baselines: the demo's point.
+    assert float(rows["kvh"]["improvement_vs_better"]) > 1.5
+    assert "Where the hybrid model pays" in out and "saturation" in out
 
     png = tmp_path / "out" / "skhybrid-demo.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
