@@ -18,6 +18,7 @@ from skhybrid import (
     HybridMeanEstimator,
     MixedMeanEstimator,
     MixedQuantileEstimator,
+    PDPQuantileEstimator,
     PDPSampleEstimator,
 )
 
@@ -42,6 +43,9 @@ ESTIMATORS = {
     "mixed-mean": lambda b, e: (MixedMeanEstimator(bounds=b, epsilon=e), {}),
     "mixed-quantile": lambda b, e: (MixedQuantileEstimator(bounds=b, epsilon=e), {}),
     "pdp": lambda b, e: (PDPSampleEstimator(bounds=b, epsilon=e), {}),
+    "pdp-quantile": lambda b, e: (PDPQuantileEstimator(bounds=b, epsilon=e), {}),
+    "adpm-stretching": lambda b, e: (ADPMEstimator(bounds=b, strategy="stretching"),
+                                     {"epsilon": LEVELS * e}),
     "kmeans": lambda b, e: (HybridKMeans(2, bounds=b, epsilon=e), {"trust_group": TRUST}),
 }
 

@@ -14,6 +14,7 @@ from skhybrid import (
     HybridMeanEstimator,
     MixedMeanEstimator,
     MixedQuantileEstimator,
+    PDPQuantileEstimator,
     PDPSampleEstimator,
 )
 from skhybrid.exceptions import EmptyGroupWarning, MetadataOverrideWarning
@@ -102,9 +103,10 @@ def _fit_with_epsilon(estimator):
         lambda eps: MixedMeanEstimator(epsilon=eps, bounds=(0, 100), random_state=0),
         lambda eps: MixedQuantileEstimator(epsilon=eps, bounds=(0, 100), random_state=0),
         lambda eps: PDPSampleEstimator(epsilon=eps, bounds=(0, 100), random_state=0),
+        lambda eps: PDPQuantileEstimator(epsilon=eps, bounds=(0, 100), random_state=0),
         lambda eps: HybridKMeans(2, epsilon=eps, bounds=(0, 100), random_state=0),
     ],
-    ids=["hybrid", "adpm", "mixed-mean", "mixed-quantile", "pdp", "kmeans"],
+    ids=["hybrid", "adpm", "mixed-mean", "mixed-quantile", "pdp", "pdp-quantile", "kmeans"],
 )
 def test_epsilon_metadata_over_a_non_default_parameter_warns(make):
     with pytest.warns(MetadataOverrideWarning, match=r"epsilon=5\.0") as record:

@@ -132,6 +132,8 @@ def _fits():
         "epsilon": epsilon}
     yield "MixedQuantileEstimator", estimators["MixedQuantileEstimator"](bounds=BOUNDS), X, {
         "epsilon": epsilon}
+    yield "PDPQuantileEstimator", estimators["PDPQuantileEstimator"](bounds=BOUNDS), X, {
+        "epsilon": epsilon}
     yield "HybridKMeans", estimators["HybridKMeans"](3, bounds=BOUNDS), X, {"trust_group": trust}
     records, optin = _search_logs()
     yield "BlenderHeavyHitters", estimators["BlenderHeavyHitters"](), records, {
@@ -177,7 +179,7 @@ def test_fitted_estimator_holds_no_secret(name, estimator, X, metadata, random_s
 _DASK_ESTIMATORS = {
     "HybridMeanEstimator", "ADPMEstimator", "PDPSampleEstimator", "MixedMeanEstimator",
     "HybridKMeans", "BlenderHeavyHitters",
-}  # MixedQuantileEstimator has no Dask path (its exponential mechanism needs every value)
+}  # The quantile estimators have no Dask path (their exponential mechanisms need every value)
 
 
 def _secrets_for(name, estimator):

@@ -16,6 +16,7 @@ from skhybrid import (
     HybridMeanEstimator,
     MixedMeanEstimator,
     MixedQuantileEstimator,
+    PDPQuantileEstimator,
     PDPSampleEstimator,
 )
 from skhybrid.accounting import PrivacyLedger
@@ -79,7 +80,8 @@ def test_hybrid_mean_gaussian_charges_one_gaussian_release_per_user(users):
     assert ledger.spent(ids[:1])[0] == pytest.approx(0.7, abs=1e-9)
 
 
-@pytest.mark.parametrize("make", [ADPMEstimator, MixedMeanEstimator, MixedQuantileEstimator])
+@pytest.mark.parametrize("make", [ADPMEstimator, MixedMeanEstimator, MixedQuantileEstimator,
+                                  PDPQuantileEstimator])
 def test_personalized_estimators_charge_each_user_their_own_level(users, make):
     X, _, levels, ids = users
     spent, _ = _spend(make(bounds=(0, 1)), {"epsilon": levels}, X, ids)

@@ -1,11 +1,13 @@
 """PDPQuantileEstimator: Jorgensen et al.'s PE mechanism for quantiles (Ferrando's Figure 2 baseline)."""
 
 import itertools
+import pickle
 
 import numpy as np
 import pytest
+from sklearn import config_context
 from sklearn.base import clone
-from sklearn.model_selection import KFold, cross_validate
+from sklearn.model_selection import GridSearchCV, KFold, cross_validate
 
 import skhybrid.mechanisms._exponential as exponential_module
 from skhybrid import MixedQuantileEstimator, PDPQuantileEstimator
@@ -127,6 +129,30 @@ def test_cross_validation_routes_epsilon_and_a_ledger_charges_each_user_their_ep
     est.fit(X, epsilon=epsilon, user_id=np.arange(60))
     np.testing.assert_allclose(ledger.spent(np.arange(60)), epsilon)
     assert clone(est).ledger is ledger
+
+
+@pytest.mark.parametrize("routing", [False, True])
+def test_grid_search_over_the_quantile_with_metadata_routing_on_and_off(routing):
+    X = np.random.default_rng(3).uniform(size=(300, 1))
+    epsilon = np.repeat([0.5, 2.0], 150)
+    est = PDPQuantileEstimator(bounds=(0, 1), random_state=0)
+    with config_context(enable_metadata_routing=routing):
+        if routing:
+            est = est.set_fit_request(epsilon=True, trust_group=True)
+        search = GridSearchCV(est, {"quantile": [0.25, 0.5, 0.75]}, cv=KFold(3))
+        search.fit(X, epsilon=epsilon, trust_group=["tcm"] * 300)
+    assert len(search.cv_results_["params"]) == 3
+
+
+def test_clone_pickle_and_pandas_input():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"salary": np.random.default_rng(4).uniform(size=200)})
+    epsilon = pd.Series(np.repeat([0.5, 2.0], 100))
+    est = PDPQuantileEstimator(0.3, bounds=(0, 1), random_state=0).fit(frame, epsilon=epsilon)
+    assert est.feature_names_in_.tolist() == ["salary"]
+    assert clone(est).get_params() == est.get_params()
+    restored = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(restored.quantile_, est.quantile_)
 
 
 # -- privacy -----------------------------------------------------------------------------------
