@@ -292,17 +292,16 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
         lower, upper, feature_variance = context["lower"], context["upper"], context["variance"]
         data_range = float(np.sum(upper - lower))
         program_variance = float(np.mean(feature_variance))
-        # The programs take one entry per user; users of a level get equal weights.
-        user_epsilon = np.repeat(statistics.epsilons, statistics.counts)
-        local = np.repeat(statistics.local, statistics.counts)
-        solution = self._solve(user_epsilon, local, data_range, program_variance)
-        first_user = np.concatenate([[0], np.cumsum(statistics.counts)[:-1]])
-        level_weights = solution.weights[first_user]
+        # The programs take the privacy levels with their sizes (their level form): users
+        # of a level get equal weights, so nothing n-long is built.
+        levels, local, counts = statistics.epsilons, statistics.local, statistics.counts
+        solution = self._solve(levels, local, counts, data_range, program_variance)
+        level_weights = solution.weights
 
-        report_variance = np.zeros(user_epsilon.size)
+        report_variance = np.zeros(levels.size)
         if local.any():
             report_variance[local] = LocalLaplaceRandomizer(bounds=(lower, upper)).noise_variance(
-                lower.shape[0], epsilon=user_epsilon[local]
+                lower.shape[0], epsilon=levels[local]
             )
         self.released_midpoint_ = bool(solution.trivial)
         if solution.trivial:
@@ -318,11 +317,11 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
         self.level_sizes_ = statistics.counts
         self.level_weights_ = level_weights
         self.saturation_epsilon_ = float(
-            saturation_threshold(user_epsilon, data_range=data_range, variance=program_variance,
-                                 local=local)
+            saturation_threshold(levels, data_range=data_range, variance=program_variance,
+                                 local=local, counts=counts)
         )
         self.expected_mse_ = self._expected_mse(solution, feature_variance, report_variance,
-                                                lower, upper, user_epsilon.size)
+                                                lower, upper, counts)
         return estimate
 
     def _noisy_sum(self, solution, statistics, level_weights, lower, upper, rng):
@@ -393,30 +392,33 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
             self.level_epsilons_, self.level_local_, self.level_weights_, user_epsilon, local
         )
 
-    def _solve(self, user_epsilon, local, data_range, variance):
+    def _solve(self, levels, local, counts, data_range, variance):
+        """Each level's per-user weight and the noise, from the levels and their sizes."""
         if self.strategy == "adpm":
             solver = "exact" if self.solver == "auto" else self.solver
-            return adpm_weights(user_epsilon, data_range=data_range, variance=variance,
-                                local=local, solver=solver)
-        return _BASELINES[self.strategy](user_epsilon, data_range=data_range, variance=variance)
+            return adpm_weights(levels, data_range=data_range, variance=variance,
+                                local=local, solver=solver, counts=counts)
+        return _BASELINES[self.strategy](levels, data_range=data_range, variance=variance,
+                                         counts=counts)
 
-    def _expected_mse(self, solution, feature_variance, report_variance, lower, upper, n_samples):
+    def _expected_mse(self, solution, feature_variance, report_variance, lower, upper, counts):
         if solution.trivial:
             return (upper - lower) ** 2 / 4.0
         if self.strategy == "stretching":
             # Biased: the bound puts the data's mean at the upper bound (the largest bias).
-            user_epsilon = np.repeat(self.level_epsilons_, self.level_sizes_)
             return np.array([
-                stretching_mse(user_epsilon, mean_offset=offset, variance=variance,
-                               data_range=float(np.sum(upper - lower)), empirical=True)
+                stretching_mse(self.level_epsilons_, mean_offset=offset, variance=variance,
+                               data_range=float(np.sum(upper - lower)), empirical=True,
+                               counts=counts)
                 for offset, variance in zip(upper - lower, feature_variance)
             ])
         population = np.array([
             affine_mse(
                 solution.weights, variance=variance, noise_scale=solution.noise_scale,
                 report_noise_variance=report_variance,
-                level_noise_scales=solution.level_noise_scales,
+                level_noise_scales=solution.level_noise_scales, counts=counts,
             )
             for variance in feature_variance
         ])
-        return mse_about_empirical_mean(population, n_samples=n_samples, variance=feature_variance)
+        return mse_about_empirical_mean(population, n_samples=int(counts.sum()),
+                                        variance=feature_variance)

@@ -18,6 +18,11 @@ module computes the weights ``w`` and the noise scale ``eta`` (it draws no noise
 Everything is in the data's units: with ``D = upper - lower`` the weights depend only on
 ``variance / D**2`` and the noise scale and the squared errors scale with ``D`` and
 ``D**2``. ``epsilon = np.inf`` marks a public user.
+
+Every function takes one entry per user, or, with ``counts``, one entry per privacy
+level with the number of its users: equal users get equal weights in every estimator
+here, so the level form gives the same weights (per user) and errors in the time of
+the levels, not of the users.
 """
 
 import warnings
@@ -112,6 +117,26 @@ def _check_epsilon(epsilon):
             f"got shape {np.shape(epsilon)}"
         )
     return check_epsilon(epsilon, allow_inf=True)
+
+
+def _check_counts(counts, n_entries):
+    """Users per entry as a float array of shape (n_entries,); None = one user each."""
+    if counts is None:
+        return None
+    counts = np.asarray(counts, dtype=np.float64)
+    if counts.shape != (n_entries,) or not np.all(counts >= 1) or not np.all(
+        np.isfinite(counts)
+    ):
+        raise ValueError(
+            f"counts must hold one number of users >= 1 per entry of epsilon (shape "
+            f"({n_entries},)); got shape {counts.shape}"
+        )
+    return counts
+
+
+def _total(values, counts):
+    """``sum_i values_i`` over users: each entry counted ``counts`` times."""
+    return float(np.sum(values)) if counts is None else float(values @ counts)
 
 
 def _check_local(local, n_users):
@@ -242,7 +267,8 @@ def laplace_noise_scale(weights, epsilon, *, data_range=1.0, local=None):
 
 
 def affine_mse(
-    weights, *, variance, noise_scale=0.0, report_noise_variance=None, level_noise_scales=None
+    weights, *, variance, noise_scale=0.0, report_noise_variance=None, level_noise_scales=None,
+    counts=None,
 ):
     """Expected squared error of an unbiased affine estimator against the population mean.
 
@@ -267,23 +293,27 @@ def affine_mse(
         :func:`lm_report_noise_variance`); None means none.
     level_noise_scales : ndarray, default=None
         Laplace scales of further independent noise terms (LDPE).
+    counts : ndarray of shape (n_users,), default=None
+        Users per entry (the level form, see the module's docstring); None: one each.
 
     Returns
     -------
     mse : float
     """
     weights = np.asarray(weights, dtype=float)
+    squared = weights * weights
     # numpy arithmetic: a huge scale (a tiny epsilon) gives inf, not an OverflowError.
     with np.errstate(over="ignore"):
-        mse = variance * float(weights @ weights) + 2.0 * float(np.square(np.float64(noise_scale)))
+        mse = variance * _total(squared, counts) + 2.0 * float(np.square(np.float64(noise_scale)))
     if report_noise_variance is not None:
-        mse += float(np.sum(weights**2 * report_noise_variance))
+        mse += _total(squared * report_noise_variance, counts)
     if level_noise_scales is not None:
         mse += 2.0 * float(np.sum(np.square(level_noise_scales)))
     return mse
 
 
-def _solution(weights, epsilon, local, *, data_range, variance, fallback_to_midpoint):
+def _solution(weights, epsilon, local, *, data_range, variance, fallback_to_midpoint,
+              counts=None):
     """Assemble an ADPMSolution for central weights (noise from Lemma 1, Algorithm 1's test)."""
     noise_scale = laplace_noise_scale(weights, epsilon, data_range=data_range, local=local)
     report_noise_variance = None
@@ -297,6 +327,7 @@ def _solution(weights, epsilon, local, *, data_range, variance, fallback_to_midp
         variance=variance,
         noise_scale=noise_scale,
         report_noise_variance=report_noise_variance,
+        counts=counts,
     )
     if fallback_to_midpoint and objective > midpoint_mse(data_range):
         return ADPMSolution(
@@ -320,7 +351,7 @@ def _solution(weights, epsilon, local, *, data_range, variance, fallback_to_midp
 # --------------------------------------------------------------------------------------
 
 
-def _threshold_root(eps_central, target):
+def _threshold_root(eps_central, target, counts=None):
     """Root tau of ``sum_i eps_i (tau - eps_i)_+ = target`` over finite tcm epsilons.
 
     The left side is continuous, piecewise linear and nondecreasing in tau, equal to
@@ -328,10 +359,13 @@ def _threshold_root(eps_central, target):
     of eps and eps**2), so one sort, prefix sums and a binary search find it. The prefix
     sums are taken in two levels (blocks of about sqrt(n), then inside the one block
     holding the root): ``np.cumsum`` over everything would cost as much as the sort.
-    Returns inf when there is no finite tcm epsilon.
+    Returns inf when there is no finite tcm epsilon. With ``counts`` (users per entry)
+    the sums are weighted by them: one sort and cumulative sums over the levels.
     """
     if eps_central.size == 0:
         return np.inf
+    if counts is not None:
+        return _threshold_root_of_levels(eps_central, counts, target)
     eps_sorted = np.sort(eps_central)
     starts = np.arange(0, eps_sorted.size, max(1, int(np.sqrt(eps_sorted.size))))
     ends = np.append(starts[1:], eps_sorted.size) - 1
@@ -354,7 +388,19 @@ def _threshold_root(eps_central, target):
     return float((target + prefix_sum_sq[k]) / prefix_sum[k])
 
 
-def saturation_threshold(epsilon, *, data_range=1.0, variance=None, local=None):
+def _threshold_root_of_levels(level_eps, counts, target):
+    """:func:`_threshold_root` for levels with ``counts`` users each."""
+    order = np.argsort(level_eps, kind="stable")
+    eps_sorted, weight = level_eps[order], counts[order]
+    prefix_sum = np.cumsum(weight * eps_sorted)
+    prefix_sum_sq = np.cumsum(weight * eps_sorted * eps_sorted)
+    # value at the k-th breakpoint: eps_k * A_k - B_k (A, B over levels up to k)
+    k = np.searchsorted(eps_sorted * prefix_sum - prefix_sum_sq, target, side="right") - 1
+    k = max(int(k), 0)
+    return float((target + prefix_sum_sq[k]) / prefix_sum[k])
+
+
+def saturation_threshold(epsilon, *, data_range=1.0, variance=None, local=None, counts=None):
     """Privacy level above which ADPM's weights saturate (the general Eq. (4)).
 
     The KKT conditions of Algorithm 1's program (derived in ``docs/adpm_solver.rst``)
@@ -374,6 +420,8 @@ def saturation_threshold(epsilon, *, data_range=1.0, variance=None, local=None):
         Bound on the data's variance; None is the worst case ``data_range**2 / 4``.
     local : array-like of bool of shape (n_users,), default=None
         True for lm users; None means every user is tcm.
+    counts : array-like of shape (n_users,), default=None
+        Users per entry (the level form); None: one each.
 
     Returns
     -------
@@ -382,26 +430,29 @@ def saturation_threshold(epsilon, *, data_range=1.0, variance=None, local=None):
     """
     eps = _check_epsilon(epsilon)
     local = _check_local(local, eps.size)
+    counts = _check_counts(counts, eps.size)
     data_range = _check_data_range(data_range)
     variance = _resolve_variance(variance, data_range)
-    return _tcm_threshold(eps, local, variance, data_range)
+    return _tcm_threshold(eps, local, variance, data_range, counts)
 
 
-def _tcm_threshold(eps, local, variance, data_range):
+def _tcm_threshold(eps, local, variance, data_range, counts=None):
     """tau of the KKT conditions: the root over the finite tcm epsilons, target 2 D^2 / s2."""
     central = ~local & np.isfinite(eps) if local.any() else np.isfinite(eps)
     target = 2.0 * data_range**2 / variance
-    return _threshold_root(eps if central.all() else eps[central], target)
+    if central.all():
+        return _threshold_root(eps, target, counts)
+    return _threshold_root(eps[central], target, None if counts is None else counts[central])
 
 
-def _solve_exact(eps, local, variance, data_range):
+def _solve_exact(eps, local, variance, data_range, counts=None):
     """Optimal weights of the (hybrid) program from its KKT conditions, O(n log n).
 
     tcm users get ``min(eps_i, tau)``, lm users ``tau * variance / (variance + r_i)``
     (r_i: their local noise variance; the factor is the share of their report's variance
     that is data), normalised to sum 1; see ``docs/adpm_solver.rst``.
     """
-    tau = _tcm_threshold(eps, local, variance, data_range)
+    tau = _tcm_threshold(eps, local, variance, data_range, counts)
     if np.isfinite(tau):
         unnormalised = np.minimum(eps, tau)
     else:
@@ -410,7 +461,7 @@ def _solve_exact(eps, local, variance, data_range):
     if local.any():
         noise_variance = lm_report_noise_variance(eps[local], data_range=data_range)
         unnormalised[local] = tau * variance / (variance + noise_variance)
-    unnormalised /= unnormalised.sum()
+    unnormalised /= _total(unnormalised, counts)
     return unnormalised
 
 
@@ -419,18 +470,20 @@ def _solve_exact(eps, local, variance, data_range):
 # --------------------------------------------------------------------------------------
 
 
-def _privacy_levels(eps, local):
+def _privacy_levels(eps, local, counts=None):
     """Group users by (trust model, epsilon): equal users get equal optimal weights.
 
-    Returns each level's epsilon, lm flag and size, and each user's level index.
+    Returns each level's epsilon, lm flag and size, and each entry's level index.
     """
     # epsilon > 0, so a negated epsilon marks an lm level without colliding with tcm ones.
     key = np.where(local, -eps, eps)
-    levels, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
-    return np.abs(levels), levels < 0, counts, inverse
+    levels, inverse, sizes = np.unique(key, return_inverse=True, return_counts=True)
+    if counts is not None:
+        sizes = np.bincount(inverse, weights=counts, minlength=levels.size)
+    return np.abs(levels), levels < 0, sizes, inverse
 
 
-def _solve_cvxpy(eps, local, variance, data_range):
+def _solve_cvxpy(eps, local, variance, data_range, counts=None):
     """Optimal weights of the (hybrid) program solved by cvxpy, one variable per level.
 
     Variables are each level's per-user weight times n (1 = uniform) and the noise
@@ -439,9 +492,9 @@ def _solve_cvxpy(eps, local, variance, data_range):
     # cvxpy takes about a second to import: only users of this solver pay it.
     import cvxpy as cp
 
-    level_eps, level_local, counts, inverse = _privacy_levels(eps, local)
-    n_users = eps.size
-    fraction = counts / n_users
+    level_eps, level_local, sizes, inverse = _privacy_levels(eps, local, counts)
+    n_users = float(sizes.sum())
+    fraction = sizes / n_users
     # Variance of one value relative to data_range**2 (an lm report's includes its noise).
     noise_variance = np.zeros(level_eps.size)
     noise_variance[level_local] = lm_report_noise_variance(
@@ -477,7 +530,7 @@ def _solve_cvxpy(eps, local, variance, data_range):
         )
     # Back on the simplex: the interior-point solution is feasible only to tolerance.
     weights = np.maximum(scaled_weight.value, 0.0)[inverse]
-    return weights / weights.sum()
+    return weights / _total(weights, counts)
 
 
 _SOLVERS = {"exact": _solve_exact, "cvxpy": _solve_cvxpy}
@@ -491,6 +544,7 @@ def adpm_weights(
     local=None,
     solver="exact",
     fallback_to_midpoint=True,
+    counts=None,
 ):
     """Weights and noise scale of ADPM (Algorithm 1 of Chaudhuri and Courtade).
 
@@ -526,6 +580,9 @@ def adpm_weights(
     fallback_to_midpoint : bool, default=True
         Apply Algorithm 1's test and return the midpoint solution when the optimum
         exceeds ``data_range**2 / 4``; False always returns the program's weights.
+    counts : array-like of shape (n_users,), default=None
+        Users per entry: ``epsilon`` (and ``local``) then list privacy levels and the
+        weights are each level's per-user weight, summing to 1 over the users.
 
     Returns
     -------
@@ -560,11 +617,12 @@ def adpm_weights(
     """
     eps = _check_epsilon(epsilon)
     local = _check_local(local, eps.size)
+    counts = _check_counts(counts, eps.size)
     data_range = _check_data_range(data_range)
     variance = _resolve_variance(variance, data_range)
     if solver not in _SOLVERS:
         raise ValueError(f"solver must be one of {sorted(_SOLVERS)}; got {solver!r}")
-    weights = _SOLVERS[solver](eps, local, variance, data_range)
+    weights = _SOLVERS[solver](eps, local, variance, data_range, counts)
     return _solution(
         weights,
         eps,
@@ -572,6 +630,7 @@ def adpm_weights(
         data_range=data_range,
         variance=variance,
         fallback_to_midpoint=fallback_to_midpoint,
+        counts=counts,
     )
 
 
@@ -699,7 +758,7 @@ def two_group_mse(n, f, eps1, eps2, *, data_range=1.0, variance=None):
 # --------------------------------------------------------------------------------------
 
 
-def uni_weights(epsilon, *, data_range=1.0, variance=None):
+def uni_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
     """UNI baseline (Sec. IV-A of Chaudhuri and Courtade): everyone gets min(epsilon).
 
     The sample mean with Laplace noise for ``min_i epsilon_i``-DP: ``w_i = 1/n``,
@@ -712,15 +771,19 @@ def uni_weights(epsilon, *, data_range=1.0, variance=None):
     data_range : float, default=1.0
     variance : float, default=None
         Variance bound for ``expected_mse``; None is the worst case ``data_range**2 / 4``.
+    counts : array-like of shape (n_users,), default=None
+        Users per entry (the level form); None: one each.
 
     Returns
     -------
     solution : ADPMSolution
     """
     eps = _check_epsilon(epsilon)
+    counts = _check_counts(counts, eps.size)
     data_range = _check_data_range(data_range)
     variance = _resolve_variance(variance, data_range)
-    weights = np.full(eps.size, 1.0 / eps.size)
+    n_users = eps.size if counts is None else counts.sum()
+    weights = np.full(eps.size, 1.0 / n_users)
     return _solution(
         weights,
         eps,
@@ -728,10 +791,11 @@ def uni_weights(epsilon, *, data_range=1.0, variance=None):
         data_range=data_range,
         variance=variance,
         fallback_to_midpoint=False,
+        counts=counts,
     )
 
 
-def propdpm_weights(epsilon, *, data_range=1.0, variance=None):
+def propdpm_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
     """PropDPM baseline (Sec. III-A and IV-A of Chaudhuri and Courtade).
 
     Weights proportional to epsilon, ``w_i = epsilon_i / ||epsilon||_1``, with
@@ -745,16 +809,22 @@ def propdpm_weights(epsilon, *, data_range=1.0, variance=None):
     data_range : float, default=1.0
     variance : float, default=None
         Variance bound for ``expected_mse``; None is the worst case ``data_range**2 / 4``.
+    counts : array-like of shape (n_users,), default=None
+        Users per entry (the level form); None: one each.
 
     Returns
     -------
     solution : ADPMSolution
     """
     eps = _check_epsilon(epsilon)
+    counts = _check_counts(counts, eps.size)
     data_range = _check_data_range(data_range)
     variance = _resolve_variance(variance, data_range)
     public = np.isinf(eps)
-    weights = public / public.sum() if public.any() else eps / eps.sum()
+    if public.any():
+        weights = public / _total(public.astype(float), counts)
+    else:
+        weights = eps / _total(eps, counts)
     return _solution(
         weights,
         eps,
@@ -762,10 +832,11 @@ def propdpm_weights(epsilon, *, data_range=1.0, variance=None):
         data_range=data_range,
         variance=variance,
         fallback_to_midpoint=False,
+        counts=counts,
     )
 
 
-def ldpe_weights(epsilon, *, data_range=1.0, variance=None):
+def ldpe_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
     """LDPE baseline (Sec. IV-A of Chaudhuri and Courtade; Ferrando et al. 2021).
 
     Users are grouped by privacy level; level k's sample mean gets its own noise
@@ -786,6 +857,8 @@ def ldpe_weights(epsilon, *, data_range=1.0, variance=None):
     data_range : float, default=1.0
     variance : float, default=None
         Variance bound; None is the worst case ``data_range**2 / 4``.
+    counts : array-like of shape (n_users,), default=None
+        Users per entry (the level form); None: one each.
 
     Returns
     -------
@@ -794,14 +867,16 @@ def ldpe_weights(epsilon, *, data_range=1.0, variance=None):
         ``level_noise_scales[k] = W_k data_range / (n_k epsilon_k)`` for the finite levels.
     """
     eps = _check_epsilon(epsilon)
+    counts = _check_counts(counts, eps.size)
     data_range = _check_data_range(data_range)
     variance = _resolve_variance(variance, data_range)
-    level_eps, _, counts, inverse = _privacy_levels(eps, np.zeros(eps.size, dtype=bool))
-    level_weight = mixed_mean_weights(counts, level_eps, data_range=data_range, variance=variance)
-    weights = (level_weight / counts)[inverse]
-    level_noise = group_mean_noise_scale(counts, level_eps, data_range)
+    level_eps, _, sizes, inverse = _privacy_levels(eps, np.zeros(eps.size, dtype=bool), counts)
+    level_weight = mixed_mean_weights(sizes, level_eps, data_range=data_range, variance=variance)
+    weights = (level_weight / sizes)[inverse]
+    level_noise = group_mean_noise_scale(sizes, level_eps, data_range)
     level_noise_scales = (level_weight * level_noise)[np.isfinite(level_eps)]
-    mse = affine_mse(weights, variance=variance, level_noise_scales=level_noise_scales)
+    mse = affine_mse(weights, variance=variance, level_noise_scales=level_noise_scales,
+                     counts=counts)
     return ADPMSolution(
         weights=weights,
         noise_scale=0.0,
@@ -812,7 +887,7 @@ def ldpe_weights(epsilon, *, data_range=1.0, variance=None):
     )
 
 
-def stretching_weights(epsilon, *, data_range=1.0, variance=None):
+def stretching_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
     """Stretching mechanism (Alaggan, Gambs and Kermarrec 2017; Example 2 of Chaudhuri and
     Courtade, Appendix D).
 
@@ -834,6 +909,8 @@ def stretching_weights(epsilon, *, data_range=1.0, variance=None):
     data_range : float, default=1.0
     variance : float, default=None
         Variance bound; None is the worst case ``data_range**2 / 4``.
+    counts : array-like of shape (n_users,), default=None
+        Users per entry (the level form); None: one each.
 
     Returns
     -------
@@ -843,11 +920,14 @@ def stretching_weights(epsilon, *, data_range=1.0, variance=None):
         largest bias) and the variance at its bound.
     """
     eps = _check_epsilon(epsilon)
+    counts = _check_counts(counts, eps.size)
     data_range = _check_data_range(data_range)
     variance = _resolve_variance(variance, data_range)
-    weights = _stretched_fraction(eps) / eps.size
+    n_users = eps.size if counts is None else counts.sum()
+    weights = _stretched_fraction(eps) / n_users
     noise_scale = laplace_noise_scale(weights, eps, data_range=data_range)
-    mse = stretching_mse(eps, mean_offset=data_range, variance=variance, data_range=data_range)
+    mse = stretching_mse(eps, mean_offset=data_range, variance=variance, data_range=data_range,
+                         counts=counts)
     return ADPMSolution(
         weights=weights, noise_scale=noise_scale, expected_mse=mse, objective=mse, trivial=False
     )
@@ -861,7 +941,8 @@ def _stretched_fraction(eps):
     return eps / eps_max
 
 
-def stretching_mse(epsilon, *, mean_offset, variance, data_range=1.0, empirical=False):
+def stretching_mse(epsilon, *, mean_offset, variance, data_range=1.0, empirical=False,
+                   counts=None):
     """Expected squared error of the stretching mechanism (Example 2 of Chaudhuri and Courtade).
 
     With ``w`` and ``eta`` of :func:`stretching_weights` and i.i.d. values whose mean lies
@@ -886,15 +967,19 @@ def stretching_mse(epsilon, *, mean_offset, variance, data_range=1.0, empirical=
     data_range : float, default=1.0
     empirical : bool, default=False
         Measure the error against the empirical mean of the same data.
+    counts : array-like of shape (n_users,), default=None
+        Users per entry (the level form); None: one each.
 
     Returns
     -------
     mse : float
     """
     eps = _check_epsilon(epsilon)
+    counts = _check_counts(counts, eps.size)
     data_range = _check_data_range(data_range)
-    weights = _stretched_fraction(eps) / eps.size
+    n_users = eps.size if counts is None else counts.sum()
+    weights = _stretched_fraction(eps) / n_users
     noise_scale = laplace_noise_scale(weights, eps, data_range=data_range)
-    spread = weights - 1.0 / eps.size if empirical else weights
-    bias = (1.0 - float(np.sum(weights))) * mean_offset
-    return affine_mse(spread, variance=variance, noise_scale=noise_scale) + bias**2
+    spread = weights - 1.0 / n_users if empirical else weights
+    bias = (1.0 - _total(weights, counts)) * mean_offset
+    return affine_mse(spread, variance=variance, noise_scale=noise_scale, counts=counts) + bias**2

@@ -467,13 +467,15 @@ def check_group_epsilons(epsilon, is_tcm, estimator_name, *, hint=""):
 def unique_inverse(keys, max_few=16, *, many=True):
     """``np.unique(keys, return_inverse=True)``, fast when there are few distinct keys.
 
-    Millions of users usually share a handful of privacy levels: sorting the keys alone
-    (no argsort) finds them, and one comparison pass per level labels the users,
-    several times faster than numpy's argsort-based inverse.
+    Millions of users usually share a handful of privacy levels: each distinct key is
+    found by one comparison pass over the keys not yet labelled (no sort, no argsort),
+    several times faster than numpy's argsort-based inverse; past ``max_few`` keys it
+    gives up and numpy's path runs.
 
     Parameters
     ----------
     keys : ndarray of shape (n,)
+        Keys without NaN.
     max_few : int, default=16
         Above this many distinct keys, numpy's own inverse is used.
     many : bool, default=True
@@ -486,13 +488,40 @@ def unique_inverse(keys, max_few=16, *, many=True):
     inverse : ndarray of intp of shape (n,), or None
     """
     keys = np.asarray(keys)
-    unique = np.unique(keys)
-    if unique.size > max_few:
-        if not many:
-            return unique, None
-        unique, inverse = np.unique(keys, return_inverse=True)
-        return unique, inverse.ravel()
-    inverse = np.zeros(keys.shape[0], dtype=np.intp)
-    for index, key in enumerate(unique[1:], start=1):
-        inverse[keys == key] = index
-    return unique, inverse
+    few = _few_distinct(keys, max_few)
+    if few is not None:
+        return few
+    if not many:
+        return np.unique(keys), None
+    unique, inverse = np.unique(keys, return_inverse=True)
+    return unique, inverse.ravel()
+
+
+def _few_distinct(keys, max_few):
+    """Sorted distinct keys and each key's index among them, or None past ``max_few``."""
+    n = keys.shape[0]
+    if n == 0:
+        return keys[:0].copy(), np.zeros(0, dtype=np.intp)
+    found = []
+    labels = np.zeros(n, dtype=np.intp)
+    unlabelled = None  # every key still to label; None: all of them
+    first = 0
+    while True:
+        key = keys[first]
+        found.append(key)
+        same = keys == key
+        if len(found) > 1:
+            labels[same] = len(found) - 1
+        unlabelled = ~same if unlabelled is None else unlabelled & ~same
+        first = int(np.argmax(unlabelled))
+        if not unlabelled[first]:
+            break
+        if len(found) == max_few:
+            return None
+    found = np.array(found, dtype=keys.dtype)
+    order = np.argsort(found, kind="stable")
+    rank = np.empty(order.size, dtype=np.intp)
+    rank[order] = np.arange(order.size)
+    if not np.array_equal(rank, np.arange(order.size)):
+        labels = rank[labels]
+    return found[order], labels

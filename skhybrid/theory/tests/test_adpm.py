@@ -571,3 +571,54 @@ def test_solution_is_a_frozen_dataclass():
     assert isinstance(solution, ADPMSolution)
     with pytest.raises(AttributeError):
         solution.noise_scale = 0.0
+
+
+# --------------------------------------------------------------------------------------
+# The level form: one entry per privacy level with its number of users
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("function", [
+    adpm_weights, uni_weights, propdpm_weights, ldpe_weights, stretching_weights,
+])
+@pytest.mark.parametrize("levels, sizes", [
+    ([0.1, 0.5, 2.0], [300, 200, 500]),          # the largest level saturates
+    ([0.05, 0.07, np.inf], [400, 100, 50]),       # with public users
+    ([1.0], [10]),                                # one level
+])
+def test_level_form_equals_the_per_user_form(function, levels, sizes):
+    levels, sizes = np.array(levels), np.array(sizes)
+    per_user = function(np.repeat(levels, sizes), data_range=2.0)
+    by_level = function(levels, data_range=2.0, counts=sizes)
+    first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    np.testing.assert_allclose(by_level.weights, per_user.weights[first], rtol=1e-12)
+    assert by_level.noise_scale == pytest.approx(per_user.noise_scale, rel=1e-12)
+    assert by_level.expected_mse == pytest.approx(per_user.expected_mse, rel=1e-12)
+    assert by_level.trivial == per_user.trivial
+    np.testing.assert_allclose(np.sort(by_level.level_noise_scales),
+                               np.sort(per_user.level_noise_scales), rtol=1e-12)
+
+
+def test_level_form_with_lm_levels_and_the_cvxpy_solver():
+    levels = np.array([0.2, 1.0, 0.5, 3.0])
+    local = np.array([False, False, True, True])
+    sizes = np.array([100, 300, 200, 400])
+    per_user = adpm_weights(np.repeat(levels, sizes), local=np.repeat(local, sizes))
+    first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    for solver in ("exact", "cvxpy"):
+        by_level = adpm_weights(levels, local=local, counts=sizes, solver=solver)
+        np.testing.assert_allclose(by_level.weights, per_user.weights[first], rtol=1e-6)
+    assert saturation_threshold(levels, local=local, counts=sizes) == pytest.approx(
+        saturation_threshold(np.repeat(levels, sizes), local=np.repeat(local, sizes)), rel=1e-12
+    )
+    assert stretching_mse(levels[:2], mean_offset=0.5, variance=0.05, counts=sizes[:2],
+                          empirical=True) == pytest.approx(
+        stretching_mse(np.repeat(levels[:2], sizes[:2]), mean_offset=0.5, variance=0.05,
+                       empirical=True), rel=1e-12)
+
+
+def test_counts_must_be_one_positive_number_per_entry():
+    with pytest.raises(ValueError, match="counts"):
+        adpm_weights(np.array([0.1, 1.0]), counts=np.array([3]))
+    with pytest.raises(ValueError, match="counts"):
+        uni_weights(np.array([0.1, 1.0]), counts=np.array([3, 0]))
