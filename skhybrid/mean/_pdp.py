@@ -39,6 +39,7 @@ from ..utils._validation import (
     clip_to_bounds,
     resolve_bounds,
     resolve_variance,
+    unique_inverse,
 )
 from ._statistics import LevelStatistics, _validate_chunk, dask_bounds, level_lookup
 
@@ -345,35 +346,40 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
             self, X, trust_group, epsilon
         )
         data_range = float(np.sum(upper - lower))
-        threshold, probability = self._sampling(user_epsilon, data_range, variance)
+        # Everything public is computed per privacy level, then spread to the users.
+        levels, inverse = unique_inverse(user_epsilon)
+        counts = np.bincount(inverse, minlength=levels.size)
+        threshold, level_probability = self._sampling(levels, counts, data_range, variance)
         # Each user pays min(epsilon_i, t), what sampling guarantees them; before the coins.
         charge_release(self, user_id, np.ones(user_epsilon.shape[0], dtype=bool), user_epsilon,
                        threshold=threshold)
         rng = check_random_state(self.random_state)
+        probability = level_probability[inverse]
         kept_sum = _kept_sum(values, probability, lower, upper, rng)
         self.sampling_probability_ = probability
-        self._release(kept_sum, user_epsilon, threshold, probability.sum(), lower, upper,
-                      variance, rng)
+        self._release(kept_sum, levels, counts, threshold, level_probability @ counts, lower,
+                      upper, variance, rng)
         return self
 
-    def _sampling(self, user_epsilon, data_range, variance):
-        """The threshold t and each user's keep probability (public quantities only)."""
-        threshold = self._resolve_threshold(user_epsilon, data_range, variance)
-        probability = sample_mechanism_probabilities(user_epsilon, threshold)
-        if float(probability.sum()) == 0.0:
+    def _sampling(self, levels, counts, data_range, variance):
+        """The threshold t and each level's keep probability (public quantities only)."""
+        threshold = self._resolve_threshold(levels, counts, data_range, variance)
+        probability = sample_mechanism_probabilities(levels, threshold)
+        if float(probability @ counts) == 0.0:
             raise ValueError(
                 f"threshold={self.threshold!r} keeps no user: every keep probability "
                 "underflows to 0; use a smaller threshold"
             )
         return threshold, probability
 
-    def _release(self, kept_sum, user_epsilon, threshold, expected_kept, lower, upper,
+    def _release(self, kept_sum, levels, counts, threshold, expected_kept, lower, upper,
                  variance, rng):
         """Noise the kept users' centred sum once and divide by the public divisor.
 
+        ``levels`` and ``counts`` are the privacy levels and their numbers of users;
         ``expected_kept`` is the sum of the keep probabilities (public).
         """
-        n_samples = user_epsilon.shape[0]
+        n_samples = int(np.sum(counts))
         data_range = float(np.sum(upper - lower))
         expected_kept = float(expected_kept)
         centred = centred_sums(kept_sum, lower, upper)
@@ -389,7 +395,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
                 magnitude=magnitude,
             ).mean
         population_mse = sample_mechanism_mse(
-            user_epsilon, threshold, data_range=data_range, variance=variance
+            levels, threshold, data_range=data_range, variance=variance, counts=counts
         )
         self.mean_ = clamp_estimate(self, (lower + upper) / 2.0 + offset, lower, upper)
         self.threshold_ = threshold
@@ -416,9 +422,8 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         )
         variance = resolve_variance(self.variance, lower, upper)
         data_range = float(np.sum(upper - lower))
-        user_epsilon = np.repeat(levels.epsilons, levels.counts)
-        threshold, _ = self._sampling(user_epsilon, data_range, variance)
-        level_probability = sample_mechanism_probabilities(levels.epsilons, threshold)
+        threshold, level_probability = self._sampling(levels.epsilons, levels.counts,
+                                                      data_range, variance)
         charge_dask_release(self, user_id, trust_group, epsilon, allow_inf=True,
                             threshold=threshold)
         rng = check_random_state(self.random_state)
@@ -427,7 +432,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
             level_probability=level_probability, lower=lower, upper=upper,
         )
         kept = map_chunks(task, X, generators=chunk_generators(rng, n_chunks(X)), **metadata)
-        self._release(np.sum(kept, axis=0), user_epsilon, threshold,
+        self._release(np.sum(kept, axis=0), levels.epsilons, levels.counts, threshold,
                       np.dot(level_probability, levels.counts), lower, upper, variance, rng)
         lookup = functools.partial(_row_probability, levels=levels,
                                    level_probability=level_probability,
@@ -435,7 +440,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         self.sampling_probability_ = map_rows(lookup, X, **metadata)
         return self
 
-    def _resolve_threshold(self, user_epsilon, data_range, variance):
+    def _resolve_threshold(self, levels, counts, data_range, variance):
         if not isinstance(self.threshold, str):
             # The threshold is the epsilon of the curator's Laplace noise (inf keeps only
             # public users): the same range as a privacy level.
@@ -445,7 +450,9 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
             # whose sampling term has the features' mean variance.
             return float(
                 optimal_sample_threshold(
-                    user_epsilon, data_range=data_range, variance=float(np.mean(variance))
+                    levels, data_range=data_range, variance=float(np.mean(variance)),
+                    counts=counts,
                 )
             )
-        return float(sample_mechanism_thresholds(user_epsilon)[self.threshold])
+        # The named thresholds depend on the distinct levels only.
+        return float(sample_mechanism_thresholds(levels)[self.threshold])

@@ -56,6 +56,25 @@ def _check_user_epsilon(epsilon):
     return np.atleast_1d(check_epsilon(epsilon, allow_inf=True))
 
 
+def _levels_and_counts(epsilon, counts):
+    """Sorted distinct privacy levels and their numbers of users.
+
+    Without ``counts`` each entry of ``epsilon`` is one user; with them, entry i stands
+    for ``counts[i]`` users (the level form: nothing per-user is needed).
+    """
+    epsilon = _check_user_epsilon(epsilon)
+    if counts is None:
+        return np.unique(epsilon, return_counts=True)
+    counts = _check_array(counts, "counts")
+    if counts.shape != epsilon.shape:
+        raise ValueError(
+            f"counts must have one entry per entry of epsilon ({epsilon.shape}); got "
+            f"shape {counts.shape}"
+        )
+    levels, inverse = np.unique(epsilon, return_inverse=True)
+    return levels, np.bincount(inverse.ravel(), weights=counts, minlength=levels.size)
+
+
 def _as_result(array):
     """A float for 0-d results, else the array."""
     return float(array) if np.ndim(array) == 0 else array
@@ -196,7 +215,7 @@ def sample_mechanism_thresholds(epsilon):
     return {"min": float(finite[0]), "mean": float(finite.mean()), "max": float(values[-1])}
 
 
-def sample_mechanism_mse(epsilon, threshold, *, data_range, variance):
+def sample_mechanism_mse(epsilon, threshold, *, data_range, variance, counts=None):
     """Expected squared error of the Sample mechanism's mean, about the population mean.
 
     Ferrando et al. Sec. 2: with m users kept, the estimate is their mean plus
@@ -215,6 +234,8 @@ def sample_mechanism_mse(epsilon, threshold, *, data_range, variance):
         paper).
     variance : float or array-like
         Variance of one user's clipped value (sigma^2), >= 0.
+    counts : array-like of shape (n_samples,), default=None
+        Users per entry of ``epsilon`` (the level form); None: one user each.
 
     Returns
     -------
@@ -238,7 +259,7 @@ def sample_mechanism_mse(epsilon, threshold, *, data_range, variance):
     >>> round(sample_mechanism_mse(epsilon, 1.0, data_range=1.0, variance=0.25), 8)
     0.0013
     """
-    epsilon_values, counts = np.unique(_check_user_epsilon(epsilon), return_counts=True)
+    epsilon_values, counts = _levels_and_counts(epsilon, counts)
     threshold = _check_array(threshold, "threshold", allow_inf=True)
     data_range = _check_array(data_range, "data_range")
     variance = _check_array(variance, "variance", allow_zero=True)
@@ -246,7 +267,7 @@ def sample_mechanism_mse(epsilon, threshold, *, data_range, variance):
     return _as_result(_sample_mse(expected_count, threshold, data_range, variance))
 
 
-def optimal_sample_threshold(epsilon, *, data_range, variance):
+def optimal_sample_threshold(epsilon, *, data_range, variance, counts=None):
     """The threshold t that minimises :func:`sample_mechanism_mse` (Ferrando's t_opt).
 
     Ferrando et al. Sec. 3 and Figure 1: "t_optimized is the optimal threshold obtained
@@ -260,6 +281,8 @@ def optimal_sample_threshold(epsilon, *, data_range, variance):
         upper - lower, as in :func:`sample_mechanism_mse`.
     variance : float or array-like
         Variance of one user's clipped value, >= 0.
+    counts : array-like of shape (n_samples,), default=None
+        Users per entry of ``epsilon`` (the level form); None: one user each.
 
     Returns
     -------
@@ -285,7 +308,7 @@ def optimal_sample_threshold(epsilon, *, data_range, variance):
     >>> optimal_sample_threshold(np.full(50, 0.5), data_range=1.0, variance=0.25)
     0.5
     """
-    epsilon_values, counts = np.unique(_check_user_epsilon(epsilon), return_counts=True)
+    epsilon_values, counts = _levels_and_counts(epsilon, counts)
     data_range = _check_array(data_range, "data_range")
     variance = _check_array(variance, "variance", allow_zero=True)
     shape = np.broadcast_shapes(data_range.shape, variance.shape)

@@ -487,3 +487,20 @@ def test_with_3_sigma_bounds_monte_carlo_confirms_t_opt_0_15_beats_the_papers_0_
 def test_invalid_inputs_name_the_offending_value(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+@pytest.mark.parametrize("levels, sizes", [
+    ([0.05, 0.1, 0.01, 0.25, 0.15, 10.0], [100, 500, 1000, 5000, 10000, 300]),
+    ([0.5, np.inf], [40, 60]),
+    ([2.0, 0.5, 2.0], [10, 20, 30]),  # a repeated entry is added up
+])
+def test_level_form_of_the_sample_mechanism_equals_the_per_user_form(levels, sizes):
+    levels, sizes = np.array(levels), np.array(sizes)
+    users = np.repeat(levels, sizes)
+    for t in (0.1, 1.0, np.inf):
+        assert sample_mechanism_mse(levels, t, data_range=30.0, variance=25.0,
+                                    counts=sizes) == pytest.approx(
+            sample_mechanism_mse(users, t, data_range=30.0, variance=25.0), rel=1e-12)
+    assert optimal_sample_threshold(levels, data_range=30.0, variance=25.0,
+                                    counts=sizes) == pytest.approx(
+        optimal_sample_threshold(users, data_range=30.0, variance=25.0), rel=1e-9)
