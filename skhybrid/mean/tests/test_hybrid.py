@@ -276,8 +276,15 @@ def test_grid_search_over_strategy_and_epsilon(routing):
             est = est.set_fit_request(trust_group=True)
         search = GridSearchCV(est, grid, cv=KFold(3, shuffle=True, random_state=0), error_score="raise")
         search.fit(X, trust_group=trust)
-    assert search.best_params_["epsilon"] == 4.0
     assert len(search.cv_results_["params"]) == 8
+    # A larger epsilon scores better on average over the strategies: Full-LM's local
+    # noise at 0.5 (variance 8 / 2000) dwarfs every other term, so this cannot flip with
+    # the seed, while the single best cell can.
+    results = search.cv_results_
+    scores = {eps: np.mean([score for params, score in zip(results["params"],
+                                                           results["mean_test_score"])
+                            if params["epsilon"] == eps]) for eps in (0.5, 4.0)}
+    assert scores[4.0] > scores[0.5]
     with config_context(enable_metadata_routing=routing):
         if routing:
             est2 = HybridMeanEstimator(bounds=(0, 1), random_state=0).set_fit_request(
