@@ -1,0 +1,90 @@
+"""skhybrid's TCM-only mean against diffprivlib's ``tools.mean``, in one interleaved run.
+
+diffprivlib needs an older scikit-learn than skhybrid, so it runs in a side
+environment: ``python benchmarks/bench_diffprivlib.py [VENV]`` creates ``VENV``
+(default ``~/.cache/skhybrid-bench/diffprivlib``) with diffprivlib 0.6.6 and
+scikit-learn 1.6 on first use. For each n, rounds alternate between the two
+libraries; each round times a few calls inside its own process (start-up and imports
+excluded) and the minimum over rounds is kept. Both compute an epsilon-DP mean of n
+values in [0, 1] with Laplace noise: skhybrid's ``HybridMeanEstimator("tcm_only")``
+(clipping, exact fixed-point sums, secure discrete Laplace noise) and diffprivlib's
+``tools.mean`` (clipping, a float sum, its own Laplace sampler).
+"""
+
+import subprocess
+import sys
+import textwrap
+import time
+import venv
+from pathlib import Path
+
+import numpy as np
+
+ROUNDS = 5
+CALLS = 3
+SIZES = [10_000, 100_000, 1_000_000, 10_000_000]
+
+_DIFFPRIVLIB = textwrap.dedent("""
+    import sys, time, warnings
+    import numpy as np
+    from diffprivlib.tools import mean
+    warnings.simplefilter("ignore")
+    n, calls = int(sys.argv[1]), int(sys.argv[2])
+    X = np.random.default_rng(0).uniform(0, 1, n)
+    mean(X, epsilon=1.0, bounds=(0.0, 1.0))  # warm-up
+    best = float("inf")
+    for _ in range(calls):
+        start = time.perf_counter()
+        mean(X, epsilon=1.0, bounds=(0.0, 1.0))
+        best = min(best, time.perf_counter() - start)
+    print(best)
+""")
+
+
+def side_environment(path):
+    """The side environment's Python, created with diffprivlib on first use."""
+    path = Path(path)
+    python = path / "bin" / "python"
+    if not python.exists():
+        venv.create(path, with_pip=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "diffprivlib==0.6.6",
+                        "scikit-learn>=1.6,<1.7"], check=True)
+    return str(python)
+
+
+def diffprivlib_seconds(python, n):
+    out = subprocess.run([python, "-c", _DIFFPRIVLIB, str(n), str(CALLS)],
+                         capture_output=True, text=True, check=True)
+    return float(out.stdout.strip())
+
+
+def skhybrid_seconds(n):
+    from skhybrid import HybridMeanEstimator
+
+    X = np.random.default_rng(0).uniform(0, 1, (n, 1))
+    estimator = HybridMeanEstimator("tcm_only", epsilon=1.0, bounds=(0.0, 1.0))
+    estimator.fit(X)  # warm-up
+    best = float("inf")
+    for _ in range(CALLS):
+        start = time.perf_counter()
+        estimator.fit(X)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main(venv_path=None):
+    python = side_environment(venv_path or Path.home() / ".cache" / "skhybrid-bench"
+                              / "diffprivlib")
+    print(f"minimum of {ROUNDS} interleaved rounds of {CALLS} calls; epsilon = 1, [0, 1]\n")
+    print("| n | skhybrid tcm_only | diffprivlib tools.mean | skhybrid / diffprivlib |")
+    print("| --- | --- | --- | --- |")
+    for n in SIZES:
+        ours, theirs = float("inf"), float("inf")
+        for _ in range(ROUNDS):
+            ours = min(ours, skhybrid_seconds(n))
+            theirs = min(theirs, diffprivlib_seconds(python, n))
+        print(f"| {n:,} | {1e3 * ours:.3f} ms | {1e3 * theirs:.3f} ms | {ours / theirs:.2f}x |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else None)
