@@ -36,6 +36,9 @@ import numpy as np
 FIXED_POINT_BITS = 32
 #: Rows added per float64 block: 2**20 * 2**32 = 2**52 < 2**53, so block sums are exact.
 BLOCK_ROWS = 2 ** (52 - FIXED_POINT_BITS)
+#: Rows whose codes are computed at once: small enough that the passes of
+#: :func:`fixed_point_codes` (clip, shift, scale, round) stay in the CPU's cache.
+_CACHE_ROWS = 2**16
 _SCALE = float(2**FIXED_POINT_BITS)
 
 
@@ -111,9 +114,11 @@ def fixed_point_sums(values, lower, upper, *, labels=None, n_groups=1):
     """
     width = check_fixed_point_range(lower, upper)
     sums = np.zeros((n_groups, values.shape[1]), dtype=np.int64)
-    for start in range(0, values.shape[0], BLOCK_ROWS):
-        block = fixed_point_codes(values[start : start + BLOCK_ROWS], lower, upper, width)
-        _add_block_sums(sums, block, None if labels is None else labels[start : start + BLOCK_ROWS])
+    # Cache-sized blocks (fewer rows than BLOCK_ROWS, so their float sums are exact).
+    rows = max(1, min(BLOCK_ROWS, _CACHE_ROWS // max(1, values.shape[1])))
+    for start in range(0, values.shape[0], rows):
+        block = fixed_point_codes(values[start : start + rows], lower, upper, width)
+        _add_block_sums(sums, block, None if labels is None else labels[start : start + rows])
     return sums
 
 
