@@ -38,8 +38,9 @@ from ..utils._validation import (
     check_epsilon,
     clip_to_bounds,
     resolve_bounds,
+    level_counts,
     resolve_variance,
-    unique_inverse,
+    spread_levels,
 )
 from ._statistics import LevelStatistics, _validate_chunk, dask_bounds, level_lookup
 
@@ -58,16 +59,19 @@ def check_curator_users(estimator, is_tcm):
         )
 
 
-def _validate_curator_fit(estimator, X, trust_group, epsilon):
+def _validate_curator_fit(estimator, X, trust_group, epsilon, *, clip=True):
     """Validate the input of a trusted-curator estimator with per-user privacy levels.
 
     Every user must be tcm; ``np.inf`` marks a public user. Shared by the Sample
     mechanism and the mixed estimators.
 
+    clip : bool, default=True
+        False returns ``X`` itself, unclipped (for callers that clip block by block).
+
     Returns
     -------
     values : ndarray of shape (n_samples, n_features)
-        ``X`` clipped to the bounds (a new array).
+        ``X`` clipped to the bounds (a new array), or ``X`` with ``clip=False``.
     user_epsilon : ndarray of shape (n_samples,)
     lower, upper : ndarray of shape (n_features,)
     variance : ndarray of shape (n_features,)
@@ -80,7 +84,8 @@ def _validate_curator_fit(estimator, X, trust_group, epsilon):
     lower, upper = resolve_bounds(estimator.bounds, X)
     variance = resolve_variance(estimator.variance, lower, upper)
     user_epsilon = np.broadcast_to(user_epsilon, X.shape[:1])
-    return clip_to_bounds(X, lower, upper), user_epsilon, lower, upper, variance
+    values = clip_to_bounds(X, lower, upper) if clip else X
+    return values, user_epsilon, lower, upper, variance
 
 
 def _kept_sum(values, probability, lower, upper, rng):
@@ -90,10 +95,20 @@ def _kept_sum(values, probability, lower, upper, rng):
     codes (:mod:`skhybrid.utils._sums`) minus half the grid per kept user: an int64 that
     one user's replacement moves by at most one grid range, exactly.
     """
-    kept = rng.random(values.shape[0]) < probability
-    # Kept rows in group 0; the others are labelled 1 and left out.
-    codes = fixed_point_sums(values, lower, upper, labels=(~kept).view(np.int8))[0]
-    return codes - np.int64(np.count_nonzero(kept)) * np.int64(2 ** (FIXED_POINT_BITS - 1))
+    # Dropped rows are labelled 1 and left out of the sums (kept rows: group 0). The
+    # coins are drawn block by block: the same stream as one call, without n doubles.
+    dropped = np.empty(values.shape[0], dtype=np.int8)
+    for start in range(0, values.shape[0], _COIN_BLOCK):
+        block = slice(start, start + _COIN_BLOCK)
+        np.greater_equal(rng.random(dropped[block].shape[0]), probability[block],
+                         out=dropped[block], casting="unsafe")
+    codes = fixed_point_sums(values, lower, upper, labels=dropped)[0]
+    n_kept = values.shape[0] - np.count_nonzero(dropped)
+    return codes - np.int64(n_kept) * np.int64(2 ** (FIXED_POINT_BITS - 1))
+
+
+#: Coins drawn at once by :func:`_kept_sum`.
+_COIN_BLOCK = 2**16
 
 
 def _chunk_levels(X, trust_group, epsilon, *, offset, rng, validate):
@@ -342,19 +357,20 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         check_user_id(self, user_id)
         if any_dask(X, trust_group, epsilon):
             return self._fit_dask(X, trust_group, epsilon, user_id)
+        # Unclipped: the fixed-point sums clip block by block.
         values, user_epsilon, lower, upper, variance = _validate_curator_fit(
-            self, X, trust_group, epsilon
+            self, X, trust_group, epsilon, clip=False
         )
         data_range = float(np.sum(upper - lower))
         # Everything public is computed per privacy level, then spread to the users.
-        levels, inverse = unique_inverse(user_epsilon)
-        counts = np.bincount(inverse, minlength=levels.size)
+        levels, counts = level_counts(user_epsilon)
         threshold, level_probability = self._sampling(levels, counts, data_range, variance)
         # Each user pays min(epsilon_i, t), what sampling guarantees them; before the coins.
         charge_release(self, user_id, np.ones(user_epsilon.shape[0], dtype=bool), user_epsilon,
                        threshold=threshold)
         rng = check_random_state(self.random_state)
-        probability = level_probability[inverse]
+        probability = spread_levels(user_epsilon, levels, level_probability)
+        del user_epsilon
         kept_sum = _kept_sum(values, probability, lower, upper, rng)
         self.sampling_probability_ = probability
         self._release(kept_sum, levels, counts, threshold, level_probability @ counts, lower,

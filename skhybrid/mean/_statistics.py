@@ -102,8 +102,11 @@ class LevelStatistics:
             counts = np.array([n_samples], dtype=np.int64)
         else:
             epsilon = np.broadcast_to(epsilon, local.shape)
-            # epsilon > 0, so a negated level marks lm without colliding with a tcm level.
-            levels, inverse = unique_inverse(np.where(local, -epsilon, epsilon))
+            # epsilon > 0, so a negated level marks lm without colliding with a tcm level
+            # (no keys to build when every user is tcm).
+            levels, inverse = unique_inverse(
+                np.where(local, -epsilon, epsilon) if local.any() else epsilon
+            )
             counts = np.bincount(inverse, minlength=levels.size).astype(np.int64)
         sums = np.zeros((levels.size, n_features), dtype=np.int64)
         report_sums = np.zeros((levels.size, n_features))
@@ -183,7 +186,7 @@ def level_lookup(level_epsilons, level_local, level_values, epsilon, local):
     order = np.concatenate([np.arange(level_keys.size - 1, n_central - 1, -1), np.arange(n_central)])
     # Searching the distinct keys (sorted) and spreading back is much faster than
     # searching a million unsorted keys.
-    keys, inverse = unique_inverse(np.where(local, -epsilon, epsilon))
+    keys, inverse = unique_inverse(np.where(local, -epsilon, epsilon) if local.any() else epsilon)
     position = np.minimum(np.searchsorted(level_keys[order], keys), order.size - 1)
     if not np.array_equal(level_keys[order][position], keys):
         raise ValueError("a user's privacy level is not among the fitted levels")

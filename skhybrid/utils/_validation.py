@@ -497,21 +497,78 @@ def unique_inverse(keys, max_few=16, *, many=True):
     return unique, inverse.ravel()
 
 
-def _few_distinct(keys, max_few):
-    """Sorted distinct keys and each key's index among them, or None past ``max_few``."""
+def level_counts(keys, max_few=16):
+    """Sorted distinct keys and how often each occurs, without a per-key label array.
+
+    Few distinct keys (privacy levels) are found and counted by comparison passes; more
+    than ``max_few`` fall back to ``np.unique``.
+
+    Parameters
+    ----------
+    keys : ndarray of shape (n,)
+    max_few : int, default=16
+
+    Returns
+    -------
+    unique : ndarray
+    counts : ndarray of int64
+    """
+    keys = np.asarray(keys)
+    found = _few_distinct(keys, max_few, labels=False)
+    if found is not None:
+        return found
+    unique, counts = np.unique(keys, return_counts=True)
+    return unique, counts.astype(np.int64)
+
+
+def spread_levels(keys, levels, values, max_few=16):
+    """Each key's entry of a per-level table: ``values[j]`` where ``keys == levels[j]``.
+
+    With few levels, one comparison pass per level fills the result (no n-long index
+    array); otherwise a binary search over the sorted ``levels``.
+
+    Parameters
+    ----------
+    keys : ndarray of shape (n,)
+        Each a member of ``levels``.
+    levels : ndarray of shape (n_levels,)
+        Sorted distinct keys.
+    values : ndarray of shape (n_levels,)
+
+    Returns
+    -------
+    spread : ndarray of shape (n,)
+    """
+    keys = np.asarray(keys)
+    values = np.asarray(values)
+    if levels.size <= max_few:
+        spread = np.empty(keys.shape[0], dtype=values.dtype)
+        if levels.size:
+            spread.fill(values[0])
+        for level, value in zip(levels[1:], values[1:]):
+            spread[keys == level] = value
+        return spread
+    return values[np.searchsorted(levels, keys)]
+
+
+def _few_distinct(keys, max_few, labels=True):
+    """Sorted distinct keys and each key's index among them (``labels=False``: each
+    key's count instead), or None past ``max_few`` distinct keys."""
     n = keys.shape[0]
     if n == 0:
-        return keys[:0].copy(), np.zeros(0, dtype=np.intp)
-    found = []
-    labels = np.zeros(n, dtype=np.intp)
+        return keys[:0].copy(), np.zeros(0, dtype=np.intp if labels else np.int64)
+    found, counts = [], []
+    index = np.zeros(n, dtype=np.intp) if labels else None
     unlabelled = None  # every key still to label; None: all of them
     first = 0
     while True:
         key = keys[first]
         found.append(key)
         same = keys == key
-        if len(found) > 1:
-            labels[same] = len(found) - 1
+        if labels and len(found) > 1:
+            index[same] = len(found) - 1
+        elif not labels:
+            counts.append(np.count_nonzero(same))
         unlabelled = ~same if unlabelled is None else unlabelled & ~same
         first = int(np.argmax(unlabelled))
         if not unlabelled[first]:
@@ -520,8 +577,10 @@ def _few_distinct(keys, max_few):
             return None
     found = np.array(found, dtype=keys.dtype)
     order = np.argsort(found, kind="stable")
+    if not labels:
+        return found[order], np.array(counts, dtype=np.int64)[order]
     rank = np.empty(order.size, dtype=np.intp)
     rank[order] = np.arange(order.size)
     if not np.array_equal(rank, np.arange(order.size)):
-        labels = rank[labels]
-    return found[order], labels
+        index = rank[index]
+    return found[order], index
