@@ -171,9 +171,15 @@ def local_report_variance(mechanism, *, epsilon, delta, lower, upper):
     return np.full(lower.shape[0], randomizer.noise_variance(lower.shape[0]))
 
 
-def privatize_locally(values, *, mechanism, epsilon, delta, lower, upper, rng):
-    """What lm users' devices send: their clipped values plus local noise."""
+def privatize_locally(values, *, mechanism, epsilon, delta, lower, upper, rng, owned=False):
+    """What lm users' devices send: their clipped values plus local noise.
+
+    ``owned=True``: ``values`` is a finite float64 2-d array that the caller made for
+    this call (for example ``X[lm_rows]``); it is clipped and noised in place.
+    """
     randomizer = local_randomizer(mechanism, epsilon=epsilon, delta=delta, lower=lower, upper=upper)
+    if owned:
+        return randomizer._privatize_owned(values, rng)
     return randomizer.privatize(values, random_state=rng)
 
 

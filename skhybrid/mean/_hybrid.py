@@ -389,9 +389,9 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
             if self.local_reports:
                 lm_sum = _masked_column_sums(X, ~is_tcm)
             else:
-                lm_values = clip_to_bounds(X[~is_tcm], lower, upper)
+                # X[lm rows] is a new array: clipped and noised in place.
                 lm_sum = privatize_locally(
-                    lm_values, epsilon=epsilon_lm, rng=rng, **noise
+                    X[~is_tcm], epsilon=epsilon_lm, rng=rng, owned=True, **noise
                 ).sum(axis=0)
         return _GroupStatistics(
             n_tcm=n_tcm, n_lm=n_lm,

@@ -44,8 +44,10 @@ from ..utils._validation import (
     check_bounds,
     check_epsilon,
     check_trust_group,
+    level_counts,
+    level_labels,
     resolve_bounds,
-    unique_inverse,
+    spread_levels,
 )
 
 
@@ -104,10 +106,9 @@ class LevelStatistics:
             epsilon = np.broadcast_to(epsilon, local.shape)
             # epsilon > 0, so a negated level marks lm without colliding with a tcm level
             # (no keys to build when every user is tcm).
-            levels, inverse = unique_inverse(
+            levels, inverse, counts = level_labels(
                 np.where(local, -epsilon, epsilon) if local.any() else epsilon
             )
-            counts = np.bincount(inverse, minlength=levels.size).astype(np.int64)
         sums = np.zeros((levels.size, n_features), dtype=np.int64)
         report_sums = np.zeros((levels.size, n_features))
         if n_features:
@@ -186,11 +187,14 @@ def level_lookup(level_epsilons, level_local, level_values, epsilon, local):
     order = np.concatenate([np.arange(level_keys.size - 1, n_central - 1, -1), np.arange(n_central)])
     # Searching the distinct keys (sorted) and spreading back is much faster than
     # searching a million unsorted keys.
-    keys, inverse = unique_inverse(np.where(local, -epsilon, epsilon) if local.any() else epsilon)
+    user_keys = np.where(local, -epsilon, epsilon) if local.any() else epsilon
+    keys, counts = level_counts(user_keys)
     position = np.minimum(np.searchsorted(level_keys[order], keys), order.size - 1)
     if not np.array_equal(level_keys[order][position], keys):
         raise ValueError("a user's privacy level is not among the fitted levels")
-    return np.asarray(level_values, dtype=np.float64)[order][position][inverse]
+    # One comparison pass per level (few levels) or a binary search: no n-long labels.
+    values = np.asarray(level_values, dtype=np.float64)[order][position]
+    return spread_levels(user_keys, keys, values)
 
 
 def dask_bounds(bounds, extremes, n_features, *, stacklevel):

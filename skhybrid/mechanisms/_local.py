@@ -43,8 +43,18 @@ class _LocalRandomizer:
         lower, upper = check_bounds(self.bounds, values.shape[1])
         eps = self._user_epsilon(epsilon, values.shape[0])
         rng = check_random_state(random_state)
-        reports = self._release(clip_to_bounds(values, lower, upper), upper - lower, eps, rng)
+        # The clipped copy is ours: the reports overwrite it.
+        reports = self._release(clip_to_bounds(values, lower, upper), upper - lower, eps, rng,
+                                overwrite=True)
         return reports.reshape(array.shape)
+
+    def _privatize_owned(self, values, rng):
+        """:meth:`privatize` of a finite float64 (n_users, n_features) array the caller owns
+        and gives up: clipped and released in place, without copies."""
+        lower, upper = check_bounds(self.bounds, values.shape[1])
+        np.clip(values, lower, upper, out=values)
+        return self._release(values, upper - lower, self._user_epsilon(None, values.shape[0]),
+                             rng, overwrite=True)
 
     def noise_variance(self, n_features=1, *, epsilon=None):
         """Variance of the noise added to each coordinate of a user's report.
@@ -103,8 +113,8 @@ class LocalLaplaceRandomizer(_LocalRandomizer):
         self.epsilon = epsilon
         self.secure = secure
 
-    def _release(self, values, ranges, eps, rng):
-        return laplace_release(values, ranges.sum(), eps, rng, self.secure)
+    def _release(self, values, ranges, eps, rng, overwrite=False):
+        return laplace_release(values, ranges.sum(), eps, rng, self.secure, overwrite=overwrite)
 
     def _variance(self, ranges, eps):
         return laplace_variance(ranges.sum(), eps, ranges.shape[0], self.secure)
@@ -137,9 +147,10 @@ class LocalGaussianRandomizer(_LocalRandomizer):
     def _multiplier(self, eps):
         return gaussian_noise_multiplier(eps, self.delta, self.calibration)
 
-    def _release(self, values, ranges, eps, rng):
+    def _release(self, values, ranges, eps, rng, overwrite=False):
         sensitivity = np.sqrt(np.sum(ranges**2))
-        return gaussian_release(values, sensitivity, self._multiplier(eps), rng, self.secure)
+        return gaussian_release(values, sensitivity, self._multiplier(eps), rng, self.secure,
+                                overwrite=overwrite)
 
     def _variance(self, ranges, eps):
         sensitivity = np.sqrt(np.sum(ranges**2))

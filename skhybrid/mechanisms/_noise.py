@@ -104,10 +104,23 @@ def sample_discrete_laplace(rng, scale, size):
         success = flat[0]
     else:
         success = np.broadcast_to(success, size)
-    # numpy's geometric counts trials (support 1, 2, ...); the offsets cancel.
+    # numpy's geometric counts trials (support 1, 2, ...); the offsets cancel. The
+    # second draws are subtracted block by block: the same stream as one call (draws are
+    # consumed in order), without a second n-long array.
     noise = rng.geometric(success, size=size)
-    noise -= rng.geometric(success, size=size)
+    flat = noise.reshape(-1)
+    per_draw = np.ndim(success) > 0
+    if per_draw:
+        success = success.reshape(-1)
+    for start in range(0, flat.shape[0], _DRAW_BLOCK):
+        block = slice(start, start + _DRAW_BLOCK)
+        flat[block] -= rng.geometric(success[block] if per_draw else success,
+                                     size=flat[block].shape[0])
     return noise
+
+
+#: Second geometric draws made at once by :func:`sample_discrete_laplace`.
+_DRAW_BLOCK = 2**16
 
 
 def discrete_laplace_variance(scale):
@@ -150,7 +163,7 @@ def sample_discrete_gaussian(rng, sigma, size):
     return out.reshape(size)
 
 
-def laplace_release(values, sensitivity, epsilon, rng, secure):
+def laplace_release(values, sensitivity, epsilon, rng, secure, *, overwrite=False):
     """Add epsilon-DP Laplace noise to ``values``: the core of every Laplace mechanism.
 
     Parameters
@@ -164,6 +177,9 @@ def laplace_release(values, sensitivity, epsilon, rng, secure):
     rng : numpy.random.Generator
     secure : bool
         Snap to a power-of-two grid and add discrete Laplace noise (see the module notes).
+    overwrite : bool, default=False
+        Release into ``values`` itself (a float64 array the caller owns and no longer
+        needs), sparing a copy of millions of reports.
 
     Returns
     -------
@@ -173,16 +189,25 @@ def laplace_release(values, sensitivity, epsilon, rng, secure):
     epsilon = np.asarray(epsilon, dtype=np.float64)[..., np.newaxis]
     scale = sensitivity / epsilon
     if not secure:
-        return values + rng.laplace(scale=np.broadcast_to(scale, values.shape))
+        noise = rng.laplace(scale=np.broadcast_to(scale, values.shape))
+        if overwrite:
+            values += noise
+            return values
+        return values + noise
     step = grid_step(scale)
     units = _laplace_units(sensitivity, epsilon, step, values.shape[-1])
     check_noise_units(units, epsilon)
-    return _add_on_grid(values, step, sample_discrete_laplace(rng, units, values.shape))
+    return _add_on_grid(values, step, sample_discrete_laplace(rng, units, values.shape),
+                        overwrite=overwrite)
 
 
-def _add_on_grid(values, step, noise):
-    """(round(values / step) + noise) * step, in place on one new array: exact multiples of step."""
-    released = values / step
+def _add_on_grid(values, step, noise, *, overwrite=False):
+    """(round(values / step) + noise) * step: exact multiples of step, computed in place
+    on one new array (on ``values`` itself with ``overwrite``)."""
+    if overwrite:
+        released = np.divide(values, step, out=values)
+    else:
+        released = values / step
     np.round(released, out=released)
     released += noise
     released *= step
@@ -211,7 +236,7 @@ def laplace_variance(sensitivity, epsilon, n_coordinates, secure):
     return discrete_laplace_variance(units) * step**2
 
 
-def gaussian_release(values, sensitivity, noise_multiplier, rng, secure):
+def gaussian_release(values, sensitivity, noise_multiplier, rng, secure, *, overwrite=False):
     """Add Gaussian noise calibrated by ``noise_multiplier`` (sigma per unit of L2 sensitivity).
 
     Parameters
@@ -224,6 +249,8 @@ def gaussian_release(values, sensitivity, noise_multiplier, rng, secure):
         :func:`skhybrid.mechanisms.gaussian_noise_multiplier`.
     rng : numpy.random.Generator
     secure : bool
+    overwrite : bool, default=False
+        Release into ``values`` itself (see :func:`laplace_release`).
 
     Returns
     -------
@@ -233,11 +260,16 @@ def gaussian_release(values, sensitivity, noise_multiplier, rng, secure):
     noise_multiplier = np.asarray(noise_multiplier, dtype=np.float64)[..., np.newaxis]
     sigma = sensitivity * noise_multiplier
     if not secure:
-        return values + rng.normal(scale=np.broadcast_to(sigma, values.shape))
+        noise = rng.normal(scale=np.broadcast_to(sigma, values.shape))
+        if overwrite:
+            values += noise
+            return values
+        return values + noise
     step = grid_step(sigma)
     units = _gaussian_units(sensitivity, noise_multiplier, step, values.shape[-1])
     check_noise_units(units)
-    return _add_on_grid(values, step, sample_discrete_gaussian(rng, units, values.shape))
+    return _add_on_grid(values, step, sample_discrete_gaussian(rng, units, values.shape),
+                        overwrite=overwrite)
 
 
 def _gaussian_units(sensitivity, noise_multiplier, step, n_coordinates):

@@ -225,3 +225,40 @@ def test_adpm_at_a_tiny_epsilon_releases_the_data_independent_midpoint():
     est = ADPMEstimator(epsilon=1e-50, bounds=(0, 1), random_state=0).fit(X)
     assert est.released_midpoint_
     np.testing.assert_array_equal(est.mean_, [0.5, 0.5])
+
+
+@pytest.mark.parametrize("scale", [3.0, "per-draw"])
+def test_discrete_laplace_blocks_draw_the_same_stream_as_two_whole_calls(scale):
+    """The second geometrics are drawn block by block (no second n-long array): the
+    result must be the difference of two whole calls on the same generator."""
+    from skhybrid.mechanisms._noise import _DRAW_BLOCK, sample_discrete_laplace
+
+    size = (2 * _DRAW_BLOCK + 123, 2)
+    scales = np.random.default_rng(1).uniform(1, 9, size) if scale == "per-draw" else scale
+    success = -np.expm1(-1.0 / np.asarray(scales))
+    rng = np.random.default_rng(7)
+    expected = rng.geometric(success, size=size) - rng.geometric(success, size=size)
+    np.testing.assert_array_equal(
+        sample_discrete_laplace(np.random.default_rng(7), scales, size), expected)
+
+
+def test_local_randomizers_never_modify_the_callers_values():
+    from skhybrid.mechanisms import LocalGaussianRandomizer, LocalLaplaceRandomizer
+
+    X = np.random.default_rng(2).uniform(-1, 2, size=(1000, 2))
+    before = X.copy()
+    for randomizer in (LocalLaplaceRandomizer(epsilon=1.0, bounds=(0, 1)),
+                       LocalGaussianRandomizer(epsilon=1.0, delta=1e-6, bounds=(0, 1))):
+        randomizer.privatize(X, random_state=0)
+        np.testing.assert_array_equal(X, before)
+
+
+def test_owned_privatization_equals_the_public_one():
+    from skhybrid._group_estimates import privatize_locally
+
+    X = np.random.default_rng(3).uniform(-1, 2, size=(5000, 2))
+    common = {"mechanism": "laplace", "epsilon": 0.7, "delta": 0.0,
+              "lower": np.zeros(2), "upper": np.ones(2)}
+    public = privatize_locally(X, rng=np.random.default_rng(4), **common)
+    owned = privatize_locally(X.copy(), rng=np.random.default_rng(4), owned=True, **common)
+    np.testing.assert_array_equal(owned, public)
