@@ -627,7 +627,7 @@ class _CentralClustering:
         self._centred = values - self._midpoint
         # The users' fixed-point codes, once for every iteration (the curator's secret,
         # like the values; dropped with this object at the end of the fit).
-        self._codes = fixed_point_codes(values, lower, upper)
+        self._codes = fixed_point_codes(values, lower, upper, out=np.empty_like(values))
         self._mechanism = mechanism
 
     def statistics(self, centres):
@@ -944,7 +944,8 @@ class _ChunkClustering:
         self.central = None
         if plan.central is not None:
             self.central = _CentralClustering(
-                values[is_tcm], plan.lower, plan.upper, plan.central
+                values if is_tcm.all() else values[is_tcm], plan.lower, plan.upper,
+                plan.central,
             )
         self.local = None
         if plan.release_epsilon is None:

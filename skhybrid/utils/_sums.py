@@ -66,7 +66,7 @@ def check_fixed_point_range(lower, upper):
     return width
 
 
-def fixed_point_codes(values, lower, upper, width=None):
+def fixed_point_codes(values, lower, upper, width=None, *, out=None):
     """Each value's integer code on the fixed-point grid of ``[lower, upper]``.
 
     Parameters
@@ -76,6 +76,9 @@ def fixed_point_codes(values, lower, upper, width=None):
     lower, upper : ndarray of shape (n_features,)
     width : ndarray of shape (n_features,), default=None
         ``check_fixed_point_range(lower, upper)``, when already computed.
+    out : ndarray of float64 of shape (n_samples, n_features), default=None
+        Where to write the codes: then they are computed in cache-sized blocks, without
+        temporaries (for many rows at once, as K-means needs them).
 
     Returns
     -------
@@ -84,7 +87,19 @@ def fixed_point_codes(values, lower, upper, width=None):
     """
     if width is None:
         width = check_fixed_point_range(lower, upper)
+    if out is not None:
+        rows = max(1, _CACHE_ROWS // max(1, values.shape[1]))
+        for start in range(0, values.shape[0], rows):
+            block = slice(start, start + rows)
+            np.clip(values[block], lower, upper, out=out[block])
+            _codes_in_place(out[block], lower, width)
+        return out
     codes = np.clip(values, lower, upper)
+    return _codes_in_place(codes, lower, width)
+
+
+def _codes_in_place(codes, lower, width):
+    """Clipped values to their fixed-point codes, in place."""
     codes -= lower
     codes *= _SCALE / width
     np.rint(codes, out=codes)
@@ -146,9 +161,11 @@ def grouped_code_sums(codes, labels, n_groups):
     return sums
 
 
-#: Up to this many groups, a block's grouped sums are one matrix product (else one
-#: bincount per feature).
+#: Up to this many groups and above this many features, a block's grouped sums are one
+#: matrix product (else one bincount per feature: building the one-hot matrix costs
+#: more than a few bincounts).
 _FEW_GROUPS = 32
+_FEW_FEATURES = 4
 
 
 def _add_block_sums(sums, block, labels):
@@ -161,7 +178,7 @@ def _add_block_sums(sums, block, labels):
     if labels is None:
         sums[0] += block.sum(axis=0).astype(np.int64)
         return
-    if n_groups <= _FEW_GROUPS and block.shape[1] > 1:
+    if n_groups <= _FEW_GROUPS and block.shape[1] > _FEW_FEATURES:
         # One matrix product with the rows' one-hot groups: the codes and partial sums
         # are non-negative integers below 2**53, so any summation order is exact.
         one_hot = np.zeros((block.shape[0], n_groups + 1))
