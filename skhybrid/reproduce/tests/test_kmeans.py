@@ -40,11 +40,15 @@ def test_hybrid_is_not_worse_than_the_better_baseline_beyond_a_tolerance(figure_
     assert np.all(excess <= 0.1 + 3 * standard_error), (excess, standard_error)
 
 
-def test_with_1_percent_tcm_users_tcm_only_beats_full_lm_at_ten_iterations(figure_6):
+def test_which_baseline_wins_depends_on_the_tcm_fraction_at_ten_iterations(figure_6):
+    """Figure 6b,c: with 1% tcm users TCM-only beats Full-LM, with 0.1% it loses. Paired
+    on the trials' seeds, as a share of trials: a few trials that a bad initial centre
+    sends to a poor optimum dominate the means of 10 trials (the quick run), not the
+    share (with a true share of 0.9, 10 trials fall below 0.6 with probability 0.002)."""
     table = figure_6.table
     assert table["n_iter"][-1] == 10
-    gap = table["full_lm_wcss"][-1] - table["tcm_only_1pct_wcss"][-1]
-    assert gap > 3 * np.hypot(table["full_lm_se"][-1], table["tcm_only_1pct_se"][-1])
+    assert table["tcm_only_1pct_beats_full_lm"][-1] >= 0.6
+    assert table["tcm_only_0.1pct_beats_full_lm"][-1] <= 0.4
 
 
 def test_save_writes_the_table_as_csv_and_a_png(figure_6, tmp_path):
