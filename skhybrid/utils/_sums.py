@@ -32,7 +32,8 @@ with ``B = FIXED_POINT_BITS`` (about 1e-10 of the range), far below any noise.
 
 import numpy as np
 
-#: Bits of the fixed-point grid over [lower, upper] (one code step = range / 2**32).
+#: Bits of the fixed-point grid over [lower, upper] (one code step = range / 2**32); at
+#: most 50, so that codes never round past the grid (see :func:`_codes_in_place`).
 FIXED_POINT_BITS = 32
 #: Rows added per float64 block: 2**20 * 2**32 = 2**52 < 2**53, so block sums are exact.
 BLOCK_ROWS = 2 ** (52 - FIXED_POINT_BITS)
@@ -99,12 +100,17 @@ def fixed_point_codes(values, lower, upper, width=None, *, out=None):
 
 
 def _codes_in_place(codes, lower, width):
-    """Clipped values to their fixed-point codes, in place."""
+    """Clipped values to their fixed-point codes, in place.
+
+    No code leaves ``[0, 2**B]``: for ``lower <= x <= upper``, rounding is monotone, so
+    ``0 <= fl(x - lower) <= fl(upper - lower) = width``; the scale factor and the product
+    each round by at most 2**-53 (relative), so the scaled value is at most
+    ``2**B (1 + 2**-52)``, which ``rint`` brings back to ``2**B`` while ``2**B * 2**-52 <
+    1/2`` (B <= 50).
+    """
     codes -= lower
     codes *= _SCALE / width
     np.rint(codes, out=codes)
-    # Rounding of the scale factor can land a code one past the grid's end.
-    np.clip(codes, 0.0, _SCALE, out=codes)
     return codes
 
 

@@ -41,3 +41,27 @@ def test_fixed_point_sums_equal_the_grouped_sums_of_their_codes():
         fixed_point_sums(values, lower, upper, labels=labels, n_groups=5),
         grouped_code_sums(fixed_point_codes(values, lower, upper), labels, 5),
     )
+
+
+def test_codes_stay_on_the_grid_for_any_legal_bounds():
+    """Values at, near and beyond the bounds map into [0, 2**B] for bounds of every size
+    and offset (including far from zero), without a final clip."""
+    from skhybrid.utils._sums import FIXED_POINT_BITS, fixed_point_codes
+
+    rng = np.random.default_rng(11)
+    top = 2.0**FIXED_POINT_BITS
+    for _ in range(2000):
+        lower = rng.choice([-1, 1]) * 10.0 ** rng.uniform(-300, 300)
+        with np.errstate(over="ignore"):
+            width = 10.0 ** rng.uniform(-300, 300) * abs(lower) if rng.random() < 0.5 else (
+                10.0 ** rng.uniform(-10, 10))
+            upper = lower + width
+        if not (np.isfinite(upper) and upper > lower):
+            continue
+        with np.errstate(over="ignore"):  # beyond the bounds may overflow to inf: clipped
+            values = np.array([[lower], [upper], [np.nextafter(upper, -np.inf)],
+                               [np.nextafter(lower, np.inf)], [upper + abs(upper)],
+                               [lower - abs(lower) - 1.0], [lower / 2 + upper / 2]])
+            codes = fixed_point_codes(values, np.array([lower]), np.array([upper]))
+        assert codes.min() >= 0.0 and codes.max() <= top, (lower, upper, codes.ravel())
+        assert codes[0, 0] == 0.0 and codes[1, 0] == top
