@@ -294,7 +294,7 @@ def _exact_mse(method, epsilon, variance):
 
 
 def figure_1a(*, quick=False, random_state=0, progress=False):
-    """Figure 1A: ``(MSE - 1 / (12 n)) n^2`` against n, for eps1 = 0.1, eps2 = 0.15, f = 0.5.
+    """Figure 1A: (MSE - 1/(12n)) n^2 against n, for eps1 = 0.1, eps2 = 0.15, f = 0.5.
 
     Uniform data on [-0.5, 0.5] (variance 1/12, so ``1 / (12 n)`` is the sample mean's
     own error and the plotted quantity the second-order cost of privacy). The curves
