@@ -350,7 +350,7 @@ class RandomizedResponse:
 # -- the two groups' cluster estimates -------------------------------------------------------
 
 
-def nearest_centre(X, centres):
+def nearest_centre(X, centres, *, codes=None):
     """Index of each row's nearest centre in squared Euclidean distance (first on ties).
 
     ``argmin_k ||x - c_k||^2 = argmin_k (||c_k||^2 - 2 x . c_k)``, computed in blocks of
@@ -361,23 +361,36 @@ def nearest_centre(X, centres):
     ----------
     X : ndarray of shape (n_samples, n_features)
     centres : ndarray of shape (n_clusters, n_features)
+    codes : ndarray of shape (n_samples, n_features), default=None
+        The rows' fixed-point codes: their exact sums per nearest centre are then
+        computed in the same pass, block by block while the block is in cache
+        (:func:`~skhybrid.utils._sums.grouped_code_sums` of each block, added in int64).
 
     Returns
     -------
     labels : ndarray of shape (n_samples,), dtype=intp
+    code_sums : ndarray of int64 of shape (n_clusters, n_features)
+        Only with ``codes``.
     """
     scaled = np.ascontiguousarray(-2.0 * centres.T)
     norms = np.einsum("kd,kd->k", centres, centres)
     labels = np.empty(X.shape[0], dtype=np.intp)
+    n_clusters = centres.shape[0]
 
     def search(start):
-        block = X[start : start + _CHUNK_ROWS] @ scaled
+        rows = slice(start, start + _CHUNK_ROWS)
+        block = X[rows] @ scaled
         block += norms
-        labels[start : start + _CHUNK_ROWS] = block.argmin(axis=1)
+        labels[rows] = block.argmin(axis=1)
 
     def search_all(starts):
+        sums = None if codes is None else np.zeros((n_clusters, codes.shape[1]), np.int64)
         for start in starts:
             search(start)
+            if sums is not None:
+                rows = slice(start, start + _CHUNK_ROWS)
+                sums += grouped_code_sums(codes[rows], labels[rows], n_clusters)
+        return sums
 
     starts = range(0, X.shape[0], _CHUNK_ROWS)
     workers = min(_available_cores(), X.size // _ELEMENTS_PER_WORKER)
@@ -390,11 +403,13 @@ def nearest_centre(X, centres):
             step = _CHUNKS_PER_TASK
             tasks = [starts[i : i + step] for i in range(0, len(starts), step)]
             with ThreadPoolExecutor(workers) as pool:
-                for _ in pool.map(search_all, tasks):
-                    pass
+                parts = list(pool.map(search_all, tasks))
         else:
-            search_all(starts)
-    return labels
+            parts = [search_all(starts)]
+    if codes is None:
+        return labels
+    # Integer additions: the total is exact whatever the order of the parts.
+    return labels, np.sum(parts, axis=0, dtype=np.int64)
 
 
 @lru_cache(maxsize=1)
@@ -632,10 +647,11 @@ class _CentralClustering:
 
     def statistics(self, centres):
         """Each cluster's count and centred sum: :class:`_CentralStatistics`."""
-        nearest = nearest_centre(self._centred, centres - self._midpoint)
+        # Labels and the exact code sums per cluster in one pass over the users.
+        nearest, sums = nearest_centre(self._centred, centres - self._midpoint,
+                                       codes=self._codes)
         counts = np.bincount(nearest, minlength=centres.shape[0])
-        sums = centred_code_sums(self._values, self._lower, self._upper, nearest, counts,
-                                 codes=self._codes)
+        sums -= counts[:, np.newaxis].astype(np.int64) << (FIXED_POINT_BITS - 1)
         return _CentralStatistics(counts, sums)
 
     def estimate(self, centres, rng):
