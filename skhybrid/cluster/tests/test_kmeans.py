@@ -659,3 +659,18 @@ def test_clone_and_pickle_keep_parameters_and_fitted_state():
     assert clone(km).get_params().keys() == km.get_params().keys()
     restored = pickle.loads(pickle.dumps(km))
     np.testing.assert_array_equal(restored.predict(X), km.predict(X))
+
+
+@pytest.mark.parametrize("n_features", [2, 7])
+def test_fused_pass_gives_the_labels_and_the_exact_grouped_code_sums(n_features):
+    """Large enough for the threaded path: the per-task sums add up to the exact sums."""
+    from skhybrid.cluster._kmeans import nearest_centre
+    from skhybrid.utils._sums import fixed_point_codes, grouped_code_sums
+
+    rng = np.random.default_rng(12)
+    X = rng.uniform(0, 1, size=(400_000, n_features))
+    centres = rng.uniform(0, 1, size=(5, n_features))
+    codes = fixed_point_codes(X, np.zeros(n_features), np.ones(n_features))
+    labels, sums = nearest_centre(X, centres, codes=codes)
+    np.testing.assert_array_equal(labels, nearest_centre(X, centres))
+    np.testing.assert_array_equal(sums, grouped_code_sums(codes, labels, 5))
