@@ -234,6 +234,7 @@ def _demo(args):
 def _demo_landscapes(n_users, bounds, variance, args):
     """The closed-form curves of the demo's figure, for the salaries' public parameters."""
     from ._demo import EPSILONS, hybrid_landscape, per_user_landscape
+    from .theory import saturation_ratio
 
     data_range = bounds[1] - bounds[0]
     common = {"n": n_users, "data_range": data_range, "variance": variance}
@@ -241,7 +242,11 @@ def _demo_landscapes(n_users, bounds, variance, args):
     levels = sorted({*EPSILONS, args.epsilon})
     improvements = {level: hybrid_landscape(epsilon=level, **common) for level in levels}
     eps1 = args.epsilon / 10
-    per_user = per_user_landscape(eps1=eps1, eps2=eps1 * np.logspace(0, 2, 41), **common)
+    # eps2 from eps1 to 100 eps1, and at least 3 times past ADPM's saturation point.
+    ratio = saturation_ratio(n_users, 0.5, eps1, data_range=data_range, variance=variance)
+    top = max(100.0, 3.0 * ratio)
+    per_user = per_user_landscape(eps1=eps1, eps2=eps1 * np.logspace(0, np.log10(top), 41),
+                                  **common)
     return hybrid, improvements, per_user
 
 
@@ -269,9 +274,9 @@ def _demo_findings(rows, hybrid, improvements, per_user, *, tcm_fraction, epsilo
     last = -1
     lines.append(
         f"A different epsilon per user (ADPM, Chaudhuri and Courtade): with half the users "
-        f"at {per_user.eps1:g} and half at {per_user.eps2[last]:g}, ADPM's expected MSE is "
-        f"{per_user.uni[last] / per_user.adpm[last]:.1f}x smaller than UNI's (everyone at "
-        f"{per_user.eps1:g}) and {per_user.propdpm[last] / per_user.adpm[last]:.1f}x smaller "
+        f"at {per_user.eps1:g} and half at {per_user.eps2[last]:.3g}, ADPM's expected MSE is "
+        f"{per_user.uni[last] / per_user.adpm[last]:.2f}x smaller than UNI's (everyone at "
+        f"{per_user.eps1:g}) and {per_user.propdpm[last] / per_user.adpm[last]:.2f}x smaller "
         f"than PropDPM's; beyond eps2 = {per_user.saturation:.2g} more epsilon buys "
         "nothing (saturation), so those users' extra privacy is free."
     )
