@@ -572,11 +572,10 @@ def spread_levels(keys, levels, values, max_few=16):
     keys = np.asarray(keys)
     values = np.asarray(values)
     if levels.size <= max_few:
-        spread = np.empty(keys.shape[0], dtype=values.dtype)
-        if levels.size:
-            spread.fill(values[0])
+        # One np.where per further level (faster than masked stores; exact values).
+        spread = np.full(keys.shape[0], values[0] if levels.size else 0, dtype=values.dtype)
         for level, value in zip(levels[1:], values[1:]):
-            spread[keys == level] = value
+            spread = np.where(keys == level, value, spread)
         return spread
     return values[np.searchsorted(levels, keys)]
 
@@ -596,10 +595,15 @@ def _few_distinct(keys, max_few, labels=True, dtype=np.intp):
         found.append(key)
         same = keys == key
         if labels and len(found) > 1:
-            index[same] = len(found) - 1
+            # index is 0 where the key matches (unlabelled): add j there. Arithmetic on
+            # the mask's bytes is far faster than a masked store.
+            index += same.view(np.int8) * index.dtype.type(len(found) - 1)
         elif not labels:
             counts.append(np.count_nonzero(same))
-        unlabelled = ~same if unlabelled is None else unlabelled & ~same
+        if unlabelled is None:
+            unlabelled = np.logical_not(same, out=same)
+        else:
+            unlabelled &= np.logical_not(same, out=same)
         first = int(np.argmax(unlabelled))
         if not unlabelled[first]:
             break
