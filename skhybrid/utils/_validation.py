@@ -571,11 +571,13 @@ def spread_levels(keys, levels, values, max_few=16):
     """
     keys = np.asarray(keys)
     values = np.asarray(values)
+    if levels.size == 2:  # the common case: one pass, one output array
+        return np.where(keys == levels[1], values[1], values[0])
     if levels.size <= max_few:
-        # One np.where per further level (faster than masked stores; exact values).
+        # In place, level by level: no second n-long array.
         spread = np.full(keys.shape[0], values[0] if levels.size else 0, dtype=values.dtype)
         for level, value in zip(levels[1:], values[1:]):
-            spread = np.where(keys == level, value, spread)
+            np.putmask(spread, keys == level, value)
         return spread
     return values[np.searchsorted(levels, keys)]
 
