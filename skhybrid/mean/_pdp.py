@@ -63,7 +63,7 @@ def _validate_curator_fit(estimator, X, trust_group, epsilon, *, clip=True):
     """Validate the input of a trusted-curator estimator with per-user privacy levels.
 
     Every user must be tcm; ``np.inf`` marks a public user. Shared by the Sample
-    mechanism and the mixed estimators.
+    mechanism, the PE quantile and the mixed estimators.
 
     clip : bool, default=True
         False returns ``X`` itself, unclipped (for callers that clip block by block).
@@ -82,7 +82,8 @@ def _validate_curator_fit(estimator, X, trust_group, epsilon, *, clip=True):
     )
     check_curator_users(estimator, is_tcm)
     lower, upper = resolve_bounds(estimator.bounds, X)
-    variance = resolve_variance(estimator.variance, lower, upper)
+    # Estimators without a variance parameter (the PE quantile) get the worst case.
+    variance = resolve_variance(getattr(estimator, "variance", None), lower, upper)
     user_epsilon = np.broadcast_to(user_epsilon, X.shape[:1])
     values = clip_to_bounds(X, lower, upper) if clip else X
     return values, user_epsilon, lower, upper, variance

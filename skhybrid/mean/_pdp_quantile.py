@@ -7,16 +7,10 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval
 
 from ..accounting._costs import charge_release, check_user_id
-from ..base import (
-    RANDOM_STATE_CONSTRAINT,
-    MeanEstimatorMixin,
-    check_fit_metadata,
-    validate_fit_input,
-)
+from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, check_fit_metadata
 from ..mechanisms._exponential import personalized_exponential_quantile
 from ..utils._random import check_random_state
-from ..utils._validation import clip_to_bounds, resolve_bounds
-from ._pdp import check_curator_users
+from ._pdp import _validate_curator_fit
 
 
 class PDPQuantileEstimator(MeanEstimatorMixin, BaseEstimator):
@@ -140,13 +134,10 @@ class PDPQuantileEstimator(MeanEstimatorMixin, BaseEstimator):
         """
         check_fit_metadata(self, trust_group, epsilon, hybrid=False, stacklevel=4)
         check_user_id(self, user_id)
-        X, is_tcm, user_epsilon = validate_fit_input(self, X, trust_group, epsilon,
-                                                     allow_inf=True)
-        check_curator_users(self, is_tcm)
-        lower, upper = resolve_bounds(self.bounds, X)
-        values = clip_to_bounds(X, lower, upper)
-        user_epsilon = np.broadcast_to(np.asarray(user_epsilon, dtype=np.float64), X.shape[:1])
-        charge_release(self, user_id, is_tcm, user_epsilon)
+        values, user_epsilon, lower, upper, _ = _validate_curator_fit(
+            self, X, trust_group, epsilon
+        )
+        charge_release(self, user_id, np.ones(values.shape[0], dtype=bool), user_epsilon)
         rng = check_random_state(self.random_state)
         n_features = values.shape[1]
         # The user's budget is split evenly over the features (basic composition).
