@@ -1,5 +1,7 @@
 """The exponential mechanism, computed in log space."""
 
+import heapq
+
 import numpy as np
 
 from ..utils._random import check_random_state
@@ -135,12 +137,9 @@ def personalized_quantile_costs(epsilon_by_value, quantile):
         ``d`` on each interval ``(v[j-1], v[j]]``, j = 0..n (with ``v[-1]`` the lower
         and ``v[n]`` the upper bound).
     """
-    import heapq
-
     epsilon_by_value = np.asarray(epsilon_by_value, dtype=np.float64)
     n = epsilon_by_value.size
-    target = quantile * n
-    low, high = int(np.floor(target)), int(np.ceil(target))
+    low, high = _target_ranks(quantile, n)
     costs = np.zeros(n + 1)
     values = epsilon_by_value.tolist()
     # j = high + 1 .. n: move j - high of the values below up.
@@ -160,6 +159,16 @@ def personalized_quantile_costs(epsilon_by_value, quantile):
         below.append(total)
     costs[:low] = below[::-1]
     return costs
+
+
+def _target_ranks(quantile, n):
+    """``floor(q n)`` and ``ceil(q n)``, with ``q n`` snapped to an integer within rounding
+    (0.3 * 10 is 3.0000000000000004 in float64, whose ceiling would be 4)."""
+    target = quantile * n
+    nearest = round(target)
+    if abs(target - nearest) <= 8 * np.finfo(np.float64).eps * max(1.0, target):
+        return int(nearest), int(nearest)
+    return int(np.floor(target)), int(np.ceil(target))
 
 
 def personalized_exponential_quantile(values, epsilon, quantile, lower, upper, rng):
@@ -194,7 +203,7 @@ def personalized_exponential_quantile(values, epsilon, quantile, lower, upper, r
     with np.errstate(divide="ignore"):
         log_lengths = np.log(lengths)
     if not np.isfinite(np.max(log_lengths - costs)):
-        return float(ordered[min(int(np.floor(quantile * values.size)), values.size - 1)])
+        return float(ordered[min(_target_ranks(quantile, values.size)[0], values.size - 1)])
     # Utility -d in units of epsilon (already each user's own), so epsilon 1 and
     # sensitivity 1 give the density exp(-d / 2) times the interval's length.
     mechanism = ExponentialMechanism(epsilon=1.0, sensitivity=1.0)

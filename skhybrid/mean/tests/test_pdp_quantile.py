@@ -22,7 +22,11 @@ def _brute_force_costs(epsilon_by_value, quantile):
     unchanged users below r are those of S's complement among the first j, and the
     changed ones can be put on either side."""
     n = len(epsilon_by_value)
-    low, high = int(np.floor(quantile * n)), int(np.ceil(quantile * n))
+    # q n exactly, in fractions: 0.3 * 10 must be 3, not 3.0000000000000004
+    from fractions import Fraction
+
+    target = Fraction(quantile).limit_denominator(10**6) * n
+    low, high = int(np.floor(target)), int(np.ceil(target))
     costs = np.full(n + 1, np.inf)
     for j in range(n + 1):
         for size in range(n + 1):
@@ -33,11 +37,12 @@ def _brute_force_costs(epsilon_by_value, quantile):
     return costs
 
 
-@pytest.mark.parametrize("quantile", [0.0, 0.3, 0.5, 0.75, 1.0])
+@pytest.mark.parametrize("quantile, n", [(0.0, 7), (0.3, 7), (0.3, 10), (0.5, 7), (0.7, 10),
+                                         (0.75, 8), (1.0, 7)])
 @pytest.mark.parametrize("seed", range(4))
-def test_interval_costs_are_the_cheapest_changes_of_the_definition(quantile, seed):
+def test_interval_costs_are_the_cheapest_changes_of_the_definition(quantile, n, seed):
     rng = np.random.default_rng(seed)
-    epsilon = rng.choice([0.1, 0.5, 2.0, np.inf], size=7, p=[0.3, 0.3, 0.3, 0.1])
+    epsilon = rng.choice([0.1, 0.5, 2.0, np.inf], size=n, p=[0.3, 0.3, 0.3, 0.1])
     np.testing.assert_allclose(
         personalized_quantile_costs(epsilon, quantile), _brute_force_costs(epsilon, quantile),
         rtol=1e-12,
