@@ -519,7 +519,7 @@ def _add_statistics(parts):
     return type(parts[0])(*(sum(field) for field in zip(*parts)))
 
 
-def centred_code_sums(values, lower, upper, labels, counts, *, codes=None):
+def centred_code_sums(values, lower, upper, labels, counts, *, codes=None, code_sums=None):
     """Each cluster's exact sum of its members' values centred on the middle of the box.
 
     In fixed-point units (:func:`~skhybrid.utils._sums.fixed_point_sums`): a clipped
@@ -540,12 +540,17 @@ def centred_code_sums(values, lower, upper, labels, counts, *, codes=None):
     codes : ndarray of shape (n_users, n_features), default=None
         ``fixed_point_codes(values, lower, upper)`` when computed once for every
         iteration; None computes them here.
+    code_sums : ndarray of int64 of shape (n_clusters, n_features), default=None
+        The codes' exact sums per cluster when already computed (by the fused pass of
+        :func:`nearest_centre`); only the centring is left to do.
 
     Returns
     -------
     sums : ndarray of int64 of shape (n_clusters, n_features)
     """
-    if codes is None:
+    if code_sums is not None:
+        sums = code_sums.copy()
+    elif codes is None:
         sums = fixed_point_sums(values, lower, upper, labels=labels, n_groups=counts.shape[0])
     else:
         sums = grouped_code_sums(codes, labels, counts.shape[0])
@@ -648,10 +653,11 @@ class _CentralClustering:
     def statistics(self, centres):
         """Each cluster's count and centred sum: :class:`_CentralStatistics`."""
         # Labels and the exact code sums per cluster in one pass over the users.
-        nearest, sums = nearest_centre(self._centred, centres - self._midpoint,
-                                       codes=self._codes)
+        nearest, code_sums = nearest_centre(self._centred, centres - self._midpoint,
+                                            codes=self._codes)
         counts = np.bincount(nearest, minlength=centres.shape[0])
-        sums -= counts[:, np.newaxis].astype(np.int64) << (FIXED_POINT_BITS - 1)
+        sums = centred_code_sums(self._values, self._lower, self._upper, nearest, counts,
+                                 codes=self._codes, code_sums=code_sums)
         return _CentralStatistics(counts, sums)
 
     def estimate(self, centres, rng):

@@ -22,10 +22,11 @@ N_FEATURES = 2
 EPSILON, N_ITER = 1.0, 1
 
 
-def _naive_centred_code_sums(values, lower, upper, labels, counts, *, codes=None):
+def _naive_centred_code_sums(values, lower, upper, labels, counts, *, codes=None,
+                             code_sums=None):
     """The old computation, in fixed-point units: float sums of clip(x) - (lower + upper) / 2.
 
-    ``codes`` (the fixed-point codes the real computation sums) is ignored.
+    ``codes`` and ``code_sums`` (the exact fixed-point computation) are ignored.
 
     The midpoint rounds (to ``lower`` for ``(2**52, 2**52 + 1)``), so a centred value can
     reach the whole range instead of half of it. Used by the controls only.
