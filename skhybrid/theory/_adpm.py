@@ -355,46 +355,23 @@ def _threshold_root(eps_central, target, counts=None):
     """Root tau of ``sum_i eps_i (tau - eps_i)_+ = target`` over finite tcm epsilons.
 
     The left side is continuous, piecewise linear and nondecreasing in tau, equal to
-    ``tau * A_k - B_k`` between the k-th and (k+1)-th smallest epsilon (A, B: prefix sums
-    of eps and eps**2), so one sort, prefix sums and a binary search find it. The prefix
-    sums are taken in two levels (blocks of about sqrt(n), then inside the one block
-    holding the root): ``np.cumsum`` over everything would cost as much as the sort.
-    Returns inf when there is no finite tcm epsilon. With ``counts`` (users per entry)
-    the sums are weighted by them: one sort and cumulative sums over the levels.
+    ``tau * A_k - B_k`` between the k-th and (k+1)-th smallest level (A, B: prefix sums
+    of eps and eps**2 over the users), so one sort of the levels, prefix sums and a
+    binary search find it. ``counts`` gives the users per entry; without it each entry
+    is one user (equal entries are grouped first). Returns inf when there is no finite
+    tcm epsilon.
     """
     if eps_central.size == 0:
         return np.inf
-    if counts is not None:
-        return _threshold_root_of_levels(eps_central, counts, target)
-    eps_sorted = np.sort(eps_central)
-    starts = np.arange(0, eps_sorted.size, max(1, int(np.sqrt(eps_sorted.size))))
-    ends = np.append(starts[1:], eps_sorted.size) - 1
-    sum_to_end = np.cumsum(np.add.reduceat(eps_sorted, starts))
-    sum_sq_to_end = np.cumsum(np.add.reduceat(eps_sorted * eps_sorted, starts))
-    # First block whose last breakpoint lies above target (the value is 0 at the minimum).
-    block = np.searchsorted(eps_sorted[ends] * sum_to_end - sum_sq_to_end, target, side="right")
-    if block == starts.size:  # tau lies above every epsilon: no user saturates
-        return float((target + sum_sq_to_end[-1]) / sum_to_end[-1])
-    sum_before = sum_to_end[block - 1] if block > 0 else 0.0
-    sum_sq_before = sum_sq_to_end[block - 1] if block > 0 else 0.0
-    segment = eps_sorted[starts[block] : ends[block] + 1]
-    prefix_sum = sum_before + np.cumsum(segment)
-    prefix_sum_sq = sum_sq_before + np.cumsum(segment * segment)
-    # Last breakpoint at or below target. Should rounding break the monotonicity, binary
-    # search still ends between two neighbours that bracket target, which is all we need.
-    k = np.searchsorted(segment * prefix_sum - prefix_sum_sq, target, side="right") - 1
-    if k < 0:  # tau lies between the previous block's last epsilon and this block's first
-        return float((target + sum_sq_before) / sum_before)
-    return float((target + prefix_sum_sq[k]) / prefix_sum[k])
-
-
-def _threshold_root_of_levels(level_eps, counts, target):
-    """:func:`_threshold_root` for levels with ``counts`` users each."""
-    order = np.argsort(level_eps, kind="stable")
-    eps_sorted, weight = level_eps[order], counts[order]
+    if counts is None:
+        eps_central, counts = np.unique(eps_central, return_counts=True)
+    order = np.argsort(eps_central, kind="stable")
+    eps_sorted, weight = eps_central[order], np.asarray(counts, dtype=np.float64)[order]
     prefix_sum = np.cumsum(weight * eps_sorted)
     prefix_sum_sq = np.cumsum(weight * eps_sorted * eps_sorted)
-    # value at the k-th breakpoint: eps_k * A_k - B_k (A, B over levels up to k)
+    # Last breakpoint at or below target (the value is 0 at the smallest level). Should
+    # rounding break the monotonicity, the search still ends between two neighbours that
+    # bracket target, which is all we need.
     k = np.searchsorted(eps_sorted * prefix_sum - prefix_sum_sq, target, side="right") - 1
     k = max(int(k), 0)
     return float((target + prefix_sum_sq[k]) / prefix_sum[k])
