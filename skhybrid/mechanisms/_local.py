@@ -52,7 +52,7 @@ class _LocalRandomizer:
         """:meth:`privatize` of a finite float64 (n_users, n_features) array the caller owns
         and gives up: clipped and released in place, without copies."""
         lower, upper = check_bounds(self.bounds, values.shape[1])
-        np.clip(values, lower, upper, out=values)
+        clip_to_bounds(values, lower, upper, out=values)
         return self._release(values, upper - lower, self._user_epsilon(None, values.shape[0]),
                              rng, overwrite=True)
 

@@ -382,9 +382,55 @@ def resolve_bounds(bounds, X, *, stacklevel=4):
     return lower, upper
 
 
-def clip_to_bounds(X, lower, upper):
-    """Clip raw values to the bounds; returns a new array, never modifies ``X``."""
-    return np.clip(X, lower, upper)
+def clip_to_bounds(X, lower, upper, *, out=None):
+    """Clip raw values to the bounds; a new array (or ``out``), never modifies ``X`` itself
+    unless ``out is X``."""
+    return feature_wise(np.clip, X, lower, upper, out=out)
+
+
+#: Values per block of :func:`feature_wise` (512 KiB of float64: in the L2 cache; 2**14
+#: was 10-30% slower, 2**18 no faster, measured on 1e6 x 2-10).
+_FEATURE_WISE_BLOCK = 2**16
+
+
+def feature_wise(function, X, *parameters, out=None):
+    """``function(X, *parameters, out=out)`` with one parameter value per feature.
+
+    numpy broadcasts a ``(n_features,)`` parameter over a row-major ``(n, n_features)``
+    array with an innermost loop of only ``n_features`` elements: for 2 to 5 features
+    that is 2 to 5 times slower than the same work on a flat array. Here each
+    cache-sized block of rows is processed flat, against the parameters tiled to the
+    block's length once. The result is the same, element for element.
+
+    Parameters
+    ----------
+    function : callable
+        An elementwise numpy function taking ``out=`` (``np.clip``, ``np.subtract``).
+    X : ndarray of shape (n_samples, n_features)
+    *parameters : ndarray of shape (n_features,)
+    out : ndarray of shape (n_samples, n_features), default=None
+        May be ``X`` itself.
+
+    Returns
+    -------
+    result : ndarray of shape (n_samples, n_features)
+    """
+    X = np.asarray(X)
+    n_features = X.shape[1] if X.ndim == 2 else 1
+    if out is None:
+        out = np.empty(X.shape, dtype=np.result_type(X, *parameters))
+    if not (1 < n_features < _FEATURE_WISE_BLOCK and X.flags.c_contiguous
+            and out.flags.c_contiguous and X.dtype == out.dtype):
+        return function(X, *parameters, out=out)
+    rows = _FEATURE_WISE_BLOCK // n_features
+    tiled = [np.tile(np.asarray(p, dtype=out.dtype), rows) for p in parameters]
+    flat_X, flat_out = X.reshape(-1), out.reshape(-1)
+    step = rows * n_features
+    for start in range(0, flat_X.size, step):
+        stop = min(start + step, flat_X.size)
+        function(flat_X[start:stop], *(p[: stop - start] for p in tiled),
+                 out=flat_out[start:stop])
+    return out
 
 
 def resolve_variance(variance, lower, upper, *, allow_zero=True):

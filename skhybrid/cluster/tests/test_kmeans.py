@@ -674,3 +674,16 @@ def test_fused_pass_gives_the_labels_and_the_exact_grouped_code_sums(n_features)
     labels, sums = nearest_centre(X, centres, codes=codes)
     np.testing.assert_array_equal(labels, nearest_centre(X, centres))
     np.testing.assert_array_equal(sums, grouped_code_sums(codes, labels, 5))
+
+
+@pytest.mark.parametrize("n_clusters", [1, 2, 3, 10, 127, 128, 300])
+def test_first_minimum_is_argmin_with_ties_first(n_clusters):
+    """The running-maximum labels equal ``argmin(axis=0)``, ties to the first row, for
+    int8 labels (up to 127 clusters) and int32 beyond."""
+    from skhybrid.cluster._kmeans import _first_minimum
+
+    rng = np.random.default_rng(n_clusters)
+    distances = rng.integers(0, 4, size=(n_clusters, 5_000)).astype(np.float64)  # many ties
+    out = np.empty(5_000, dtype=np.intp)
+    _first_minimum(distances.copy(), out=out)
+    np.testing.assert_array_equal(out, distances.argmin(axis=0))

@@ -13,20 +13,27 @@ from skhybrid.utils._sums import (
 
 
 def _exact(codes, labels, n_groups):
-    integers = codes.astype(np.int64)
+    integers = codes.T.astype(np.int64)
     return np.array([[int(v) for v in integers[labels == g].sum(axis=0)]
                      for g in range(n_groups)], dtype=object)
 
 
-@pytest.mark.parametrize("n_features, n_groups", [(1, 3), (5, 3), (3, 40)])
-def test_grouped_code_sums_are_the_exact_integer_sums(n_features, n_groups):
+@pytest.mark.parametrize("n_features, n_groups, label_dtype", [
+    (1, 3, np.intp),  # bincount
+    (5, 3, np.intp),  # one matrix product with the one-hot groups
+    (3, 40, np.intp),  # bincount
+    (1, 1, np.int8),  # one masked product per group
+    (7, 2, np.intp),  # one masked product per group
+    (2, 6, np.int8),  # one masked product per group (few privacy levels)
+])
+def test_grouped_code_sums_are_the_exact_integer_sums(n_features, n_groups, label_dtype):
     # More rows than one block, codes at the top of the grid: float sums of a whole
-    # column would round; the blocked sums must not, by matrix product or bincount.
+    # column would round; the blocked sums must not, whichever path adds them.
     rng = np.random.default_rng(0)
     n = 2 * BLOCK_ROWS + 4_097  # a whole column of top codes would pass 2**53
-    codes = np.full((n, n_features), 2.0**FIXED_POINT_BITS)
-    codes[::7] = np.rint(rng.uniform(0, 2.0**FIXED_POINT_BITS, (len(codes[::7]), n_features)))
-    labels = rng.integers(0, n_groups + 1, n)  # label n_groups: left out
+    codes = np.full((n_features, n), 2.0**FIXED_POINT_BITS)  # feature-major
+    codes[:, ::7] = np.rint(rng.uniform(0, 2.0**FIXED_POINT_BITS, (n_features, codes[0, ::7].size)))
+    labels = rng.integers(0, n_groups + 1, n).astype(label_dtype)  # n_groups: left out
     sums = grouped_code_sums(codes, labels, n_groups)
     assert sums.dtype == np.int64
     np.testing.assert_array_equal(sums.astype(object), _exact(codes, labels, n_groups))
@@ -64,4 +71,4 @@ def test_codes_stay_on_the_grid_for_any_legal_bounds():
                                [lower - abs(lower) - 1.0], [lower / 2 + upper / 2]])
             codes = fixed_point_codes(values, np.array([lower]), np.array([upper]))
         assert codes.min() >= 0.0 and codes.max() <= top, (lower, upper, codes.ravel())
-        assert codes[0, 0] == 0.0 and codes[1, 0] == top
+        assert codes[0, 0] == 0.0 and codes[0, 1] == top
