@@ -16,6 +16,7 @@ import textwrap
 import warnings
 
 import numpy as np
+import pandas as pd
 from sklearn.cluster import KMeans
 
 from bench_kmeans import best_times  # benchmarks/ is on the path when run as a script
@@ -78,6 +79,18 @@ def main(n_users=10_000_000):
             peak_memory(setup, "skhybrid.HybridMeanEstimator('tcm_only', bounds=(0, 1))"
                                ".fit(X)"))
         row("HybridMean, object trust_group", kvh_str, kvh_bool, "bool fit", "<= 1.2x")
+        as_str = pd.Series(as_strings).astype("str")
+        as_category = as_str.astype("category")
+        kvh_bool, kvh_pd_str, kvh_category = best_times([
+            lambda: HybridMeanEstimator(bounds=(0, 1), random_state=0).fit(X, trust_group=is_tcm),
+            lambda: HybridMeanEstimator(bounds=(0, 1), random_state=0).fit(
+                X, trust_group=as_str),
+            lambda: HybridMeanEstimator(bounds=(0, 1), random_state=0).fit(
+                X, trust_group=as_category),
+        ], repeats=ROUNDS)
+        row("HybridMean, pandas str trust_group", kvh_pd_str, kvh_bool, "bool fit", "<= 1.2x")
+        row("HybridMean, pandas category trust_group", kvh_category, kvh_bool, "bool fit",
+            "<= 1.2x")
 
         floor_groups, secure = best_times([
             lambda: grouping_floor(X, is_tcm.view(np.int8), 2),

@@ -98,6 +98,7 @@ from ..utils._validation import (
     check_group_epsilons,
     clip_to_bounds,
     feature_wise,
+    masked_rows,
     resolve_bounds,
 )
 
@@ -994,14 +995,14 @@ class _ChunkClustering:
         self.central = None
         if plan.central is not None:
             self.central = _CentralClustering(
-                values if is_tcm.all() else values[is_tcm], plan.lower, plan.upper,
+                values if is_tcm.all() else masked_rows(values, is_tcm), plan.lower, plan.upper,
                 plan.central,
             )
         self.local = None
         if plan.release_epsilon is None:
             return
         local_rows = np.where(is_tcm, *plan.local_groups)
-        local_values = values if local_rows.all() else values[local_rows]
+        local_values = values if local_rows.all() else masked_rows(values, local_rows)
         level = None
         if plan.release_epsilon.size > 1:
             level = np.where(is_tcm[local_rows], *plan.group_levels)

@@ -27,6 +27,7 @@ from ..utils._validation import (
     check_epsilon,
     check_trust_group,
     clip_to_bounds,
+    masked_rows,
     resolve_variance,
 )
 from ._statistics import LevelStatistics, StatisticsFitMixin, level_lookup
@@ -271,11 +272,11 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
         reports = None
         if local.any():
             if self.local_reports:
-                reports = X[local]
+                reports = masked_rows(X, local)
             else:
                 user_epsilon = np.broadcast_to(epsilon, local.shape)[local]
                 reports = LocalLaplaceRandomizer(bounds=(lower, upper)).privatize(
-                    clip_to_bounds(X[local], lower, upper), epsilon=user_epsilon,
+                    clip_to_bounds(masked_rows(X, local), lower, upper), epsilon=user_epsilon,
                     random_state=rng,
                 )
         return LevelStatistics.from_users(X, epsilon, local, lower, upper, reports)

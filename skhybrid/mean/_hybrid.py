@@ -28,7 +28,12 @@ from ..theory._hybrid import (
     tcm_only_mse,
 )
 from ..utils._sums import centred_sums, fixed_point_sums
-from ..utils._validation import check_group_epsilons, clip_to_bounds, resolve_variance
+from ..utils._validation import (
+    check_group_epsilons,
+    clip_to_bounds,
+    masked_rows,
+    resolve_variance,
+)
 from ._statistics import StatisticsFitMixin
 
 _HYBRID_STRATEGIES = ("kvh", "pwh", "naive")
@@ -376,7 +381,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
         n_lm = X.shape[0] - n_tcm
         all_tcm = n_lm == 0
         if self.strategy == "full_lm":
-            tcm_values = clip_to_bounds(X if all_tcm else X[is_tcm], lower, upper)
+            tcm_values = clip_to_bounds(X if all_tcm else masked_rows(X, is_tcm), lower, upper)
             tcm_sum = privatize_locally(
                 tcm_values, epsilon=epsilon_tcm, rng=rng, **noise
             ).sum(axis=0) if n_tcm else np.zeros(X.shape[1])
@@ -391,7 +396,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
             else:
                 # X[lm rows] is a new array: clipped and noised in place.
                 lm_sum = privatize_locally(
-                    X[~is_tcm], epsilon=epsilon_lm, rng=rng, owned=True, **noise
+                    masked_rows(X, ~is_tcm), epsilon=epsilon_lm, rng=rng, owned=True, **noise
                 ).sum(axis=0)
         return _GroupStatistics(
             n_tcm=n_tcm, n_lm=n_lm,

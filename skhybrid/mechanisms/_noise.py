@@ -97,29 +97,45 @@ def sample_discrete_laplace(rng, scale, size):
     -------
     noise : ndarray of int64
     """
-    success = -np.expm1(-1.0 / np.asarray(scale, dtype=np.float64))
-    flat = success.ravel()
-    if flat.size and np.all(flat == flat[0]):
-        # One scale for every draw: numpy's scalar path is several times faster.
-        success = flat[0]
-    else:
-        success = np.broadcast_to(success, size)
-    # numpy's geometric counts trials (support 1, 2, ...); the offsets cancel. The
-    # second draws are subtracted block by block: the same stream as one call (draws are
-    # consumed in order), without a second n-long array.
-    noise = rng.geometric(success, size=size)
-    flat = noise.reshape(-1)
-    per_draw = np.ndim(success) > 0
-    if per_draw:
-        success = success.reshape(-1)
-    for start in range(0, flat.shape[0], _DRAW_BLOCK):
-        block = slice(start, start + _DRAW_BLOCK)
-        flat[block] -= rng.geometric(success[block] if per_draw else success,
-                                     size=flat[block].shape[0])
+    noise = np.zeros(size, dtype=np.int64)
+    _add_geometric_differences(noise.reshape(-1), rng, _geometric_success(scale, size))
     return noise
 
 
-#: Second geometric draws made at once by :func:`sample_discrete_laplace`.
+def _geometric_success(scale, size):
+    """The geometric success probability ``1 - exp(-1 / scale)``: one float when every
+    draw has the same scale (numpy's scalar path is several times faster), else one per
+    draw, flat."""
+    success = -np.expm1(-1.0 / np.asarray(scale, dtype=np.float64))
+    flat = success.ravel()
+    if flat.size and np.all(flat == flat[0]):
+        return flat[0]
+    return np.broadcast_to(success, size).reshape(-1)
+
+
+def _add_geometric_differences(target, rng, success):
+    """``target += G1 - G2`` for i.i.d. geometric pairs, drawn in blocks.
+
+    ``target`` is a flat array (int64 noise, or float64 grid units holding integers).
+    All first draws come before all second draws, in order, exactly as two calls
+    ``rng.geometric(success, size=n)`` would make them (numpy's geometric keeps no
+    state between calls): the same stream, without an n-long array of draws. numpy's
+    geometric counts trials (support 1, 2, ...); the offsets cancel. On float64 grid
+    units, while the statistic plus a draw stays below 2**53 grid steps (every
+    statistic within bounds near the grid's range and every epsilon above about 2**-5;
+    farther out, float64 rounds the sum either way), each partial result is an exact
+    integer, so adding the draws one after the other equals adding their difference.
+    """
+    per_draw = np.ndim(success) > 0
+    for operation in (np.add, np.subtract):
+        for start in range(0, target.shape[0], _DRAW_BLOCK):
+            block = slice(start, start + _DRAW_BLOCK)
+            draws = rng.geometric(success[block] if per_draw else success,
+                                  size=target[block].shape[0])
+            operation(target[block], draws, out=target[block])
+
+
+#: Geometric draws made at once by :func:`_add_geometric_differences`.
 _DRAW_BLOCK = 2**16
 
 
@@ -197,8 +213,15 @@ def laplace_release(values, sensitivity, epsilon, rng, secure, *, overwrite=Fals
     step = grid_step(scale)
     units = _laplace_units(sensitivity, epsilon, step, values.shape[-1])
     check_noise_units(units, epsilon)
-    return _add_on_grid(values, step, sample_discrete_laplace(rng, units, values.shape),
-                        overwrite=overwrite)
+    # On the grid, in place: the draws are added block by block (no n-long noise array).
+    released = np.divide(values, step, out=values if overwrite else None)
+    if not released.flags.c_contiguous:
+        released = np.ascontiguousarray(released)
+    np.round(released, out=released)
+    _add_geometric_differences(released.reshape(-1), rng,
+                               _geometric_success(units, values.shape))
+    released *= step
+    return released
 
 
 def _add_on_grid(values, step, noise, *, overwrite=False):

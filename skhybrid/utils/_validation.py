@@ -96,22 +96,25 @@ _TRUST_EXPECTED = "'tcm' or 'lm' (case-insensitive), a boolean or 1/0 (True/1 = 
 def _from_labels(column):
     """The tcm mask of a string or object column (numpy array or pandas Series).
 
-    The common case, exactly ``"tcm"`` / ``"lm"``, is two vectorised comparisons (pandas
-    compares object columns in C); other spellings, ints, bools and missing values go
-    through a factorisation, inspecting only the distinct values in Python.
+    The common case, exactly ``"tcm"`` / ``"lm"``, is vectorised comparisons; other
+    spellings, ints, bools and missing values go through a factorisation, inspecting
+    only the distinct values in Python.
     """
     if isinstance(column, np.ndarray) or column.dtype == object:
-        # numpy compares object arrays faster than pandas does
+        # numpy compares object arrays faster than pandas does, but each element is a
+        # Python string comparison (about 10 ns): one pass over every row for "lm" (the
+        # larger group in the hybrid model), then one over the other rows only.
         values = np.asarray(column)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # elementwise comparison
-            is_tcm = np.asarray(values == "tcm", dtype=bool)
             is_lm = np.asarray(values == "lm", dtype=bool)
+            if is_lm.ndim == 1 and np.asarray(values[~is_lm] == "tcm", dtype=bool).all():
+                return ~is_lm
     else:  # pandas string dtypes compare in C
         is_tcm = (column == "tcm").to_numpy(dtype=bool, na_value=False)
         is_lm = (column == "lm").to_numpy(dtype=bool, na_value=False)
-    if (is_tcm | is_lm).all():
-        return is_tcm
+        if (is_tcm | is_lm).all():
+            return is_tcm
     codes, uniques = _factorize(column)
     return _from_codes(codes, uniques, column)
 
@@ -132,6 +135,11 @@ def _from_codes(codes, uniques, entries):
     mapped = [_trust_value(value) for value in uniques]
     valid = np.array([value is not None for value in mapped] + [False])
     lookup = np.array([bool(value) for value in mapped] + [False])
+    tcm_codes = np.flatnonzero(lookup)
+    if valid[:-1].all() and tcm_codes.size == 1 and (codes.size == 0 or codes.min() >= 0):
+        # Every distinct value is accepted, none is missing, one of them means tcm
+        # (the usual category column): two comparison passes, no gather of the codes.
+        return codes == tcm_codes[0]
     bad = ~valid[codes]  # code -1 (a missing value) indexes the trailing False
     if bad.any():
         index = int(np.flatnonzero(bad)[0])
@@ -188,7 +196,8 @@ def check_epsilon(epsilon, n_samples=None, *, allow_inf=False, name="epsilon"):
     Returns
     -------
     epsilon : float or ndarray of float64
-        A float for a scalar input, else a new float array.
+        A float for a scalar input, else a read-only float64 array (a view of
+        ``epsilon`` itself when it already is one).
 
     Raises
     ------
@@ -223,7 +232,10 @@ def check_epsilon(epsilon, n_samples=None, *, allow_inf=False, name="epsilon"):
             _first_bad(not_real, array, name, "a real number " + expected)
     elif array.dtype.kind not in "iuf":
         _first_bad(np.ones(array.shape[0], dtype=bool), array, name, "a real number " + expected)
-    values = array.astype(np.float64, copy=True)
+    # float64 input is used as it is, through a read-only view: a per-user copy would
+    # be as large as X for one feature (the estimators only read the levels).
+    values = array.astype(np.float64, copy=False).view()
+    values.flags.writeable = False
     bad = _out_of_range(values, allow_inf)
     if bad.any():
         _first_bad(bad, array, name, expected)
@@ -386,6 +398,37 @@ def clip_to_bounds(X, lower, upper, *, out=None):
     """Clip raw values to the bounds; a new array (or ``out``), never modifies ``X`` itself
     unless ``out is X``."""
     return feature_wise(np.clip, X, lower, upper, out=out)
+
+
+def masked_rows(X, rows):
+    """``X[rows]`` for a boolean row mask, without an n-long index array.
+
+    numpy selects rows of a 2-d array with a 1-d mask through the indices of its True
+    entries: an intp array as large as ``X`` itself for one feature. A 1-d mask on a
+    1-d array is copied directly; several features are selected block by block.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    rows : ndarray of bool of shape (n_samples,)
+
+    Returns
+    -------
+    selected : ndarray of shape (rows.sum(), n_features)
+        A new array.
+    """
+    if X.ndim != 2:
+        return X[rows]
+    if X.shape[1] == 1:
+        return X[:, 0][rows][:, np.newaxis]
+    selected = np.empty((int(np.count_nonzero(rows)), X.shape[1]), dtype=X.dtype)
+    position = 0
+    step = max(1, _FEATURE_WISE_BLOCK // X.shape[1])
+    for start in range(0, X.shape[0], step):
+        block = X[start : start + step][rows[start : start + step]]
+        selected[position : position + block.shape[0]] = block
+        position += block.shape[0]
+    return selected
 
 
 #: Values per block of :func:`feature_wise` (512 KiB of float64: in the L2 cache; 2**14

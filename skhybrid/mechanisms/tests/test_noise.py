@@ -242,6 +242,40 @@ def test_discrete_laplace_blocks_draw_the_same_stream_as_two_whole_calls(scale):
         sample_discrete_laplace(np.random.default_rng(7), scales, size), expected)
 
 
+@pytest.mark.parametrize("epsilon", [0.8, "per-user"])
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_secure_laplace_release_adds_the_draws_in_place_as_one_noise_array(epsilon, overwrite):
+    """The release adds the geometric draws block by block to the grid units (no n-long
+    noise array): it must equal rounding to the grid, adding the difference of two whole
+    geometric calls on the same generator, and scaling back."""
+    from skhybrid.mechanisms._noise import (
+        _DRAW_BLOCK,
+        _laplace_units,
+        grid_step,
+        laplace_release,
+    )
+
+    rng = np.random.default_rng(4)
+    values = rng.uniform(-3.0, 5.0, size=(2 * _DRAW_BLOCK + 77, 2))
+    eps = rng.uniform(0.5, 4.0, values.shape[0]) if epsilon == "per-user" else epsilon
+    sensitivity = 8.0
+    scale = sensitivity / np.asarray(eps)[..., np.newaxis]
+    step = grid_step(scale)
+    units = np.broadcast_to(
+        _laplace_units(sensitivity, np.asarray(eps)[..., np.newaxis], step, 2), values.shape)
+    success = -np.expm1(-1.0 / units)
+    reference = np.random.default_rng(9)
+    noise = (reference.geometric(success, size=values.shape)
+             - reference.geometric(success, size=values.shape))
+    expected = (np.round(values / step) + noise) * step
+    given = values.copy()
+    released = laplace_release(given, sensitivity, eps, np.random.default_rng(9), True,
+                               overwrite=overwrite)
+    np.testing.assert_array_equal(released, expected)
+    if not overwrite:
+        np.testing.assert_array_equal(given, values)
+
+
 def test_local_randomizers_never_modify_the_callers_values():
     from skhybrid.mechanisms import LocalGaussianRandomizer, LocalLaplaceRandomizer
 

@@ -137,14 +137,18 @@ _bad_epsilon = st.one_of(
 
 
 @given(st.lists(_positive, min_size=1, max_size=50))
-def test_valid_epsilon_arrays_are_returned_as_new_float_arrays(values):
+def test_valid_epsilon_arrays_are_returned_read_only_and_never_modify_the_input(values):
+    # float64 input is not copied (a per-user copy is as large as X): the result is a
+    # read-only view, so no estimator can write through it to the caller's array.
     array = np.array(values)
     before = array.copy()
     result = check_epsilon(array, len(values))
+    assert result.dtype == np.float64 and not result.flags.writeable
     np.testing.assert_array_equal(result, before)
+    with pytest.raises(ValueError, match="read-only"):
+        result[0] = -1.0
     np.testing.assert_array_equal(array, before)
-    result[0] = -1.0
-    np.testing.assert_array_equal(array, before)
+    assert array.flags.writeable  # the caller's own array is untouched
 
 
 @given(st.lists(_positive, min_size=1, max_size=20), st.data())
@@ -241,3 +245,31 @@ def test_default_randomness_is_secure_and_seeds_reproduce():
     assert check_random_state(3).random() == check_random_state(3).random()
     with pytest.raises(ValueError, match="random_state"):
         check_random_state("seed")
+
+
+@pytest.mark.parametrize("shape", [(50_000,), (50_000, 1), (150_001, 3), (10, 20_000), (0, 2)])
+@pytest.mark.parametrize("share", [0.0, 0.3, 1.0])
+def test_masked_rows_selects_the_same_rows_as_boolean_indexing(shape, share):
+    from skhybrid.utils._validation import masked_rows
+
+    rng = np.random.default_rng(len(shape) + shape[0])
+    X = rng.normal(size=shape)
+    rows = rng.random(shape[0]) < share
+    selected = masked_rows(X, rows)
+    np.testing.assert_array_equal(selected, X[rows])
+    assert selected.shape == X[rows].shape and not np.shares_memory(selected, X)
+
+
+@pytest.mark.parametrize("n_features", [1, 2, 3, 7])
+def test_feature_wise_equals_numpy_broadcasting(n_features):
+    from skhybrid.utils._validation import _FEATURE_WISE_BLOCK, feature_wise
+
+    rng = np.random.default_rng(n_features)
+    X = rng.normal(size=(_FEATURE_WISE_BLOCK // n_features * 2 + 5, n_features))
+    lower, upper = rng.normal(size=n_features) - 1.0, rng.normal(size=n_features) + 1.0
+    np.testing.assert_array_equal(feature_wise(np.clip, X, lower, upper),
+                                  np.clip(X, lower, upper))
+    np.testing.assert_array_equal(feature_wise(np.subtract, X, lower), X - lower)
+    inplace = X.copy()
+    assert feature_wise(np.clip, inplace, lower, upper, out=inplace) is inplace
+    np.testing.assert_array_equal(inplace, np.clip(X, lower, upper))
