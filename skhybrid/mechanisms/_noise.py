@@ -84,7 +84,7 @@ def snap_to_grid(values, step):
 def sample_discrete_laplace(rng, scale, size):
     """Two-sided geometric integers with P(k) proportional to exp(-|k| / scale).
 
-    The difference of two i.i.d. geometric variables (Inusah and Kozubowski 2006).
+    Sampled by inversion from one 64-bit word per draw (:func:`_add_discrete_laplace`).
 
     Parameters
     ----------
@@ -98,44 +98,66 @@ def sample_discrete_laplace(rng, scale, size):
     noise : ndarray of int64
     """
     noise = np.zeros(size, dtype=np.int64)
-    _add_geometric_differences(noise.reshape(-1), rng, _geometric_success(scale, size))
+    _add_discrete_laplace(noise.reshape(-1), rng, _flat_scale(scale, size))
     return noise
 
 
-def _geometric_success(scale, size):
-    """The geometric success probability ``1 - exp(-1 / scale)``: one float when every
-    draw has the same scale (numpy's scalar path is several times faster), else one per
-    draw, flat."""
-    success = -np.expm1(-1.0 / np.asarray(scale, dtype=np.float64))
-    flat = success.ravel()
+def _flat_scale(scale, size):
+    """One float when every draw has the same scale, else one scale per draw, flat."""
+    scale = np.asarray(scale, dtype=np.float64)
+    flat = scale.ravel()
     if flat.size and np.all(flat == flat[0]):
         return flat[0]
-    return np.broadcast_to(success, size).reshape(-1)
+    return np.broadcast_to(scale, size).reshape(-1)
 
 
-def _add_geometric_differences(target, rng, success):
-    """``target += G1 - G2`` for i.i.d. geometric pairs, drawn in blocks.
+def _add_discrete_laplace(target, rng, scale):
+    """``target += K`` for i.i.d. discrete Laplace ``K``, P(k) proportional to q**|k|.
 
-    ``target`` is a flat array (int64 noise, or float64 grid units holding integers).
-    All first draws come before all second draws, in order, exactly as two calls
-    ``rng.geometric(success, size=n)`` would make them (numpy's geometric keeps no
-    state between calls): the same stream, without an n-long array of draws. numpy's
-    geometric counts trials (support 1, 2, ...); the offsets cancel. On float64 grid
-    units, while the statistic plus a draw stays below 2**53 grid steps (every
-    statistic within bounds near the grid's range and every epsilon above about 2**-5;
-    farther out, float64 rounds the sum either way), each partial result is an exact
-    integer, so adding the draws one after the other equals adding their difference.
+    With ``q = exp(-1 / scale)``, the magnitude has ``P(|K| >= k) = 2 q**k / (1 + q)``
+    for k >= 1 (and 1 for k = 0), and the sign is fair (Inusah and Kozubowski 2006, the
+    law of the difference of two i.i.d. geometric variables). Inverting that tail at
+    a uniform ``U`` gives ``|K| = floor(log((1 - U)(1 + q) / 2) / log q)``:
+    ``|K| >= k`` exactly when ``1 - U <= 2 q**k / (1 + q)``. Written as
+    ``floor(scale * (E + g))`` with ``E = -log(1 - U)`` and ``g = -log((1 + q) / 2)``
+    (computed as ``-log1p(expm1(-1 / scale) / 2)``, accurate for large scales).
+
+    Each draw takes one 64-bit word of the generator: its top 53 bits give ``U`` (as
+    numpy's ``random`` does) and its lowest bit the sign; ``|K| = 0`` gets either sign.
+    The difference of two geometric draws took two words and two logarithms. ``U``
+    has 53 bits, so the tail is cut past about 36.7 scales (probability 2**-53), as
+    any float inversion is.
+
+    ``target`` is a flat array (int64 noise, or float64 grid units holding integers,
+    exact while they stay below 2**53). The draws are made in blocks of
+    ``_DRAW_BLOCK``: no n-long array of draws.
     """
-    per_draw = np.ndim(success) > 0
-    for operation in (np.add, np.subtract):
-        for start in range(0, target.shape[0], _DRAW_BLOCK):
-            block = slice(start, start + _DRAW_BLOCK)
-            draws = rng.geometric(success[block] if per_draw else success,
-                                  size=target[block].shape[0])
-            operation(target[block], draws, out=target[block])
+    scale = np.asarray(scale, dtype=np.float64)
+    offset = -np.log1p(np.expm1(-1.0 / scale) / 2.0)
+    per_draw = scale.ndim > 0
+    for start in range(0, target.shape[0], _DRAW_BLOCK):
+        block = slice(start, start + _DRAW_BLOCK)
+        words = rng.bit_generator.random_raw(target[block].shape[0])
+        # 1 - U, exactly: U = k 2**-53 for the word's top 53 bits k, and 1 - U =
+        # (2**53 - k) 2**-53 is a float64 in (0, 1]. Its log (SIMD in numpy) is E.
+        magnitude = (words >> np.uint64(11)).astype(np.float64)
+        magnitude *= -(2.0**-53)
+        magnitude += 1.0
+        np.log(magnitude, out=magnitude)  # log(1 - U) = -E <= 0
+        np.subtract(offset[block] if per_draw else offset, magnitude, out=magnitude)
+        magnitude *= scale[block] if per_draw else scale
+        np.floor(magnitude, out=magnitude)
+        sign = (words & np.uint64(1)).astype(np.float64)  # 1 for negative
+        sign *= -2.0
+        sign += 1.0
+        magnitude *= sign
+        if target.dtype.kind == "f":
+            target[block] += magnitude
+        else:
+            target[block] += magnitude.astype(target.dtype)
 
 
-#: Geometric draws made at once by :func:`_add_geometric_differences`.
+#: Discrete Laplace draws made at once by :func:`_add_discrete_laplace`.
 _DRAW_BLOCK = 2**16
 
 
@@ -218,8 +240,7 @@ def laplace_release(values, sensitivity, epsilon, rng, secure, *, overwrite=Fals
     if not released.flags.c_contiguous:
         released = np.ascontiguousarray(released)
     np.round(released, out=released)
-    _add_geometric_differences(released.reshape(-1), rng,
-                               _geometric_success(units, values.shape))
+    _add_discrete_laplace(released.reshape(-1), rng, _flat_scale(units, values.shape))
     released *= step
     return released
 
