@@ -44,11 +44,10 @@ Departures from Algorithm 1, none of which changes what a user spends:
 
 import copy
 import math
-import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache, partial
+from functools import partial
 from numbers import Integral, Real
 from typing import NamedTuple
 
@@ -62,7 +61,6 @@ from sklearn.base import (
 from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
-from threadpoolctl import ThreadpoolController
 
 from .._group_estimates import local_report_variance, privatize_locally
 from ..accounting._costs import charge_dask_release, charge_release, check_user_id
@@ -92,6 +90,7 @@ from ..utils._sums import (
     grouped_code_sums,
     rounding_slack,
 )
+from ..utils._threads import available_cores, single_threaded_blas
 from ..utils._validation import (
     check_epsilon,
     check_trust_group,
@@ -399,10 +398,10 @@ def nearest_centre(X, centres, *, codes=None):
         return sums
 
     starts = range(0, X.shape[0], _CHUNK_ROWS)
-    workers = min(_available_cores(), X.size // _ELEMENTS_PER_WORKER)
+    workers = min(available_cores(), X.size // _ELEMENTS_PER_WORKER)
     # One BLAS thread per block: for products this small BLAS threads cost more than
     # they save, and on busy cores their spin-waiting can slow a product a hundredfold.
-    with _threadpool_controller().limit(limits=1, user_api="blas"):
+    with single_threaded_blas():
         if workers > 1:
             # numpy releases the GIL in the product and the argmin. Many small tasks
             # balance the load when another process holds a core.
@@ -439,20 +438,6 @@ def _first_minimum(distances, *, out):
         np.maximum(label, np.multiply(closer, row, dtype=dtype), out=label)
     out[:] = label
     return out
-
-
-@lru_cache(maxsize=1)
-def _threadpool_controller():
-    # Created once: inspecting the loaded libraries on every call costs about 0.5 ms.
-    return ThreadpoolController()
-
-
-@lru_cache(maxsize=1)
-def _available_cores():
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def cluster_sums(values_by_feature, labels, n_clusters):

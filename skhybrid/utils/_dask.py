@@ -18,6 +18,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ._threads import single_threaded_blas
+
 
 @contextmanager
 def renumbered_errors(row_of):
@@ -162,7 +164,8 @@ def map_chunks(function, X, *, generators=None, **metadata):
         dask.delayed(function)(*block, offset=int(offset), rng=rng)
         for block, offset, rng in zip(blocks, offsets, generators)
     ]
-    return list(dask.compute(*tasks))
+    with single_threaded_blas():  # Dask's threads run our small products in parallel
+        return list(dask.compute(*tasks))
 
 
 def _partitions_aligned(X, metadata):
@@ -225,7 +228,8 @@ def _map_partitions_one_pass(function, X, generators, metadata):
         dask.delayed(_located_columns)(function, block, features, order, rng=rng)
         for block, rng in zip(combined.to_delayed(), generators)
     ]
-    results = dask.compute(*tasks)
+    with single_threaded_blas():  # Dask's threads run our small products in parallel
+        results = dask.compute(*tasks)
     offset = 0
     for _, length, message in results:
         if message is not None:
