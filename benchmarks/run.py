@@ -7,7 +7,8 @@ per user) interleaved, minimum of ``ROUNDS`` rounds, and measures the peak extra
 of a fit in a fresh subprocess (tracemalloc, which sees numpy's allocations), as a
 multiple of the input's size. It prints a Markdown table; the goals of issue 15 are in
 its last column. scikit-learn's KMeans (lloyd, same initial centres) is the baseline of
-HybridKMeans, per iteration.
+HybridKMeans, per iteration; Dask's own ``sum`` of the same Parquet columns is the
+baseline of a Dask fit (written once to the temporary directory; skipped without Dask).
 """
 
 import subprocess
@@ -48,6 +49,40 @@ def peak_memory(setup, statement):
 
 def grouping_floor(X, labels, n_groups):
     return np.bincount(labels, weights=np.clip(X[:, 0], 0.0, 1.0), minlength=n_groups)
+
+
+def dask_parquet_times(n_files=10):
+    """A Dask fit from Parquet files against Dask's own sum of the same columns.
+
+    Both read the files (``value``, ``tcm``) on Dask's threaded scheduler with one thread
+    per core; skhybrid's fit reduces each file to the groups' counts and exact sums.
+    None when Dask or pyarrow is not installed.
+    """
+    try:
+        import dask
+        import dask.dataframe as dd
+    except ImportError:
+        return None
+    import tempfile
+    from pathlib import Path
+
+    from bench_dask_mean import BOUNDS, write_parquet
+
+    directory = Path(tempfile.gettempdir()) / f"skhybrid-bench-{n_files}m"
+    write_parquet(directory, n_files)
+
+    def fit():
+        frame = dd.read_parquet(str(directory))
+        HybridMeanEstimator("kvh", bounds=BOUNDS, local_reports=True, random_state=0).fit(
+            frame[["value"]], trust_group=frame["tcm"])
+
+    def dask_sum():
+        frame = dd.read_parquet(str(directory))
+        dask.compute(frame["value"].sum(), frame["tcm"].sum())
+
+    with dask.config.set(scheduler="threads"):
+        fit_seconds, sum_seconds = best_times([fit, dask_sum], repeats=ROUNDS + 2)
+    return fit_seconds, sum_seconds
 
 
 def main(n_users=10_000_000):
@@ -141,6 +176,11 @@ def main(n_users=10_000_000):
             ], repeats=ROUNDS)
             row(f"HybridKMeans tcm_only {kmeans_n:,} x {n_features}, k={n_clusters}",
                 private, lloyd, "sklearn KMeans", "<= 1.0x")
+
+        dask_row = dask_parquet_times()
+        if dask_row is not None:
+            row("HybridMean from 10 Parquet files of 1e6 rows on Dask", dask_row[0],
+                dask_row[1], "Dask's sum of the same columns", "<= 1.15x")
 
     print(f"{n_users:,} users (K-means: at most 1,000,000 points), minimum of {ROUNDS} "
           "interleaved rounds\n")
