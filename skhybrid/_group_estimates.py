@@ -21,6 +21,7 @@ from .mechanisms import (
 )
 from .mechanisms._noise import laplace_release, laplace_variance
 from .utils._sums import rounding_slack
+from .utils._validation import masked_rows
 
 MECHANISMS = ("laplace", "gaussian")
 
@@ -181,6 +182,41 @@ def privatize_locally(values, *, mechanism, epsilon, delta, lower, upper, rng, o
     if owned:
         return randomizer._privatize_owned(values, rng)
     return randomizer.privatize(values, random_state=rng)
+
+
+#: Rows of ``X`` privatized at once by :func:`privatized_sum` (their reports stay in cache).
+_PRIVATIZE_ROWS = 2**16
+
+
+def privatized_sum(X, rows, *, mechanism, epsilon, delta, lower, upper, rng):
+    """The column sums of :func:`privatize_locally` of ``X[rows]``, without the reports.
+
+    The selected rows are privatized block by block, in order, and only their sums are
+    kept: no copy of the selected rows and no array of reports. Laplace reports use the
+    generator's draws in the same order as one call on ``X[rows]``; the discrete
+    Gaussian's rejection loop runs per block (the same distribution, another order).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Raw values (never modified).
+    rows : ndarray of bool of shape (n_samples,)
+    mechanism, epsilon, delta, lower, upper, rng
+        As in :func:`privatize_locally`.
+
+    Returns
+    -------
+    sums : ndarray of shape (n_features,)
+    """
+    randomizer = local_randomizer(mechanism, epsilon=epsilon, delta=delta, lower=lower,
+                                  upper=upper)
+    sums = np.zeros(X.shape[1])
+    for start in range(0, X.shape[0], _PRIVATIZE_ROWS):
+        block = masked_rows(X[start : start + _PRIVATIZE_ROWS],
+                            rows[start : start + _PRIVATIZE_ROWS])
+        if block.shape[0]:
+            sums += randomizer._privatize_owned(block, rng).sum(axis=0)
+    return sums
 
 
 def reported_group_mean(report_sum, size, report_variance):

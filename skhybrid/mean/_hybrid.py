@@ -13,6 +13,7 @@ from .._group_estimates import (
     central_group_mean,
     local_report_variance,
     privatize_locally,
+    privatized_sum,
     reported_group_mean,
 )
 from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin
@@ -394,10 +395,8 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
             if self.local_reports:
                 lm_sum = _masked_column_sums(X, ~is_tcm)
             else:
-                # X[lm rows] is a new array: clipped and noised in place.
-                lm_sum = privatize_locally(
-                    masked_rows(X, ~is_tcm), epsilon=epsilon_lm, rng=rng, owned=True, **noise
-                ).sum(axis=0)
+                # Privatized block by block; only the reports' sums are kept.
+                lm_sum = privatized_sum(X, ~is_tcm, epsilon=epsilon_lm, rng=rng, **noise)
         return _GroupStatistics(
             n_tcm=n_tcm, n_lm=n_lm,
             epsilon_tcm=epsilon_tcm if n_tcm else None,

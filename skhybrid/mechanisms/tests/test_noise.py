@@ -303,3 +303,21 @@ def test_owned_privatization_equals_the_public_one():
     public = privatize_locally(X, rng=np.random.default_rng(4), **common)
     owned = privatize_locally(X.copy(), rng=np.random.default_rng(4), owned=True, **common)
     np.testing.assert_array_equal(owned, public)
+
+
+@pytest.mark.parametrize("n_features", [1, 3])
+def test_privatized_sum_is_the_sum_of_the_selected_rows_reports(n_features):
+    """Block by block, without the reports: the same draws, in the same order, as
+    privatizing ``X[rows]`` at once (sums equal up to the summation order)."""
+    from skhybrid._group_estimates import _PRIVATIZE_ROWS, privatize_locally, privatized_sum
+
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-1, 2, size=(2 * _PRIVATIZE_ROWS + 999, n_features))
+    rows = rng.random(X.shape[0]) < 0.7
+    before = X.copy()
+    common = {"mechanism": "laplace", "epsilon": 0.7, "delta": 0.0,
+              "lower": np.zeros(n_features), "upper": np.ones(n_features)}
+    reports = privatize_locally(X[rows], rng=np.random.default_rng(6), **common)
+    sums = privatized_sum(X, rows, rng=np.random.default_rng(6), **common)
+    np.testing.assert_allclose(sums, reports.sum(axis=0), rtol=1e-12)
+    np.testing.assert_array_equal(X, before)
