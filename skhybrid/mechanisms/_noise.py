@@ -147,10 +147,10 @@ def _add_discrete_laplace(target, rng, scale):
         np.subtract(offset[block] if per_draw else offset, magnitude, out=magnitude)
         magnitude *= scale[block] if per_draw else scale
         np.floor(magnitude, out=magnitude)
-        sign = (words & np.uint64(1)).astype(np.float64)  # 1 for negative
-        sign *= -2.0
-        sign += 1.0
-        magnitude *= sign
+        # The word's lowest bit becomes the float's sign bit (magnitude >= 0).
+        np.left_shift(words, np.uint64(63), out=words)
+        bits = magnitude.view(np.uint64)
+        np.bitwise_xor(bits, words, out=bits)
         if target.dtype.kind == "f":
             target[block] += magnitude
         else:
