@@ -258,13 +258,18 @@ def _chunk_extremes(estimator, X, trust_group, epsilon, *, offset, rng, validate
 
 
 def _chunk_users(user_id, is_tcm, epsilon):
-    """A ``partial_fit`` chunk's users (ids, is_tcm, epsilon), for later ledger charges."""
+    """A ``partial_fit`` chunk's users (ids, is_tcm, epsilon), for later ledger charges.
+
+    Copies: the stream charges them at a later release, and the caller's arrays (the
+    validated levels are a read-only view of them) may have changed by then.
+    """
     ids = id_array(user_id)
     if ids.ndim != 1 or ids.shape[0] != is_tcm.shape[0]:
         raise ValueError(
             f"user_id must have one id per row of X ({is_tcm.shape[0]}); got shape {ids.shape}"
         )
-    return ids, is_tcm, np.broadcast_to(epsilon, is_tcm.shape)
+    levels = np.array(epsilon, dtype=np.float64) if np.ndim(epsilon) else epsilon
+    return ids.copy(), is_tcm, np.broadcast_to(levels, is_tcm.shape)
 
 
 class StreamState:

@@ -216,6 +216,21 @@ def test_each_stream_release_charges_every_user_so_far_and_a_refused_one_nothing
     assert len(ledger.history()) == 2
 
 
+def test_a_stream_charges_the_ids_and_levels_given_at_partial_fit(users):
+    """The stream keeps its own copies: changing the caller's arrays after partial_fit
+    (before the release) changes neither who is charged nor how much."""
+    X, _, levels, ids = users
+    ledger = PrivacyLedger(default_budget=10.0)
+    estimator = ADPMEstimator(bounds=(0, 1), ledger=ledger)
+    given_levels, given_ids = levels.copy(), ids.copy()
+    estimator.partial_fit(X, epsilon=given_levels, user_id=given_ids)
+    given_levels[:] = 9.0
+    given_ids[:] = "someone-else"
+    estimator.mean_
+    np.testing.assert_array_equal(ledger.spent(ids), levels)
+    assert set(ledger.users()["user_id"]) == set(ids)
+
+
 def test_score_warns_once_per_estimator_with_a_ledger(users):
     X, trust, _, ids = users
     estimator = HybridMeanEstimator(bounds=(0, 1), ledger=PrivacyLedger(default_budget=9.0))
