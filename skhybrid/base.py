@@ -103,6 +103,24 @@ def warn_score_leak(estimator):
     )
 
 
+def _validate_X(estimator, X, *, reset):
+    """``validate_data(estimator, X, dtype=np.float64, reset=reset)``, faster for arrays.
+
+    A fit on a finite, non-empty 2-d float64 numpy array is what ``validate_data``
+    would accept unchanged: its checks (dataframe detection, feature names, parameters
+    of ``check_array``) cost about 0.15 ms per fit, which dominates a fit of 1e4 users.
+    That case only sets ``n_features_in_`` and forgets earlier feature names, as
+    ``validate_data`` does; every other input (and any non-finite value, found by the
+    same sum test scikit-learn uses) goes through ``validate_data`` and its messages.
+    """
+    if (reset and type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2
+            and X.shape[0] > 0 and X.shape[1] > 0 and np.isfinite(X.sum())):
+        estimator.__dict__.pop("feature_names_in_", None)
+        estimator.n_features_in_ = X.shape[1]
+        return X
+    return validate_data(estimator, X, dtype=np.float64, reset=reset)
+
+
 def validate_fit_input(estimator, X, trust_group, epsilon, *, allow_inf=False, reset=True):
     """Validate ``X`` and the per-sample metadata of one ``fit`` call.
 
@@ -129,7 +147,7 @@ def validate_fit_input(estimator, X, trust_group, epsilon, *, allow_inf=False, r
         The per-sample levels, or the validated ``epsilon`` parameter (a float) when no
         metadata was passed, so that millions of equal levels are never materialised.
     """
-    X = validate_data(estimator, X, dtype=np.float64, reset=reset)
+    X = _validate_X(estimator, X, reset=reset)
     n_samples = X.shape[0]
     is_tcm = check_trust_group(trust_group, n_samples)
     if epsilon is None:

@@ -2,6 +2,8 @@
 
 import warnings
 
+import numpy as np
+import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skhybrid import (
@@ -68,3 +70,44 @@ def test_published_expected_failures_are_exactly_the_failures():
     failed = {result["check_name"] for result in results if result["status"] == "failed"}
     assert failed == set(expected_failed_checks(estimator))
     assert expected_failed_checks(HybridKMeans()) == {}
+
+
+@pytest.mark.parametrize("X", [
+    np.array([[0.5], [np.nan]]),
+    np.array([[0.5, np.inf], [0.1, 0.2]]),
+    np.array([[1e308, 1e308]] * 3),  # finite, but the sum test overflows: validate_data
+    np.empty((0, 2)),
+    np.empty((3, 0)),
+    np.array([0.1, 0.2]),
+])
+def test_the_array_fast_path_validates_like_validate_data(X):
+    """Fits on plain float64 arrays skip scikit-learn's validate_data; every input it
+    does not take must get validate_data's answer (the same error, or acceptance)."""
+    from sklearn.utils.validation import validate_data
+
+    from skhybrid.base import _validate_X
+
+    expected_error = None
+    try:
+        validate_data(HybridMeanEstimator(), X, dtype=np.float64)
+    except ValueError as error:
+        expected_error = str(error)
+    if expected_error is None:
+        np.testing.assert_array_equal(_validate_X(HybridMeanEstimator(), X, reset=True), X)
+    else:
+        with pytest.raises(ValueError) as raised:
+            _validate_X(HybridMeanEstimator(), X, reset=True)
+        assert str(raised.value) == expected_error
+
+
+def test_an_array_fit_forgets_the_feature_names_of_an_earlier_frame_fit():
+    pd = pytest.importorskip("pandas")
+    X = np.random.default_rng(0).uniform(0, 1, size=(50, 2))
+    estimator = HybridMeanEstimator("tcm_only", bounds=(0, 1), random_state=0)
+    estimator.fit(pd.DataFrame(X, columns=["a", "b"]))
+    np.testing.assert_array_equal(estimator.feature_names_in_, ["a", "b"])
+    estimator.fit(X)
+    assert not hasattr(estimator, "feature_names_in_") and estimator.n_features_in_ == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "fitted without feature names" warning
+        estimator.predict(X)

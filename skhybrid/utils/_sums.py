@@ -195,9 +195,10 @@ _FEW_LEVELS = 8
 def _add_block_sums(sums, block, labels):
     """Add one block's per-group code sums to ``sums``, exactly.
 
-    ``block`` is feature-major, of shape (n_features, n_rows), each row contiguous. It holds at most ``BLOCK_ROWS`` codes of at most
-    ``2**FIXED_POINT_BITS`` per group and feature: every float partial sum is an integer
-    below 2**53, so exact in any order (matrix products included).
+    ``block`` is feature-major, of shape (n_features, n_rows), each row contiguous. It
+    holds at most ``BLOCK_ROWS`` codes of at most ``2**FIXED_POINT_BITS`` per group and
+    feature: every float partial sum is an integer below 2**53, so exact in any order
+    (matrix products included; their 0/1 weights multiply exactly).
     """
     n_groups = sums.shape[0]
     n_features = block.shape[0]
