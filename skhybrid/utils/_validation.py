@@ -417,6 +417,8 @@ def masked_rows(X, rows):
     selected : ndarray of shape (rows.sum(), n_features)
         A new array.
     """
+    if rows.dtype != bool:
+        raise TypeError(f"masked_rows takes a boolean mask; got dtype {rows.dtype}")
     if X.ndim != 2:
         return X[rows]
     if X.shape[1] == 1:
@@ -450,7 +452,8 @@ def feature_wise(function, X, *parameters, out=None):
     function : callable
         An elementwise numpy function taking ``out=`` (``np.clip``, ``np.subtract``).
     X : ndarray of shape (n_samples, n_features)
-    *parameters : ndarray of shape (n_features,)
+    *parameters : float or ndarray of shape (n_features,)
+        Anything else is passed to ``function`` as it is.
     out : ndarray of shape (n_samples, n_features), default=None
         May be ``X`` itself.
 
@@ -459,14 +462,17 @@ def feature_wise(function, X, *parameters, out=None):
     result : ndarray of shape (n_samples, n_features)
     """
     X = np.asarray(X)
+    parameters = [np.asarray(p) for p in parameters]
     n_features = X.shape[1] if X.ndim == 2 else 1
     if out is None:
         out = np.empty(X.shape, dtype=np.result_type(X, *parameters))
-    if not (1 < n_features < _FEATURE_WISE_BLOCK and X.flags.c_contiguous
+    per_feature = all(p.ndim <= 1 and p.size in (1, n_features) for p in parameters)
+    if not (per_feature and 1 < n_features < _FEATURE_WISE_BLOCK and X.flags.c_contiguous
             and out.flags.c_contiguous and X.dtype == out.dtype):
         return function(X, *parameters, out=out)
     rows = _FEATURE_WISE_BLOCK // n_features
-    tiled = [np.tile(np.asarray(p, dtype=out.dtype), rows) for p in parameters]
+    tiled = [np.tile(np.broadcast_to(p.astype(out.dtype), (n_features,)), rows)
+             for p in parameters]
     flat_X, flat_out = X.reshape(-1), out.reshape(-1)
     step = rows * n_features
     for start in range(0, flat_X.size, step):

@@ -273,3 +273,6 @@ def test_feature_wise_equals_numpy_broadcasting(n_features):
     inplace = X.copy()
     assert feature_wise(np.clip, inplace, lower, upper, out=inplace) is inplace
     np.testing.assert_array_equal(inplace, np.clip(X, lower, upper))
+    # Scalar and one-element bounds broadcast as numpy's do.
+    np.testing.assert_array_equal(feature_wise(np.clip, X, 0.0, np.array([0.5])),
+                                  np.clip(X, 0.0, np.array([0.5])))
