@@ -235,24 +235,27 @@ def laplace_release(values, sensitivity, epsilon, rng, secure, *, overwrite=Fals
     step = grid_step(scale)
     units = _laplace_units(sensitivity, epsilon, step, values.shape[-1])
     check_noise_units(units, epsilon)
-    # On the grid, in place: the draws are added block by block (no n-long noise array).
+    # The draws are added to the grid units block by block (no n-long noise array).
+    released = _grid_units(values, step, overwrite=overwrite)
+    _add_discrete_laplace(released.reshape(-1), rng, _flat_scale(units, values.shape))
+    released *= step
+    return released
+
+
+def _grid_units(values, step, *, overwrite=False):
+    """round(values / step), C-contiguous: in ``values`` itself with ``overwrite`` (when
+    it is contiguous), else in one new array."""
     released = np.divide(values, step, out=values if overwrite else None)
     if not released.flags.c_contiguous:
         released = np.ascontiguousarray(released)
     np.round(released, out=released)
-    _add_discrete_laplace(released.reshape(-1), rng, _flat_scale(units, values.shape))
-    released *= step
     return released
 
 
 def _add_on_grid(values, step, noise, *, overwrite=False):
     """(round(values / step) + noise) * step: exact multiples of step, computed in place
     on one new array (on ``values`` itself with ``overwrite``)."""
-    if overwrite:
-        released = np.divide(values, step, out=values)
-    else:
-        released = values / step
-    np.round(released, out=released)
+    released = _grid_units(values, step, overwrite=overwrite)
     released += noise
     released *= step
     return released
