@@ -81,6 +81,7 @@ from ..utils._dask import (
     map_chunks,
     n_chunks,
 )
+from ..utils._kernels import first_minimum, first_minimum_code_sums
 from ..utils._random import check_random_state
 from ..utils._sums import (
     FIXED_POINT_BITS,
@@ -357,8 +358,10 @@ def nearest_centre(X, centres, *, codes=None):
     """Index of each row's nearest centre in squared Euclidean distance (first on ties).
 
     ``argmin_k ||x - c_k||^2 = argmin_k (||c_k||^2 - 2 x . c_k)``, computed in blocks of
-    ``_CHUNK_ROWS`` rows (a block of distances stays in cache), spread over the
-    available cores for large inputs as scikit-learn's Lloyd iterations are.
+    ``_CHUNK_ROWS`` rows: a matrix product gives the block's distances (one row per
+    centre), then one compiled pass (:mod:`~skhybrid.utils._kernels`) picks each
+    column's first minimum while the block is in cache. Large inputs are spread over
+    the available cores, as scikit-learn's Lloyd iterations are.
 
     Parameters
     ----------
@@ -366,8 +369,7 @@ def nearest_centre(X, centres, *, codes=None):
     centres : ndarray of shape (n_clusters, n_features)
     codes : ndarray of shape (n_features, n_samples), default=None
         The rows' fixed-point codes: their exact sums per nearest centre are then
-        computed in the same pass, block by block while the block is in cache
-        (:func:`~skhybrid.utils._sums.grouped_code_sums` of each block, added in int64).
+        added up in the same compiled pass, in int64.
 
     Returns
     -------
@@ -379,22 +381,18 @@ def nearest_centre(X, centres, *, codes=None):
     norms = np.einsum("kd,kd->k", centres, centres)[:, np.newaxis]
     labels = np.empty(X.shape[0], dtype=np.intp)
     n_clusters = centres.shape[0]
-
-    def search(start):
-        rows = slice(start, start + _CHUNK_ROWS)
-        # One row of distances per centre: the minimum over centres then runs along
-        # the rows (argmin over a short last axis of k entries is twice as slow).
-        distances = scaled @ X[rows].T
-        distances += norms
-        _first_minimum(distances, out=labels[rows])
+    kernel = first_minimum if codes is None else first_minimum_code_sums
 
     def search_all(starts):
         sums = None if codes is None else np.zeros((n_clusters, codes.shape[0]), np.int64)
         for start in starts:
-            search(start)
-            if sums is not None:
-                rows = slice(start, start + _CHUNK_ROWS)
-                sums += grouped_code_sums(codes[:, rows], labels[rows], n_clusters)
+            rows = slice(start, start + _CHUNK_ROWS)
+            distances = scaled @ X[rows].T
+            distances += norms
+            if sums is None:
+                kernel(distances, labels[rows])
+            else:
+                kernel(distances, codes[:, rows], labels[rows], sums)
         return sums
 
     starts = range(0, X.shape[0], _CHUNK_ROWS)
@@ -403,7 +401,7 @@ def nearest_centre(X, centres, *, codes=None):
     # they save, and on busy cores their spin-waiting can slow a product a hundredfold.
     with single_threaded_blas():
         if workers > 1:
-            # numpy releases the GIL in the product and the argmin. Many small tasks
+            # The product and the compiled pass release the GIL. Many small tasks
             # balance the load when another process holds a core.
             step = _CHUNKS_PER_TASK
             tasks = [starts[i : i + step] for i in range(0, len(starts), step)]
@@ -415,29 +413,6 @@ def nearest_centre(X, centres, *, codes=None):
         return labels
     # Integer additions: the total is exact whatever the order of the parts.
     return labels, np.sum(parts, axis=0, dtype=np.int64)
-
-
-def _first_minimum(distances, *, out):
-    """``distances.argmin(axis=0)`` into ``out``: the first smallest row of each column.
-
-    One pass per row, along the columns (``argmin`` over axis 0 first copies the block
-    to make that axis last). Row ``r`` is *closer* in a column when it is strictly below
-    every earlier row there, so the first minimum on ties is kept, as ``argmin`` does
-    (the distances are finite). The answer is the last closer row, which, as ``r`` only
-    grows, is the largest ``r`` times its closer mask: a running maximum, cheaper than a
-    masked store.
-    """
-    n_rows, n_columns = distances.shape
-    dtype = np.int8 if n_rows <= np.iinfo(np.int8).max else np.int32
-    label = np.zeros(n_columns, dtype=dtype)
-    closer = np.empty(n_columns, dtype=bool)
-    best = distances[0]  # updated in place: the caller's block is scratch
-    for row in range(1, n_rows):
-        np.less(distances[row], best, out=closer)
-        np.minimum(best, distances[row], out=best)
-        np.maximum(label, np.multiply(closer, row, dtype=dtype), out=label)
-    out[:] = label
-    return out
 
 
 def cluster_sums(values_by_feature, labels, n_clusters):

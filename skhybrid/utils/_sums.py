@@ -13,9 +13,11 @@ Every sum that feeds a release is therefore computed here, in fixed point:
    ``k = rint((x - lower) * 2**FIXED_POINT_BITS / (upper - lower))``, clipped to
    ``[0, 2**FIXED_POINT_BITS]``. The map is monotone, so the code of any legal value is
    in that range whatever the rounding;
-2. the codes are added exactly: float64 sums of integers are exact while every partial
-   sum stays below 2**53, which holds for blocks of at most ``2**(53 - FIXED_POINT_BITS)``
-   rows; each block's sums are converted to int64 and added as integers.
+2. the codes are added exactly, as integers in int64 (each code is converted exactly;
+   the sums stay below 2**63 for fewer than 2**31 rows).
+
+Both steps run as one compiled pass over the values
+(:func:`~skhybrid.utils._kernels.fixed_point_code_sums`).
 
 Replacing one user then moves an integer sum by at most ``2**FIXED_POINT_BITS`` per
 coordinate, exactly. What the estimators release is computed from these integers in the
@@ -32,14 +34,12 @@ with ``B = FIXED_POINT_BITS`` (about 1e-10 of the range), far below any noise.
 
 import numpy as np
 
+from ._kernels import fixed_point_code_sums, fixed_point_codes_into, grouped_code_sums_into
+
 #: Bits of the fixed-point grid over [lower, upper] (one code step = range / 2**32); at
-#: most 50, so that codes never round past the grid (see :func:`_block_codes`).
+#: most 50, so that codes never round past the grid (see
+#: :func:`~skhybrid.utils._kernels.fixed_point_code`).
 FIXED_POINT_BITS = 32
-#: Rows added per float64 block: 2**20 * 2**32 = 2**52 < 2**53, so block sums are exact.
-BLOCK_ROWS = 2 ** (52 - FIXED_POINT_BITS)
-#: Rows whose codes are computed at once: small enough that the passes of
-#: :func:`fixed_point_codes` (clip, shift, scale, round) stay in the CPU's cache.
-_CACHE_ROWS = 2**16
 _SCALE = float(2**FIXED_POINT_BITS)
 
 
@@ -67,6 +67,23 @@ def check_fixed_point_range(lower, upper):
     return width
 
 
+def _bounds_and_scale(lower, upper, width=None):
+    """The bounds as float64 arrays and each feature's grid step ``2**B / width``."""
+    lower = np.ascontiguousarray(lower, dtype=np.float64)
+    upper = np.ascontiguousarray(upper, dtype=np.float64)
+    if width is None:
+        width = check_fixed_point_range(lower, upper)
+    return lower, upper, _SCALE / width
+
+
+def _float_rows(values):
+    """``values`` as a 2-d float64 array (no copy when it already is one)."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 2:
+        raise ValueError(f"values must be 2-d; got shape {values.shape}")
+    return values
+
+
 def fixed_point_codes(values, lower, upper, width=None):
     """Each value's integer code on the fixed-point grid of ``[lower, upper]``, feature-major.
 
@@ -81,46 +98,27 @@ def fixed_point_codes(values, lower, upper, width=None):
     Returns
     -------
     codes : ndarray of float64 of shape (n_features, n_samples)
-        Integers in ``[0, 2**FIXED_POINT_BITS]``; ``codes[j, i]`` is row i's code of
-        feature j (feature-major, see :func:`_block_codes`).
+        Integers in ``[0, 2**FIXED_POINT_BITS]`` (see
+        :func:`~skhybrid.utils._kernels.fixed_point_code`); ``codes[j, i]`` is row i's
+        code of feature j. Feature-major, so that each feature's codes are contiguous.
     """
-    lower = np.asarray(lower, dtype=np.float64)
-    upper = np.asarray(upper, dtype=np.float64)
-    if width is None:
-        width = check_fixed_point_range(lower, upper)
+    values = _float_rows(values)
+    lower, upper, scale = _bounds_and_scale(lower, upper, width)
     codes = np.empty((values.shape[1], values.shape[0]))
-    rows = _cache_rows(values.shape[1])
-    for start in range(0, values.shape[0], rows):
-        block = slice(start, start + rows)
-        _block_codes(values[block], lower, upper, width, out=codes[:, block])
+    fixed_point_codes_into(values, lower, upper, scale, codes)
     return codes
 
 
-def _cache_rows(n_features):
-    """Rows per cache-sized block of :data:`_CACHE_ROWS` values (at least one row)."""
-    return max(1, _CACHE_ROWS // max(1, n_features))
-
-
-def _block_codes(values, lower, upper, width, *, out=None):
-    """The fixed-point codes of a block of rows, feature-major: shape (n_features, n_rows).
-
-    Feature-major, so that every pass (clip, shift, scale, round) runs along the rows
-    with one bound per feature: over a row-major ``(n, d)`` block with a bound per
-    column, numpy's innermost loop has only ``d`` elements, 5 to 13 times slower for
-    ``d`` from 2 to 10.
-
-    No code leaves ``[0, 2**B]``: for ``lower <= x <= upper``, rounding is monotone, so
-    ``0 <= fl(x - lower) <= fl(upper - lower) = width``; the scale factor and the product
-    each round by at most 2**-53 (relative), so the scaled value is at most
-    ``2**B (1 + 2**-52)``, which ``rint`` brings back to ``2**B`` while ``2**B * 2**-52 <
-    1/2`` (B <= 50).
-    """
-    codes = np.empty((values.shape[1], values.shape[0])) if out is None else out
-    np.clip(values.T, lower[:, np.newaxis], upper[:, np.newaxis], out=codes)
-    codes -= lower[:, np.newaxis]
-    codes *= (_SCALE / width)[:, np.newaxis]
-    np.rint(codes, out=codes)
-    return codes
+def _check_labels(labels, n_samples):
+    labels = np.asarray(labels)
+    if labels.dtype == bool:
+        labels = labels.view(np.uint8)
+    if labels.dtype.kind not in "iu" or labels.shape != (n_samples,):
+        raise ValueError(
+            f"labels must be integers of shape ({n_samples},); got {labels.dtype} of shape "
+            f"{labels.shape}"
+        )
+    return labels
 
 
 def fixed_point_sums(values, lower, upper, *, labels=None, n_groups=1):
@@ -131,7 +129,7 @@ def fixed_point_sums(values, lower, upper, *, labels=None, n_groups=1):
     values : ndarray of shape (n_samples, n_features)
         Raw values; clipped to the bounds here (never modified).
     lower, upper : ndarray of shape (n_features,)
-    labels : ndarray of int of shape (n_samples,), default=None
+    labels : ndarray of int or bool of shape (n_samples,), default=None
         Each row's group in ``[0, n_groups]``; rows labelled ``n_groups`` are left out
         (a way to skip rows without copying the others). None puts every row in group 0.
     n_groups : int, default=1
@@ -142,15 +140,12 @@ def fixed_point_sums(values, lower, upper, *, labels=None, n_groups=1):
         ``sums[g, j]`` is the exact sum of the codes of feature j over group g's rows.
         One user's replacement moves each entry by at most ``2**FIXED_POINT_BITS``.
     """
-    lower = np.asarray(lower, dtype=np.float64)
-    upper = np.asarray(upper, dtype=np.float64)
-    width = check_fixed_point_range(lower, upper)
+    values = _float_rows(values)
+    lower, upper, scale = _bounds_and_scale(lower, upper)
+    if labels is not None:
+        labels = _check_labels(labels, values.shape[0])
     sums = np.zeros((n_groups, values.shape[1]), dtype=np.int64)
-    # Cache-sized blocks (fewer rows than BLOCK_ROWS, so their float sums are exact).
-    rows = min(BLOCK_ROWS, _cache_rows(values.shape[1]))
-    for start in range(0, values.shape[0], rows):
-        block = _block_codes(values[start : start + rows], lower, upper, width)
-        _add_block_sums(sums, block, None if labels is None else labels[start : start + rows])
+    fixed_point_code_sums(values, lower, upper, scale, labels, sums)
     return sums
 
 
@@ -174,56 +169,10 @@ def grouped_code_sums(codes, labels, n_groups):
     -------
     sums : ndarray of int64 of shape (n_groups, n_features)
     """
+    labels = _check_labels(labels, codes.shape[1])
     sums = np.zeros((n_groups, codes.shape[0]), dtype=np.int64)
-    for start in range(0, codes.shape[1], BLOCK_ROWS):
-        rows = slice(start, start + BLOCK_ROWS)
-        _add_block_sums(sums, codes[:, rows], labels[rows])
+    grouped_code_sums_into(codes, labels, sums)
     return sums
-
-
-#: Up to this many groups and above this many features, a block's grouped sums are one
-#: matrix product (else one bincount per feature: building the one-hot matrix costs
-#: more than a few bincounts).
-_FEW_GROUPS = 32
-_FEW_FEATURES = 4
-#: Up to this many groups with int8 labels (few privacy levels, :func:`level_labels`), and
-#: always up to two groups, each group's sums are one masked product (see
-#: :func:`_add_block_sums`; measured on blocks of 2**16 rows).
-_FEW_LEVELS = 8
-
-
-def _add_block_sums(sums, block, labels):
-    """Add one block's per-group code sums to ``sums``, exactly.
-
-    ``block`` is feature-major, of shape (n_features, n_rows), each row contiguous. It
-    holds at most ``BLOCK_ROWS`` codes of at most ``2**FIXED_POINT_BITS`` per group and
-    feature: every float partial sum is an integer below 2**53, so exact in any order
-    (matrix products included; their 0/1 weights multiply exactly).
-    """
-    n_groups = sums.shape[0]
-    n_features = block.shape[0]
-    if labels is None:
-        sums[0] += block.sum(axis=1).astype(np.int64)
-        return
-    if n_groups <= 2 or (
-        n_groups <= _FEW_LEVELS and labels.dtype.itemsize == 1 and n_features <= _FEW_FEATURES
-    ):
-        # One comparison and one product (0/1 weights times the codes) per group: a
-        # fifth of bincount's time, which scatters and first widens int8 labels to intp.
-        for group in range(n_groups):
-            mask = (labels == group).view(np.uint8).astype(np.float64)
-            sums[group] += (block @ mask).astype(np.int64)
-        return
-    if n_groups <= _FEW_GROUPS and n_features > _FEW_FEATURES:
-        # One matrix product with the rows' one-hot groups (a row of 0/1 per group).
-        groups = np.arange(n_groups, dtype=labels.dtype)[:, np.newaxis]
-        one_hot = (labels == groups).view(np.uint8).astype(np.float64)
-        sums += (block @ one_hot.T).T.astype(np.int64)
-        return
-    for j in range(n_features):
-        sums[:, j] += np.bincount(
-            labels, weights=block[j], minlength=n_groups + 1
-        )[:n_groups].astype(np.int64)
 
 
 def centred_sums(sums, lower, upper):

@@ -680,14 +680,31 @@ def test_fused_pass_gives_the_labels_and_the_exact_grouped_code_sums(n_features)
     np.testing.assert_array_equal(sums, grouped_code_sums(codes, labels, 5))
 
 
-@pytest.mark.parametrize("n_clusters", [1, 2, 3, 10, 127, 128, 300])
-def test_first_minimum_is_argmin_with_ties_first(n_clusters):
-    """The running-maximum labels equal ``argmin(axis=0)``, ties to the first row, for
-    int8 labels (up to 127 clusters) and int32 beyond."""
-    from skhybrid.cluster._kmeans import _first_minimum
+@pytest.mark.parametrize("n_clusters", [1, 2, 3, 10, 300])
+@pytest.mark.parametrize("with_sums", [False, True])
+def test_compiled_pass_is_argmin_with_ties_first_and_exact_sums(n_clusters, with_sums):
+    """The compiled labels equal ``argmin(axis=0)`` (ties to the first row), and the
+    fused sums equal numpy's exact per-label sums of the codes, at the top of the grid
+    too (codes of 2**32)."""
+    from skhybrid.utils._kernels import first_minimum, first_minimum_code_sums
+    from skhybrid.utils._sums import FIXED_POINT_BITS
 
     rng = np.random.default_rng(n_clusters)
     distances = rng.integers(0, 4, size=(n_clusters, 5_000)).astype(np.float64)  # many ties
-    out = np.empty(5_000, dtype=np.intp)
-    _first_minimum(distances.copy(), out=out)
-    np.testing.assert_array_equal(out, distances.argmin(axis=0))
+    labels = np.full(5_000, -1, dtype=np.intp)
+    expected = distances.argmin(axis=0)
+    if not with_sums:
+        first_minimum(distances, labels)
+        np.testing.assert_array_equal(labels, expected)
+        return
+    top = 2**FIXED_POINT_BITS
+    codes = rng.choice([0, 1, top - 1, top], size=(3, 5_000)).astype(np.float64)
+    codes = np.asfortranarray(codes)[:, ::2]  # a strided view, as the callers' slices
+    distances = np.ascontiguousarray(distances[:, ::2])
+    labels = labels[: codes.shape[1]]
+    sums = np.full((n_clusters, 3), 7, dtype=np.int64)
+    first_minimum_code_sums(distances, codes, labels, sums)
+    np.testing.assert_array_equal(labels, distances.argmin(axis=0))
+    expected_sums = np.full((n_clusters, 3), 7, dtype=np.int64)
+    np.add.at(expected_sums, labels, codes.T.astype(np.int64))
+    np.testing.assert_array_equal(sums, expected_sums)

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 from skhybrid.utils._sums import (
-    BLOCK_ROWS,
     FIXED_POINT_BITS,
     fixed_point_codes,
     fixed_point_sums,
@@ -19,24 +18,58 @@ def _exact(codes, labels, n_groups):
 
 
 @pytest.mark.parametrize("n_features, n_groups, label_dtype", [
-    (1, 3, np.intp),  # bincount
-    (5, 3, np.intp),  # one matrix product with the one-hot groups
-    (3, 40, np.intp),  # bincount
-    (1, 1, np.int8),  # one masked product per group
-    (7, 2, np.intp),  # one masked product per group
-    (2, 6, np.int8),  # one masked product per group (few privacy levels)
+    (1, 3, np.intp),
+    (5, 3, np.intp),
+    (3, 40, np.intp),
+    (1, 1, np.int8),
+    (7, 2, np.intp),
+    (2, 6, np.int8),
+    (2, 1, bool),
 ])
 def test_grouped_code_sums_are_the_exact_integer_sums(n_features, n_groups, label_dtype):
-    # More rows than one block, codes at the top of the grid: float sums of a whole
-    # column would round; the blocked sums must not, whichever path adds them.
+    # Codes at the top of the grid in more rows than float64 adds exactly (a column of
+    # 2**21 codes of 2**32 passes 2**53): the sums must be the exact integers.
     rng = np.random.default_rng(0)
-    n = 2 * BLOCK_ROWS + 4_097  # a whole column of top codes would pass 2**53
+    n = 2**21 + 4_097
     codes = np.full((n_features, n), 2.0**FIXED_POINT_BITS)  # feature-major
     codes[:, ::7] = np.rint(rng.uniform(0, 2.0**FIXED_POINT_BITS, (n_features, codes[0, ::7].size)))
     labels = rng.integers(0, n_groups + 1, n).astype(label_dtype)  # n_groups: left out
     sums = grouped_code_sums(codes, labels, n_groups)
     assert sums.dtype == np.int64
     np.testing.assert_array_equal(sums.astype(object), _exact(codes, labels, n_groups))
+
+
+def _numpy_codes(values, lower, upper):
+    """The definition, in numpy: rint((clip(x) - lower) * (2**B / width)), feature-major."""
+    scale = 2.0**FIXED_POINT_BITS / (upper - lower)
+    return np.rint((np.clip(values, lower, upper) - lower) * scale).T
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_compiled_codes_and_sums_equal_numpy_on_the_definition(order):
+    """The compiled pass gives numpy's codes bit for bit (bounds far from zero, narrow
+    and wide, values beyond the bounds and infinite), and their exact grouped sums;
+    labels outside [0, n_groups) are left out, never written."""
+    rng = np.random.default_rng(5)
+    n = 9_000  # more than one block of the kernels
+    lower = np.array([0.0, -1e9, 2.0**52, -3e-7, 1e300])
+    upper = np.array([1.0, 1e9, 2.0**52 + 1, 5e-7, 1.5e300])
+    width = upper - lower
+    values = lower + rng.uniform(-0.2, 1.2, (n, 5)) * width
+    values[::97] = np.inf
+    values[::89] = -np.inf
+    values[::13] = lower
+    values[::11] = upper
+    values = np.asarray(values, order=order)
+    expected = _numpy_codes(values, lower, upper)
+    np.testing.assert_array_equal(fixed_point_codes(values, lower, upper), expected)
+    labels = rng.integers(-2, 6, n)  # -2, -1 and 4, 5 are outside [0, 4)
+    sums = fixed_point_sums(values, lower, upper, labels=labels, n_groups=4)
+    integers = expected.T.astype(np.int64).astype(object)
+    for group in range(4):
+        assert list(sums[group]) == list(integers[labels == group].sum(axis=0))
+    whole = fixed_point_sums(values, lower, upper)
+    assert list(whole[0]) == list(integers.sum(axis=0))
 
 
 def test_fixed_point_sums_equal_the_grouped_sums_of_their_codes():

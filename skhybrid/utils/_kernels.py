@@ -1,0 +1,178 @@
+"""Compiled loops (numba) for the passes numpy cannot fuse.
+
+In numpy, every step of a statistic is a pass over memory: fixed-point codes take four
+(clip, shift, scale, round) and grouped sums several more (masks, one-hot matrices,
+bincounts); Lloyd's assignment step takes a pass per centre for the running minimum.
+Here each is one compiled pass that reads every value once: the codes and their sums
+in :func:`fixed_point_code_sums`, the nearest centre and its sums in
+:func:`first_minimum_code_sums` (scikit-learn's Lloyd iterations do the same in Cython).
+
+Every kernel is compiled on its first call for the argument types it gets, with
+``nogil`` (threads, ours and Dask's, run them in parallel) and ``cache`` (the machine
+code is stored beside this file, or in the user's cache when that is read-only, and
+reloaded by later processes). They take arrays of matching shapes from the callers in
+:mod:`skhybrid.utils._sums` and :mod:`skhybrid.cluster._kmeans`: bounds are not
+checked, and a label outside ``[0, n_groups]`` is skipped, never written.
+
+Exactness: a code is computed by exactly the float operations of the proof in
+:func:`fixed_point_code` (no contraction into fused multiply-adds: the product's
+operand is a difference, not a sum), converted to int64 exactly (an integer of at most
+``2**FIXED_POINT_BITS``), and added in int64. Labels compare distances with ``<`` only,
+so the first minimum is kept on ties, as ``argmin`` does.
+"""
+
+import numba
+import numpy as np
+
+#: numba's options: release the GIL, cache the machine code, no bounds checks (the
+#: callers pass arrays of matching shapes).
+_OPTIONS = {"nogil": True, "cache": True, "boundscheck": False}
+#: Rows per block of the feature-by-feature loops: a block of a row-major input stays in
+#: cache while each feature's column of it is read in turn.
+_BLOCK_ROWS = 4096
+
+
+@numba.njit(inline="always", **_OPTIONS)
+def fixed_point_code(value, lower, upper, scale):
+    """A value's integer code on the grid of ``[lower, upper]``, as a float.
+
+    ``rint((clip(value, lower, upper) - lower) * scale)`` with ``scale = 2**B / (upper -
+    lower)`` (``B = FIXED_POINT_BITS``). No code leaves ``[0, 2**B]``: for ``lower <= x
+    <= upper``, rounding is monotone, so ``0 <= fl(x - lower) <= fl(upper - lower)``;
+    ``scale`` and the product each round by at most 2**-53 (relative), so the scaled
+    value is at most ``2**B (1 + 2**-52)``, which ``rint`` brings back to ``2**B`` while
+    ``2**B * 2**-52 < 1/2`` (B <= 50). Infinite values are clipped to the bounds; NaN
+    has no code (the callers' inputs are validated finite).
+    """
+    value = lower if value < lower else value
+    value = upper if value > upper else value
+    return np.rint((value - lower) * scale)
+
+
+@numba.njit(**_OPTIONS)
+def fixed_point_codes_into(values, lower, upper, scale, codes):
+    """``codes[j, i] = fixed_point_code(values[i, j], ...)``: feature-major codes.
+
+    Parameters
+    ----------
+    values : ndarray of float64 of shape (n_rows, n_features)
+    lower, upper, scale : ndarray of float64 of shape (n_features,)
+    codes : ndarray of float64 of shape (n_features, n_rows)
+        Written in place.
+    """
+    n_rows, n_features = values.shape
+    for start in range(0, n_rows, _BLOCK_ROWS):
+        stop = min(start + _BLOCK_ROWS, n_rows)
+        for feature in range(n_features):
+            low, high, step = lower[feature], upper[feature], scale[feature]
+            for row in range(start, stop):
+                codes[feature, row] = fixed_point_code(values[row, feature], low, high, step)
+
+
+@numba.njit(**_OPTIONS)
+def fixed_point_code_sums(values, lower, upper, scale, labels, sums):
+    """``sums[g, j] +=`` the codes of feature ``j`` of the rows labelled ``g``, in int64.
+
+    Parameters
+    ----------
+    values : ndarray of float64 of shape (n_rows, n_features)
+    lower, upper, scale : ndarray of float64 of shape (n_features,)
+    labels : ndarray of int of shape (n_rows,) or None
+        Each row's group; rows labelled outside ``[0, n_groups)`` are left out. None
+        puts every row in group 0.
+    sums : ndarray of int64 of shape (n_groups, n_features)
+        Added to in place.
+    """
+    n_rows, n_features = values.shape
+    n_groups = sums.shape[0]
+    for start in range(0, n_rows, _BLOCK_ROWS):
+        stop = min(start + _BLOCK_ROWS, n_rows)
+        for feature in range(n_features):
+            low, high, step = lower[feature], upper[feature], scale[feature]
+            if labels is None:
+                total = 0
+                for row in range(start, stop):
+                    total += np.int64(fixed_point_code(values[row, feature], low, high, step))
+                sums[0, feature] += total
+            else:
+                for row in range(start, stop):
+                    group = labels[row]
+                    if 0 <= group < n_groups:
+                        sums[group, feature] += np.int64(
+                            fixed_point_code(values[row, feature], low, high, step))
+
+
+@numba.njit(**_OPTIONS)
+def grouped_code_sums_into(codes, labels, sums):
+    """``sums[g, j] +=`` the sum of ``codes[j, labels == g]``, in int64.
+
+    Parameters
+    ----------
+    codes : ndarray of float64 of shape (n_features, n_rows)
+        Fixed-point codes, feature-major.
+    labels : ndarray of int of shape (n_rows,)
+        Rows labelled outside ``[0, n_groups)`` are left out.
+    sums : ndarray of int64 of shape (n_groups, n_features)
+        Added to in place.
+    """
+    n_features, n_rows = codes.shape
+    n_groups = sums.shape[0]
+    for feature in range(n_features):
+        for row in range(n_rows):
+            group = labels[row]
+            if 0 <= group < n_groups:
+                sums[group, feature] += np.int64(codes[feature, row])
+
+
+@numba.njit(**_OPTIONS)
+def first_minimum(distances, labels):
+    """``labels[:] = distances.argmin(axis=0)``: each column's first smallest row.
+
+    Parameters
+    ----------
+    distances : ndarray of float64 of shape (n_rows, n_columns)
+        Finite (a NaN is never smaller, so it would not be picked).
+    labels : ndarray of int of shape (n_columns,)
+        Written in place.
+    """
+    n_rows, n_columns = distances.shape
+    for column in range(n_columns):
+        best = distances[0, column]
+        label = 0
+        for row in range(1, n_rows):
+            value = distances[row, column]
+            closer = value < best
+            # Selections rather than branches: which row is closer is unpredictable.
+            best = value if closer else best
+            label = row if closer else label
+        labels[column] = label
+
+
+@numba.njit(**_OPTIONS)
+def first_minimum_code_sums(distances, codes, labels, sums):
+    """:func:`first_minimum`, and each column's codes added to its label's sums, in one pass.
+
+    Parameters
+    ----------
+    distances : ndarray of float64 of shape (n_clusters, n_points)
+        Finite.
+    codes : ndarray of float64 of shape (n_features, n_points)
+        Fixed-point codes (integers in ``[0, 2**FIXED_POINT_BITS]``), feature-major.
+    labels : ndarray of int of shape (n_points,)
+        Written in place: ``distances.argmin(axis=0)``.
+    sums : ndarray of int64 of shape (n_clusters, n_features)
+        Added to in place, exactly: ``sums[c, j] += codes[j, labels == c].sum()``.
+    """
+    n_clusters, n_points = distances.shape
+    n_features = codes.shape[0]
+    for point in range(n_points):
+        best = distances[0, point]
+        label = 0
+        for cluster in range(1, n_clusters):
+            value = distances[cluster, point]
+            closer = value < best
+            best = value if closer else best
+            label = cluster if closer else label
+        labels[point] = label
+        for feature in range(n_features):
+            sums[label, feature] += np.int64(codes[feature, point])
