@@ -33,12 +33,17 @@ ROUNDS = 3
 
 
 def peak_memory(setup, statement):
-    """Peak memory allocated by ``statement`` after ``setup``, over the input's size."""
+    """Peak memory allocated by ``statement`` after ``setup``, over the input's size.
+
+    The statement runs once untraced first: loading the compiled kernels (numba's
+    one-time work per process) is not the fit's memory.
+    """
     script = textwrap.dedent(f"""
         import tracemalloc, warnings
         import numpy as np
         warnings.simplefilter("ignore")
         {setup}
+        {statement}
         tracemalloc.start()
         {statement}
         print(tracemalloc.get_traced_memory()[1] / X.nbytes)

@@ -46,7 +46,8 @@ def _numpy_codes(values, lower, upper):
 
 
 @pytest.mark.parametrize("order", ["C", "F"])
-def test_compiled_codes_and_sums_equal_numpy_on_the_definition(order):
+@pytest.mark.parametrize("n_groups", [1, 2, 4])  # two kernels' paths: <= 2 groups, more
+def test_compiled_codes_and_sums_equal_numpy_on_the_definition(order, n_groups):
     """The compiled pass gives numpy's codes bit for bit (bounds far from zero, narrow
     and wide, values beyond the bounds and infinite), and their exact grouped sums;
     labels outside [0, n_groups) are left out, never written."""
@@ -63,10 +64,10 @@ def test_compiled_codes_and_sums_equal_numpy_on_the_definition(order):
     values = np.asarray(values, order=order)
     expected = _numpy_codes(values, lower, upper)
     np.testing.assert_array_equal(fixed_point_codes(values, lower, upper), expected)
-    labels = rng.integers(-2, 6, n)  # -2, -1 and 4, 5 are outside [0, 4)
-    sums = fixed_point_sums(values, lower, upper, labels=labels, n_groups=4)
+    labels = rng.integers(-2, n_groups + 2, n).astype(np.int8)  # some outside [0, n_groups)
+    sums = fixed_point_sums(values, lower, upper, labels=labels, n_groups=n_groups)
     integers = expected.T.astype(np.int64).astype(object)
-    for group in range(4):
+    for group in range(n_groups):
         assert list(sums[group]) == list(integers[labels == group].sum(axis=0))
     whole = fixed_point_sums(values, lower, upper)
     assert list(whole[0]) == list(integers.sum(axis=0))
