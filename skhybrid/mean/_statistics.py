@@ -18,6 +18,7 @@ estimator's own generator after every chunk is in.
 """
 
 import functools
+import sys
 import threading
 import warnings
 from dataclasses import dataclass
@@ -223,10 +224,32 @@ def dask_bounds(bounds, extremes, n_features, *, stacklevel):
     return resolve_bounds(None, np.vstack(seen), stacklevel=stacklevel)
 
 
+def _chunk_array(X):
+    """``check_array(X, dtype=np.float64)``, faster for the common chunk.
+
+    A Dask chunk is usually a pandas DataFrame of float64 columns (or a float64 array):
+    ``check_array``'s dataframe handling then costs more than the chunk's statistics
+    (1.4 ms for 1e6 rows of one column). Such a non-empty chunk is converted directly
+    and tested for finiteness by the sum test scikit-learn uses; every other chunk, and
+    any that fails the test, goes through ``check_array`` and its messages.
+    """
+    pandas = sys.modules.get("pandas")
+    if type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2:
+        array = X
+    elif (pandas is not None and isinstance(X, pandas.DataFrame)
+          and all(dtype == np.float64 for dtype in X.dtypes)):
+        array = X.to_numpy(dtype=np.float64)
+    else:
+        return check_array(X, dtype=np.float64)
+    if array.size and np.isfinite(array.sum()):
+        return array
+    return check_array(X, dtype=np.float64)
+
+
 def _validate_chunk(X, trust_group, epsilon, *, default_epsilon, n_features, allow_inf, offset):
     """Validate one chunk of a Dask fit as ``validate_fit_input`` validates a whole one."""
     with renumbered_errors(lambda row: offset + row):
-        X = check_array(X, dtype=np.float64)
+        X = _chunk_array(X)
         if X.shape[1] != n_features:
             raise ValueError(
                 f"X has {X.shape[1]} features in one chunk, but {n_features} in the first"

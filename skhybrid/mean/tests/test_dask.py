@@ -1,5 +1,6 @@
 """The mean estimators on Dask inputs: the same statistics chunk by chunk, the same release."""
 
+import re
 import subprocess
 import sys
 import warnings
@@ -250,6 +251,36 @@ def test_a_non_finite_value_in_a_chunk_raises():
     X[555] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         ADPMEstimator(bounds=(0, 1)).fit(da.from_array(X, chunks=(300, 1)))
+
+
+@pytest.mark.parametrize("chunk", [
+    pd.DataFrame({"a": [0.5, 1.5], "b": [2.0, -1.0]}),  # float64 frame: the fast path
+    np.array([[0.5, 2.0], [1.5, -1.0]]),  # float64 array: the fast path
+    pd.DataFrame({"a": [1, 2], "b": [3.0, 4.0]}),  # an int column: check_array converts
+    pd.DataFrame({"a": np.array([0.5, 1.5], dtype=np.float32)}),  # float32: check_array
+])
+def test_a_chunk_is_validated_as_check_array_does(chunk):
+    from sklearn.utils import check_array
+
+    from skhybrid.mean._statistics import _chunk_array
+
+    np.testing.assert_array_equal(_chunk_array(chunk), check_array(chunk, dtype=np.float64))
+    for bad in [np.nan, np.inf, 1e308]:  # two of 1e308: finite, but their sum overflows
+        broken = chunk.copy()
+        if isinstance(broken, pd.DataFrame):
+            broken.iloc[:, -1] = bad  # a float column
+        else:
+            broken[:, 0] = bad
+        try:
+            expected = check_array(broken, dtype=np.float64)
+        except ValueError as error:
+            with pytest.raises(ValueError, match=re.escape(str(error))):
+                _chunk_array(broken)
+        else:
+            np.testing.assert_array_equal(_chunk_array(broken), expected)
+    empty = chunk.iloc[:0] if isinstance(chunk, pd.DataFrame) else chunk[:0]
+    with pytest.raises(ValueError, match="0 sample"):
+        _chunk_array(empty)
 
 
 def test_epsilon_differing_between_chunks_of_a_group_raises():
