@@ -110,13 +110,61 @@ def _from_labels(column):
             is_lm = np.asarray(values == "lm", dtype=bool)
             if is_lm.ndim == 1 and np.asarray(values[~is_lm] == "tcm", dtype=bool).all():
                 return ~is_lm
-    else:  # pandas string dtypes compare in C
+    elif _arrow_strings(column.dtype):  # pandas' str and string[pyarrow] columns
+        is_tcm = _arrow_tcm_mask(column.array.__arrow_array__())
+        if is_tcm is not None:
+            return is_tcm
+    else:  # pandas' Python-backed string dtype compares in C
         is_tcm = (column == "tcm").to_numpy(dtype=bool, na_value=False)
         is_lm = (column == "lm").to_numpy(dtype=bool, na_value=False)
         if (is_tcm | is_lm).all():
             return is_tcm
     codes, uniques = _factorize(column)
     return _from_codes(codes, uniques, column)
+
+
+def _arrow_strings(dtype):
+    """Whether a pandas dtype stores its strings in Arrow (then compared by Arrow)."""
+    if getattr(dtype, "storage", None) == "pyarrow":  # StringDtype: str, string[pyarrow]
+        return True
+    arrow_type = getattr(dtype, "pyarrow_dtype", None)  # pd.ArrowDtype
+    if arrow_type is None:
+        return False
+    import pyarrow as pa
+
+    return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
+
+
+def _arrow_tcm_mask(strings):
+    """The tcm mask of an Arrow string array of exactly ``"tcm"`` / ``"lm"``, else None.
+
+    Two Arrow comparisons (about 2 ns per row each) and their counts; the tcm bits are
+    then unpacked into numpy booleans once (pandas' ``==`` then ``to_numpy`` took twice
+    as long). Nulls and other spellings give None: the caller's factorisation handles
+    them and names the first bad entry.
+    """
+    import pyarrow.compute as pc  # present: pandas' Arrow-backed strings need it
+
+    is_tcm = pc.equal(strings, "tcm")
+    n_tcm = pc.sum(is_tcm).as_py() or 0
+    n_lm = pc.sum(pc.equal(strings, "lm")).as_py() or 0
+    if n_tcm + n_lm != len(strings):
+        return None
+    chunks = getattr(is_tcm, "chunks", [is_tcm])
+    return np.concatenate([_unpacked_bits(chunk) for chunk in chunks] or
+                          [np.zeros(0, dtype=bool)])
+
+
+def _unpacked_bits(booleans):
+    """An Arrow boolean array without nulls as numpy booleans (its bitmap unpacked).
+
+    The array may start inside its bitmap (``offset``, as a slice does).
+    """
+    if len(booleans) == 0:
+        return np.zeros(0, dtype=bool)
+    bitmap = np.frombuffer(booleans.buffers()[1], dtype=np.uint8)
+    bits = np.unpackbits(bitmap, bitorder="little")
+    return bits[booleans.offset : booleans.offset + len(booleans)].view(bool)
 
 
 def _trust_value(value):

@@ -96,6 +96,37 @@ def test_trust_group_pandas_columns_of_every_dtype():
         check_trust_group(pd.Series(["tcm", "lm", "x"], dtype="category"), 3)
 
 
+def test_trust_group_arrow_strings_in_chunks_with_offsets():
+    """Arrow-backed columns are compared by Arrow and their bits unpacked: chunks that
+    start inside their buffers (offsets) keep their rows; nulls and other spellings
+    fall back to the factorisation and its message."""
+    pd = pytest.importorskip("pandas")
+    pa = pytest.importorskip("pyarrow")
+    chunks = pa.chunked_array([pa.array(["x", "tcm", "lm", "tcm"]).slice(1),
+                               pa.array(["lm", "tcm"] * 9).slice(3, 11)])
+    expected = [value == "tcm" for value in chunks.to_pylist()]
+    for dtype in ("str", "string[pyarrow]", pd.ArrowDtype(pa.large_string())):
+        series = pd.Series(chunks.to_pylist(), dtype=dtype)
+        assert check_trust_group(series, len(expected)).tolist() == expected
+    sliced = pd.Series(pd.arrays.ArrowStringArray(chunks))
+    assert check_trust_group(sliced, len(expected)).tolist() == expected
+    for dtype in ("str", pd.ArrowDtype(pa.string())):
+        assert check_trust_group(pd.Series(["LM", "tcm"], dtype=dtype), 2).tolist() == [
+            False, True]
+        with pytest.raises(ValueError, match=r"at index 1$"):
+            check_trust_group(pd.Series(["tcm", None, "lm"], dtype=dtype), 3)
+
+
+def test_arrow_booleans_are_unpacked_from_their_offset():
+    pa = pytest.importorskip("pyarrow")
+    from skhybrid.utils._validation import _unpacked_bits
+
+    values = [bool(v) for v in np.random.default_rng(3).integers(0, 2, 50)]
+    for start, length in [(0, 50), (3, 20), (9, 41), (13, 0)]:
+        sliced = pa.array(values).slice(start, length)
+        assert _unpacked_bits(sliced).tolist() == values[start : start + length]
+
+
 def test_trust_group_messages_show_values_not_numpy_reprs():
     with pytest.raises(ValueError) as error:
         check_trust_group(np.array(["tcm", "tmc"], dtype=object), 2)
