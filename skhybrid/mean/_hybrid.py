@@ -28,7 +28,7 @@ from ..theory._hybrid import (
     pwh_weight,
     tcm_only_mse,
 )
-from ..utils._sums import centred_sums, fixed_point_sums
+from ..utils._sums import centred_sums, fixed_point_and_float_sums, fixed_point_sums
 from ..utils._validation import (
     check_group_epsilons,
     clip_to_bounds,
@@ -41,9 +41,12 @@ _HYBRID_STRATEGIES = ("kvh", "pwh", "naive")
 _STRATEGIES = _HYBRID_STRATEGIES + ("tcm_only", "full_lm", "lm_only")
 
 
-def _masked_column_sums(X, rows):
-    """Column sums of the rows where ``rows`` is True, without copying them (one BLAS pass)."""
-    return rows.astype(np.float64) @ X
+def _tcm_codes_and_lm_reports(X, is_tcm, lower, upper):
+    """The tcm rows' exact fixed-point sums and the lm rows' report sums, in one pass.
+
+    Never a difference of sums: each row is added to its own group's sum only.
+    """
+    return fixed_point_and_float_sums(X, lower, upper, is_tcm)
 
 
 def _same_level(first, second, group):
@@ -381,22 +384,25 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
         n_tcm = int(np.count_nonzero(is_tcm))
         n_lm = X.shape[0] - n_tcm
         all_tcm = n_lm == 0
+        reads_lm = n_lm > 0 and self.strategy != "tcm_only"  # tcm_only never reads lm data
+        lm_sum = np.zeros(X.shape[1])
         if self.strategy == "full_lm":
             tcm_values = clip_to_bounds(X if all_tcm else masked_rows(X, is_tcm), lower, upper)
             tcm_sum = privatize_locally(
                 tcm_values, epsilon=epsilon_tcm, rng=rng, **noise
             ).sum(axis=0) if n_tcm else np.zeros(X.shape[1])
+            if reads_lm and self.local_reports:
+                lm_sum = _tcm_codes_and_lm_reports(X, is_tcm, lower, upper)[1]
+        elif reads_lm and self.local_reports:
+            # One pass: tcm rows in fixed point, lm rows' reports as they are.
+            tcm_sum, lm_sum = _tcm_codes_and_lm_reports(X, is_tcm, lower, upper)
         else:
             # Rows labelled 1 (lm) fall outside the single group 0 and are skipped.
             labels = None if all_tcm else (~is_tcm).view(np.int8)
             tcm_sum = fixed_point_sums(X, lower, upper, labels=labels)[0]
-        lm_sum = np.zeros(X.shape[1])
-        if n_lm and self.strategy != "tcm_only":  # tcm_only never touches lm users' data
-            if self.local_reports:
-                lm_sum = _masked_column_sums(X, ~is_tcm)
-            else:
-                # Privatized block by block; only the reports' sums are kept.
-                lm_sum = privatized_sum(X, ~is_tcm, epsilon=epsilon_lm, rng=rng, **noise)
+        if reads_lm and not self.local_reports:
+            # Privatized block by block; only the reports' sums are kept.
+            lm_sum = privatized_sum(X, ~is_tcm, epsilon=epsilon_lm, rng=rng, **noise)
         return _GroupStatistics(
             n_tcm=n_tcm, n_lm=n_lm,
             epsilon_tcm=epsilon_tcm if n_tcm else None,

@@ -121,6 +121,41 @@ def fixed_point_code_sums(values, lower, upper, scale, labels, sums):
 
 
 @numba.njit(**_OPTIONS)
+def code_and_float_sums(values, lower, upper, scale, is_coded, code_sums, float_sums):
+    """Exact code sums of the rows in ``is_coded``, float sums of the others, in one pass.
+
+    The hybrid mean's two groups of one chunk: the tcm users' clipped values in fixed
+    point (:func:`fixed_point_code_sums`), the lm users' reports (already private) as
+    they are. Each row is read once and added to one of the two, by selection.
+
+    Parameters
+    ----------
+    values : ndarray of float64 of shape (n_rows, n_features)
+    lower, upper, scale : ndarray of float64 of shape (n_features,)
+    is_coded : ndarray of bool of shape (n_rows,)
+    code_sums : ndarray of int64 of shape (n_features,)
+        Added to in place: the coded rows' codes.
+    float_sums : ndarray of float64 of shape (n_features,)
+        Added to in place: the other rows' values, in row order.
+    """
+    n_rows, n_features = values.shape
+    for start in range(0, n_rows, _BLOCK_ROWS):
+        stop = min(start + _BLOCK_ROWS, n_rows)
+        for feature in range(n_features):
+            low, high, step = lower[feature], upper[feature], scale[feature]
+            codes = 0
+            others = 0.0
+            for row in range(start, stop):
+                value = values[row, feature]
+                coded = is_coded[row]
+                code = np.int64(fixed_point_code(value, low, high, step))
+                codes += code if coded else 0
+                others += 0.0 if coded else value
+            code_sums[feature] += codes
+            float_sums[feature] += others
+
+
+@numba.njit(**_OPTIONS)
 def grouped_code_sums_into(codes, labels, sums):
     """``sums[g, j] +=`` the sum of ``codes[j, labels == g]``, in int64.
 

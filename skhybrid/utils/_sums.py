@@ -34,7 +34,12 @@ with ``B = FIXED_POINT_BITS`` (about 1e-10 of the range), far below any noise.
 
 import numpy as np
 
-from ._kernels import fixed_point_code_sums, fixed_point_codes_into, grouped_code_sums_into
+from ._kernels import (
+    code_and_float_sums,
+    fixed_point_code_sums,
+    fixed_point_codes_into,
+    grouped_code_sums_into,
+)
 
 #: Bits of the fixed-point grid over [lower, upper] (one code step = range / 2**32); at
 #: most 50, so that codes never round past the grid (see
@@ -147,6 +152,40 @@ def fixed_point_sums(values, lower, upper, *, labels=None, n_groups=1):
     sums = np.zeros((n_groups, values.shape[1]), dtype=np.int64)
     fixed_point_code_sums(values, lower, upper, scale, labels, sums)
     return sums
+
+
+def fixed_point_and_float_sums(values, lower, upper, in_fixed_point):
+    """The exact fixed-point sums of some rows and the float sums of the others, in one pass.
+
+    For a chunk of the hybrid mean with lm reports: the tcm users' clipped values are
+    added in fixed point (as :func:`fixed_point_sums` adds them), the lm users' reports
+    as floats; no sum ever includes a row of the other group (never subtracted).
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_samples, n_features)
+    lower, upper : ndarray of shape (n_features,)
+    in_fixed_point : ndarray of bool of shape (n_samples,)
+
+    Returns
+    -------
+    code_sums : ndarray of int64 of shape (n_features,)
+        ``fixed_point_sums(values, lower, upper, labels=~in_fixed_point)[0]``.
+    float_sums : ndarray of float64 of shape (n_features,)
+        The sums of the other rows' values (in row order).
+    """
+    values = _float_rows(values)
+    lower, upper, scale = _bounds_and_scale(lower, upper)
+    in_fixed_point = np.asarray(in_fixed_point)
+    if in_fixed_point.dtype != bool or in_fixed_point.shape != (values.shape[0],):
+        raise ValueError(
+            f"in_fixed_point must be booleans of shape ({values.shape[0]},); got "
+            f"{in_fixed_point.dtype} of shape {in_fixed_point.shape}"
+        )
+    code_sums = np.zeros(values.shape[1], dtype=np.int64)
+    float_sums = np.zeros(values.shape[1])
+    code_and_float_sums(values, lower, upper, scale, in_fixed_point, code_sums, float_sums)
+    return code_sums, float_sums
 
 
 def grouped_code_sums(codes, labels, n_groups):

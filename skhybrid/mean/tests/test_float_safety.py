@@ -199,10 +199,11 @@ def test_local_reports_release_passes_the_audit_for_a_huge_raw_tcm_value():
 @pytest.mark.slow
 def test_audit_fails_when_the_lm_sum_subtracts_unclipped_tcm_rows(monkeypatch):
     # Control: the old lm sum, all rows' sum minus the unclipped tcm rows' sum.
-    def subtracting(X, rows):
-        return X.sum(axis=0) - X[~rows].sum(axis=0)
+    def subtracting(X, is_tcm, lower, upper):
+        tcm_sum = fixed_point_sums(X, lower, upper, labels=(~is_tcm).view(np.int8))[0]
+        return tcm_sum, X.sum(axis=0) - X[is_tcm].sum(axis=0)
 
-    monkeypatch.setattr(hybrid_module, "_masked_column_sums", subtracting)
+    monkeypatch.setattr(hybrid_module, "_tcm_codes_and_lm_reports", subtracting)
     X, X_prime, trust = _local_reports_neighbours()
     estimator = HybridMeanEstimator(bounds=(0.0, 1.0), local_reports=True)
     result = _audit(estimator, X, X_prime, seed=34, trust_group=trust)

@@ -5,6 +5,7 @@ import pytest
 
 from skhybrid.utils._sums import (
     FIXED_POINT_BITS,
+    fixed_point_and_float_sums,
     fixed_point_codes,
     fixed_point_sums,
     grouped_code_sums,
@@ -106,3 +107,21 @@ def test_codes_stay_on_the_grid_for_any_legal_bounds():
             codes = fixed_point_codes(values, np.array([lower]), np.array([upper]))
         assert codes.min() >= 0.0 and codes.max() <= top, (lower, upper, codes.ravel())
         assert codes[0, 0] == 0.0 and codes[0, 1] == top
+
+
+@pytest.mark.parametrize("n_features", [1, 3])
+def test_fixed_point_and_float_sums_split_the_rows_between_the_two_sums(n_features):
+    """The coded rows' exact sums equal fixed_point_sums of those rows; the float sums
+    are the other rows' values only (a huge coded value never reaches them), within the
+    rounding of a float sum."""
+    rng = np.random.default_rng(8)
+    n = 10_000  # more than one block
+    values = rng.normal(0.5, 1.0, size=(n, n_features))
+    coded = rng.random(n) < 0.3
+    values[np.flatnonzero(coded)[:3]] = 1e300  # raw tcm values far outside the bounds
+    lower, upper = np.full(n_features, -1.0), np.full(n_features, 2.0)
+    code_sums, float_sums = fixed_point_and_float_sums(values, lower, upper, coded)
+    np.testing.assert_array_equal(code_sums, fixed_point_sums(values[coded], lower, upper)[0])
+    np.testing.assert_allclose(float_sums, values[~coded].sum(axis=0), rtol=1e-12, atol=1e-9)
+    with pytest.raises(ValueError, match="booleans"):
+        fixed_point_and_float_sums(values, lower, upper, coded.astype(int))
