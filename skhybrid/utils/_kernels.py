@@ -4,7 +4,8 @@ In numpy, every step of a statistic is a pass over memory: fixed-point codes tak
 (clip, shift, scale, round) and grouped sums several more (masks, one-hot matrices,
 bincounts); Lloyd's assignment step takes a pass per centre for the running minimum.
 Here each is one compiled pass that reads every value once: the codes and their sums
-in :func:`fixed_point_code_sums`, the nearest centre and its sums in
+in :func:`fixed_point_code_sums` (with the other group's float sums in
+:func:`code_and_float_sums`), the nearest centre and its sums in
 :func:`first_minimum_code_sums` (scikit-learn's Lloyd iterations do the same in Cython).
 
 Every kernel is compiled on its first call for the argument types it gets, with
@@ -12,7 +13,7 @@ Every kernel is compiled on its first call for the argument types it gets, with
 code is stored beside this file, or in the user's cache when that is read-only, and
 reloaded by later processes). They take arrays of matching shapes from the callers in
 :mod:`skhybrid.utils._sums` and :mod:`skhybrid.cluster._kmeans`: bounds are not
-checked, and a label outside ``[0, n_groups]`` is skipped, never written.
+checked, and a label outside ``[0, n_groups)`` is skipped, never written.
 
 Exactness: a code is computed by exactly the float operations of the proof in
 :func:`fixed_point_code` (no contraction into fused multiply-adds: the product's
