@@ -103,6 +103,17 @@ def warn_score_leak(estimator):
     )
 
 
+def finite_float_rows(X):
+    """Whether ``X`` is a non-empty 2-d float64 array that scikit-learn would accept as is.
+
+    Finiteness by scikit-learn's own first test (a finite sum); a False sends the
+    caller to scikit-learn's validation, which checks element by element and gives
+    its messages.
+    """
+    return (X.dtype == np.float64 and X.ndim == 2 and X.size > 0
+            and bool(np.isfinite(X.sum())))
+
+
 def _validate_X(estimator, X, *, reset):
     """``validate_data(estimator, X, dtype=np.float64, reset=reset)``, faster for arrays.
 
@@ -113,8 +124,7 @@ def _validate_X(estimator, X, *, reset):
     ``validate_data`` does; every other input (and any non-finite value, found by the
     same sum test scikit-learn uses) goes through ``validate_data`` and its messages.
     """
-    if (reset and type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2
-            and X.shape[0] > 0 and X.shape[1] > 0 and np.isfinite(X.sum())):
+    if reset and type(X) is np.ndarray and finite_float_rows(X):
         estimator.__dict__.pop("feature_names_in_", None)
         estimator.n_features_in_ = X.shape[1]
         return X

@@ -28,7 +28,7 @@ from sklearn.utils.validation import check_array
 
 from ..accounting._costs import charge_dask_release, charge_release, check_user_id
 from ..accounting._ledger import id_array
-from ..base import check_fit_metadata, clamp_estimate, validate_fit_input
+from ..base import check_fit_metadata, clamp_estimate, finite_float_rows, validate_fit_input
 from ..exceptions import PrivacyBudgetWarning, PrivacyLeakWarning
 from ..utils._dask import (
     any_dask,
@@ -234,14 +234,12 @@ def _chunk_array(X):
     any that fails the test, goes through ``check_array`` and its messages.
     """
     pandas = sys.modules.get("pandas")
-    if type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2:
-        array = X
-    elif (pandas is not None and isinstance(X, pandas.DataFrame)
-          and all(dtype == np.float64 for dtype in X.dtypes)):
+    if (pandas is not None and isinstance(X, pandas.DataFrame)
+            and all(dtype == np.float64 for dtype in X.dtypes)):
         array = X.to_numpy(dtype=np.float64)
     else:
-        return check_array(X, dtype=np.float64)
-    if array.size and np.isfinite(array.sum()):
+        array = X
+    if type(array) is np.ndarray and finite_float_rows(array):
         return array
     return check_array(X, dtype=np.float64)
 
