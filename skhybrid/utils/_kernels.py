@@ -178,6 +178,20 @@ def grouped_code_sums_into(codes, labels, sums):
                 sums[group, feature] += np.int64(codes[feature, row])
 
 
+@numba.njit(inline="always", **_OPTIONS)
+def _first_minimum_of(distances, column):
+    """The first row of ``distances`` with the smallest value in ``column``."""
+    best = distances[0, column]
+    label = 0
+    for row in range(1, distances.shape[0]):
+        value = distances[row, column]
+        closer = value < best
+        # Selections rather than branches: which row is closer is unpredictable.
+        best = value if closer else best
+        label = row if closer else label
+    return label
+
+
 @numba.njit(**_OPTIONS)
 def first_minimum(distances, labels):
     """``labels[:] = distances.argmin(axis=0)``: each column's first smallest row.
@@ -189,17 +203,8 @@ def first_minimum(distances, labels):
     labels : ndarray of int of shape (n_columns,)
         Written in place.
     """
-    n_rows, n_columns = distances.shape
-    for column in range(n_columns):
-        best = distances[0, column]
-        label = 0
-        for row in range(1, n_rows):
-            value = distances[row, column]
-            closer = value < best
-            # Selections rather than branches: which row is closer is unpredictable.
-            best = value if closer else best
-            label = row if closer else label
-        labels[column] = label
+    for column in range(distances.shape[1]):
+        labels[column] = _first_minimum_of(distances, column)
 
 
 @numba.njit(**_OPTIONS)
@@ -217,16 +222,8 @@ def first_minimum_code_sums(distances, codes, labels, sums):
     sums : ndarray of int64 of shape (n_clusters, n_features)
         Added to in place, exactly: ``sums[c, j] += codes[j, labels == c].sum()``.
     """
-    n_clusters, n_points = distances.shape
-    n_features = codes.shape[0]
-    for point in range(n_points):
-        best = distances[0, point]
-        label = 0
-        for cluster in range(1, n_clusters):
-            value = distances[cluster, point]
-            closer = value < best
-            best = value if closer else best
-            label = cluster if closer else label
+    for point in range(distances.shape[1]):
+        label = _first_minimum_of(distances, point)
         labels[point] = label
-        for feature in range(n_features):
+        for feature in range(codes.shape[0]):
             sums[label, feature] += np.int64(codes[feature, point])
