@@ -72,13 +72,19 @@ def check_fixed_point_range(lower, upper):
     return width
 
 
-def _bounds_and_scale(lower, upper, width=None):
-    """The bounds as float64 arrays and each feature's grid step ``2**B / width``."""
-    lower = np.ascontiguousarray(lower, dtype=np.float64)
-    upper = np.ascontiguousarray(upper, dtype=np.float64)
+def _bounds_and_scale(lower, upper, n_features, width=None):
+    """The bounds as float64 arrays of one entry per feature, and each grid step.
+
+    Broadcast (scalars) and checked here: the compiled kernels read one bound per
+    feature without bounds checks.
+    """
+    lower, upper = (np.ascontiguousarray(np.broadcast_to(np.asarray(side, dtype=np.float64),
+                                                         (n_features,)))
+                    for side in (lower, upper))
     if width is None:
         width = check_fixed_point_range(lower, upper)
-    return lower, upper, _SCALE / width
+    scale = np.ascontiguousarray(np.broadcast_to(_SCALE / width, (n_features,)))
+    return lower, upper, scale
 
 
 def _float_rows(values):
@@ -108,7 +114,7 @@ def fixed_point_codes(values, lower, upper, width=None):
         code of feature j. Feature-major, so that each feature's codes are contiguous.
     """
     values = _float_rows(values)
-    lower, upper, scale = _bounds_and_scale(lower, upper, width)
+    lower, upper, scale = _bounds_and_scale(lower, upper, values.shape[1], width)
     codes = np.empty((values.shape[1], values.shape[0]))
     fixed_point_codes_into(values, lower, upper, scale, codes)
     return codes
@@ -146,7 +152,7 @@ def fixed_point_sums(values, lower, upper, *, labels=None, n_groups=1):
         One user's replacement moves each entry by at most ``2**FIXED_POINT_BITS``.
     """
     values = _float_rows(values)
-    lower, upper, scale = _bounds_and_scale(lower, upper)
+    lower, upper, scale = _bounds_and_scale(lower, upper, values.shape[1])
     if labels is not None:
         labels = _check_labels(labels, values.shape[0])
     sums = np.zeros((n_groups, values.shape[1]), dtype=np.int64)
@@ -175,7 +181,7 @@ def fixed_point_and_float_sums(values, lower, upper, in_fixed_point):
         The sums of the other rows' values (in row order).
     """
     values = _float_rows(values)
-    lower, upper, scale = _bounds_and_scale(lower, upper)
+    lower, upper, scale = _bounds_and_scale(lower, upper, values.shape[1])
     in_fixed_point = np.asarray(in_fixed_point)
     if in_fixed_point.dtype != bool or in_fixed_point.shape != (values.shape[0],):
         raise ValueError(

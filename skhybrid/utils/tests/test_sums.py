@@ -125,3 +125,19 @@ def test_fixed_point_and_float_sums_split_the_rows_between_the_two_sums(n_featur
     np.testing.assert_allclose(float_sums, values[~coded].sum(axis=0), rtol=1e-12, atol=1e-9)
     with pytest.raises(ValueError, match="booleans"):
         fixed_point_and_float_sums(values, lower, upper, coded.astype(int))
+
+
+def test_bounds_are_one_per_feature_before_any_compiled_pass():
+    """Scalar bounds broadcast; bounds of another length raise instead of being read
+    past their end (the kernels do not check bounds)."""
+    values = np.random.default_rng(2).uniform(0, 1, (100, 3))
+    lower, upper = np.zeros(3), np.ones(3)
+    np.testing.assert_array_equal(fixed_point_sums(values, 0.0, 1.0),
+                                  fixed_point_sums(values, lower, upper))
+    np.testing.assert_array_equal(fixed_point_codes(values, 0.0, 1.0),
+                                  fixed_point_codes(values, lower, upper))
+    for call in (fixed_point_sums, fixed_point_codes):
+        with pytest.raises(ValueError):
+            call(values, np.zeros(2), np.ones(2))
+    with pytest.raises(ValueError):
+        fixed_point_and_float_sums(values, np.zeros(1), np.ones(4), np.ones(100, bool))
