@@ -7,6 +7,17 @@ audits; ``python -m pytest --slow -m slow`` runs only those. CI runs both.
 
 import pytest
 
+try:
+    from hypothesis import settings
+except ImportError:  # pragma: no cover - hypothesis comes with the test extras
+    settings = None
+else:
+    # No per-example deadline: an example that is the first call of a compiled kernel
+    # includes its compilation (about a second, once per process), and speed is
+    # measured in benchmarks/, not asserted in tests.
+    settings.register_profile("skhybrid", deadline=None)
+    settings.load_profile("skhybrid")
+
 
 def pytest_addoption(parser):
     parser.addoption(

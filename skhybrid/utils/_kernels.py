@@ -227,3 +227,106 @@ def first_minimum_code_sums(distances, codes, labels, sums):
         labels[point] = label
         for feature in range(codes.shape[0]):
             sums[label, feature] += np.int64(codes[feature, point])
+
+
+@numba.njit(**_OPTIONS)
+def distinct_addresses(addresses, table, first_rows):
+    """The distinct addresses of an object array's entries, up to ``len(table)`` of them.
+
+    Equal addresses are the same object, so a column whose rows share a few objects
+    has a few distinct values, found here in one pass. The addresses are compared,
+    never followed.
+
+    Parameters
+    ----------
+    addresses : ndarray of uintp of shape (n_rows,)
+        The address of each row's object.
+    table, first_rows : ndarray of uintp and intp of shape (max_distinct,)
+        Written in place: each distinct address, in order of first appearance, and the
+        first row holding it.
+
+    Returns
+    -------
+    n_distinct : int
+        The number of distinct addresses, or -1 when there are more than ``len(table)``.
+    """
+    n_rows = addresses.shape[0]
+    if n_rows == 0:
+        return 0
+    first = second = table[0] = addresses[0]
+    first_rows[0] = 0
+    n_distinct = 1
+    for start in range(0, n_rows, _BLOCK_ROWS):
+        stop = min(start + _BLOCK_ROWS, n_rows)
+        # The usual block holds only the first two objects ("tcm" and "lm"): a count of
+        # the other rows, without branches (the loop vectorizes).
+        others = 0
+        for row in range(start, stop):
+            address = addresses[row]
+            others += (address != first) & (address != second)
+        if others == 0:
+            continue
+        for row in range(start, stop):
+            address = addresses[row]
+            known = False
+            for index in range(n_distinct):
+                known = known or table[index] == address
+            if not known:
+                if n_distinct == table.shape[0]:
+                    return -1
+                table[n_distinct] = address
+                first_rows[n_distinct] = row
+                n_distinct += 1
+        second = table[1]
+    return n_distinct
+
+
+@numba.njit(**_OPTIONS)
+def tcm_lm_strings(offsets, data, is_tcm):
+    """``is_tcm[i]``: whether Arrow string ``i`` is ``"tcm"``, if every string is "tcm"/"lm".
+
+    An Arrow string array stores its strings' UTF-8 bytes end to end in ``data``; string
+    ``i`` is ``data[offsets[i]:offsets[i + 1]]``. Two passes without branches on the
+    data (which string a row holds is unpredictable, and both loops vectorize):
+
+    1. each string's length is 3 with first byte ``t``, or 2 with first byte ``l``;
+    2. the bytes of all the strings, end to end, are a sequence of the words ``tcm`` and
+       ``lm``: every byte is one of ``t c l m``, ``t`` is followed by ``c``, ``c`` and
+       ``l`` by ``m``, ``m`` by ``t`` or ``l`` or the end.
+
+    By 2, the sequence splits into the two words one way only, and every ``t`` or ``l``
+    starts a word; by 1, each string starts at such a ``t`` (``l``) and is as long as its
+    word, so it is exactly ``tcm`` (``lm``).
+
+    Parameters
+    ----------
+    offsets : ndarray of int32 or int64 of shape (n_rows + 1,)
+    data : ndarray of uint8 of at least 1 byte
+    is_tcm : ndarray of bool of shape (n_rows,)
+        Written in place (complete only when the result is True).
+
+    Returns
+    -------
+    valid : bool
+        Whether every string is ``"tcm"`` or ``"lm"``.
+    """
+    t, c, l, m = 116, 99, 108, 109  # noqa: E741 - the bytes of "tcm" and "lm"
+    n_rows = is_tcm.shape[0]
+    others = 0
+    for row in range(n_rows):
+        start = offsets[row]
+        length = offsets[row + 1] - start
+        first = data[start if length > 0 else 0]  # an empty string reads a dummy byte
+        three = length == 3
+        is_tcm[row] = three
+        others += not ((three & (first == t)) | ((length == 2) & (first == l)))
+    if others or n_rows == 0:
+        return others == 0
+    begin, end = offsets[0], offsets[n_rows]
+    bad = data[end - 1] != m
+    for index in range(begin, end - 1):
+        byte, after = data[index], data[index + 1]
+        bad |= (((byte == t) & (after != c)) | ((byte == c) & (after != m))
+                | ((byte == l) & (after != m)) | ((byte == m) & (after != t) & (after != l))
+                | ((byte != t) & (byte != c) & (byte != l) & (byte != m)))
+    return not bad

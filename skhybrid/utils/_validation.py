@@ -96,15 +96,21 @@ _TRUST_EXPECTED = "'tcm' or 'lm' (case-insensitive), a boolean or 1/0 (True/1 = 
 def _from_labels(column):
     """The tcm mask of a string or object column (numpy array or pandas Series).
 
-    The common case, exactly ``"tcm"`` / ``"lm"``, is vectorised comparisons; other
-    spellings, ints, bools and missing values go through a factorisation, inspecting
-    only the distinct values in Python.
+    The common cases are one compiled pass: an object column whose rows share a few
+    string objects (as pandas' CSV reader and Python literals give) is numbered by
+    object identity, and an Arrow string column is compared byte by byte. Otherwise,
+    exactly ``"tcm"`` / ``"lm"`` is vectorised comparisons; other spellings, ints, bools
+    and missing values go through a factorisation, inspecting only the distinct values
+    in Python.
     """
     if isinstance(column, np.ndarray) or column.dtype == object:
+        values = np.asarray(column)
+        is_tcm = _tcm_mask_by_identity(values) if values.dtype == object else None
+        if is_tcm is not None:
+            return is_tcm
         # numpy compares object arrays faster than pandas does, but each element is a
         # Python string comparison (about 10 ns): one pass over every row for "lm" (the
         # larger group in the hybrid model), then one over the other rows only.
-        values = np.asarray(column)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # elementwise comparison
             is_lm = np.asarray(values == "lm", dtype=bool)
@@ -123,6 +129,59 @@ def _from_labels(column):
     return _from_codes(codes, uniques, column)
 
 
+#: The most distinct objects :func:`_tcm_mask_by_identity` numbers before it gives up.
+_MAX_IDENTITIES = 16
+
+
+class _Addresses:
+    """The addresses of an object array's entries, as an array of uintp (no copy).
+
+    numpy's array interface over the object array's own buffer of pointers; this holds
+    the object array, so the objects (and their addresses) live as long as the view.
+    The addresses are compared, never followed.
+    """
+
+    def __init__(self, objects):
+        self._objects = objects
+        interface = objects.__array_interface__
+        self.__array_interface__ = {
+            "shape": objects.shape, "strides": objects.strides, "version": 3,
+            "typestr": np.dtype(np.uintp).str, "data": (interface["data"][0], True),
+        }
+
+
+def _tcm_mask_by_identity(values):
+    """The tcm mask of a 1-d object array holding at most a few distinct objects, else None.
+
+    Rows holding the same object hold the same value, so one compiled pass finds the
+    distinct objects by address, only they are inspected (as in :func:`_from_codes`),
+    and the rows are compared with the tcm objects' addresses. None when there are more
+    than ``_MAX_IDENTITIES`` objects (a column of one string object per row, as
+    ``astype(object)`` makes) or one of them is not an accepted value: the caller's
+    comparisons and factorisation then decide.
+    """
+    from ._kernels import distinct_addresses
+
+    if values.ndim != 1:
+        return None
+    addresses = np.asarray(_Addresses(values))
+    table = np.zeros(_MAX_IDENTITIES, dtype=np.uintp)
+    first_rows = np.zeros(_MAX_IDENTITIES, dtype=np.intp)
+    n_distinct = distinct_addresses(addresses, table, first_rows)
+    if n_distinct < 0:
+        return None
+    mapped = [_trust_value(values[row]) for row in first_rows[:n_distinct]]
+    if None in mapped:
+        return None
+    tcm_addresses = table[:n_distinct][np.array(mapped, dtype=bool)]
+    if tcm_addresses.size == 0:
+        return np.zeros(values.shape[0], dtype=bool)
+    is_tcm = addresses == tcm_addresses[0]
+    for address in tcm_addresses[1:]:  # "tcm" and "TCM", say
+        is_tcm |= addresses == address
+    return is_tcm
+
+
 def _arrow_strings(dtype):
     """Whether a pandas dtype stores its strings in Arrow (then compared by Arrow)."""
     if getattr(dtype, "storage", None) == "pyarrow":  # StringDtype: str, string[pyarrow]
@@ -136,35 +195,47 @@ def _arrow_strings(dtype):
 
 
 def _arrow_tcm_mask(strings):
-    """The tcm mask of an Arrow string array of exactly ``"tcm"`` / ``"lm"``, else None.
+    """The tcm mask of an Arrow string column of exactly ``"tcm"`` / ``"lm"``, else None.
 
-    Two Arrow comparisons (about 2 ns per row each) and their counts; the tcm bits are
-    then unpacked into numpy booleans once (pandas' ``==`` then ``to_numpy`` took twice
-    as long). Nulls and other spellings give None: the caller's factorisation handles
-    them and names the first bad entry.
+    Each chunk's offsets and bytes are read in place by one compiled pass
+    (:func:`~skhybrid.utils._kernels.tcm_lm_strings`). Nulls and other spellings give
+    None: the caller's factorisation handles them and names the first bad entry.
     """
-    import pyarrow.compute as pc  # present: pandas' Arrow-backed strings need it
+    import pyarrow as pa  # present: pandas' Arrow-backed strings need it
 
-    is_tcm = pc.equal(strings, "tcm")
-    n_tcm = pc.sum(is_tcm).as_py() or 0
-    n_lm = pc.sum(pc.equal(strings, "lm")).as_py() or 0
-    if n_tcm + n_lm != len(strings):
-        return None
-    chunks = getattr(is_tcm, "chunks", [is_tcm])
-    return np.concatenate([_unpacked_bits(chunk) for chunk in chunks] or
-                          [np.zeros(0, dtype=bool)])
+    from ._kernels import tcm_lm_strings
+
+    chunks = getattr(strings, "chunks", [strings])
+    is_tcm = np.empty(len(strings), dtype=bool)
+    start = 0
+    for chunk in chunks:
+        if chunk.null_count or not (pa.types.is_string(chunk.type)
+                                    or pa.types.is_large_string(chunk.type)):
+            return None
+        stop = start + len(chunk)
+        if not tcm_lm_strings(*_string_buffers(chunk), is_tcm[start:stop]):
+            return None
+        start = stop
+    return is_tcm
 
 
-def _unpacked_bits(booleans):
-    """An Arrow boolean array without nulls as numpy booleans (its bitmap unpacked).
+def _string_buffers(strings):
+    """An Arrow (large) string array's offsets and bytes as numpy views, from its offset.
 
-    The array may start inside its bitmap (``offset``, as a slice does).
+    The array may start inside its buffers (``offset``, as a slice does): its ``n``
+    strings are delimited by ``n + 1`` offsets from there, into the whole bytes buffer
+    (at least 1 byte, which :func:`~skhybrid.utils._kernels.tcm_lm_strings` reads).
     """
-    if len(booleans) == 0:
-        return np.zeros(0, dtype=bool)
-    bitmap = np.frombuffer(booleans.buffers()[1], dtype=np.uint8)
-    bits = np.unpackbits(bitmap, bitorder="little")
-    return bits[booleans.offset : booleans.offset + len(booleans)].view(bool)
+    import pyarrow as pa
+
+    offset_type = np.int64 if pa.types.is_large_string(strings.type) else np.int32
+    _, offsets, data = strings.buffers()
+    offsets = np.frombuffer(offsets, dtype=offset_type)
+    offsets = offsets[strings.offset : strings.offset + len(strings) + 1]
+    data = np.zeros(0, dtype=np.uint8) if data is None else np.frombuffer(data, np.uint8)
+    if data.shape[0] == 0:  # the compiled pass reads a byte even of empty strings
+        data = np.zeros(1, dtype=np.uint8)
+    return offsets, data
 
 
 def _trust_value(value):

@@ -117,14 +117,61 @@ def test_trust_group_arrow_strings_in_chunks_with_offsets():
             check_trust_group(pd.Series(["tcm", None, "lm"], dtype=dtype), 3)
 
 
-def test_arrow_booleans_are_unpacked_from_their_offset():
-    pa = pytest.importorskip("pyarrow")
-    from skhybrid.utils._validation import _unpacked_bits
+_WORDS = ["", "t", "l", "m", "c", "x", "tc", "cm", "lm", "tcm", "tcml", "mt", "lmt", "ml",
+          "tmc", "ll", "tt", "mlm", "cmt", "lmtcm", "tcmlm", "LM"]
 
-    values = [bool(v) for v in np.random.default_rng(3).integers(0, 2, 50)]
-    for start, length in [(0, 50), (3, 20), (9, 41), (13, 0)]:
-        sliced = pa.array(values).slice(start, length)
-        assert _unpacked_bits(sliced).tolist() == values[start : start + length]
+
+def test_arrow_strings_are_tcm_or_lm_exactly_in_every_arrangement():
+    """The compiled byte comparison of Arrow strings (lengths, first bytes, then the
+    bytes end to end) against Python's ``==``: every list of up to 3 words from
+    prefixes, suffixes and concatenations of "tcm" and "lm", in 32- and 64-bit-offset
+    arrays that start inside their buffers."""
+    import itertools
+
+    pa = pytest.importorskip("pyarrow")
+    from skhybrid.utils._validation import _arrow_tcm_mask
+
+    for n_words in range(4):
+        for words in itertools.product(_WORDS, repeat=n_words):
+            valid = all(word in ("tcm", "lm") for word in words)
+            expected = [word == "tcm" for word in words] if valid else None
+            for arrow_type in (pa.string(), pa.large_string()):
+                strings = pa.array(["tc", *words, "m"], arrow_type).slice(1, n_words)
+                got = _arrow_tcm_mask(strings)
+                assert (None if got is None else got.tolist()) == expected, words
+
+
+def test_object_columns_sharing_a_few_objects_are_read_by_identity():
+    """Rows holding the same few objects (as CSV readers and literals give) are numbered
+    by address and only the distinct objects are inspected; columns of many distinct
+    objects, and unaccepted values, fall back to the comparisons and their messages."""
+    from skhybrid.utils._validation import _MAX_IDENTITIES, _tcm_mask_by_identity
+
+    rng = np.random.default_rng(5)
+    accepted = np.array(["tcm", "lm", "TCM", True, 0, np.True_, "Lm"], dtype=object)
+    picks = rng.integers(0, accepted.size, 10_000)
+    shared = accepted[picks]
+    expected = np.array([_as_tcm(value) for value in accepted])[picks]
+    np.testing.assert_array_equal(_tcm_mask_by_identity(shared), expected)
+    np.testing.assert_array_equal(check_trust_group(shared, shared.size), expected)
+    strided = shared[::3]  # the addresses are read with the array's strides
+    np.testing.assert_array_equal(_tcm_mask_by_identity(strided), expected[::3])
+    assert _tcm_mask_by_identity(np.array(["lm"] * 5, dtype=object)).tolist() == [False] * 5
+    assert _tcm_mask_by_identity(np.empty(0, dtype=object)).tolist() == []
+    # One string object per row (equal texts, different objects): too many to number.
+    distinct = np.array(["tcm", "lm"] * 20).astype(object)
+    assert len({id(value) for value in distinct}) > _MAX_IDENTITIES
+    assert _tcm_mask_by_identity(distinct) is None
+    assert check_trust_group(distinct, 40).tolist() == [True, False] * 20
+    for bad in (None, float("nan"), "tcmm", 2):
+        column = np.array(["tcm", "lm"] * 4 + [bad, "lm"], dtype=object)
+        assert _tcm_mask_by_identity(column) is None
+        with pytest.raises(ValueError, match=r"at index 8$"):
+            check_trust_group(column, column.size)
+
+
+def _as_tcm(value):
+    return value.lower() == "tcm" if isinstance(value, str) else bool(value)
 
 
 def test_trust_group_messages_show_values_not_numpy_reprs():
