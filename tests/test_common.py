@@ -111,3 +111,56 @@ def test_an_array_fit_forgets_the_feature_names_of_an_earlier_frame_fit():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no "fitted without feature names" warning
         estimator.predict(X)
+
+
+def _all_estimator_classes():
+    return sorted({type(estimator) for estimator in _estimators()}, key=lambda c: c.__name__)
+
+
+@pytest.mark.parametrize("cls", _all_estimator_classes(), ids=lambda cls: cls.__name__)
+def test_parameter_names_are_scikit_learns_and_kept_per_class(cls):
+    from sklearn.base import BaseEstimator
+
+    assert cls._get_param_names() == BaseEstimator._get_param_names.__func__(cls)
+
+    class Narrower(cls):  # a subclass with its own signature gets its own names
+        def __init__(self, bounds=None):
+            super().__init__(bounds=bounds)
+
+    assert Narrower._get_param_names() == ["bounds"]
+
+
+def test_parameters_are_validated_once_per_immutable_value(monkeypatch):
+    """A fit with parameters already validated skips scikit-learn's constraint checks;
+    a new value, a value of another type, and any mutable value are checked again."""
+    from skhybrid import base
+
+    calls = []
+    original = base.validate_parameter_constraints
+    monkeypatch.setattr(base, "validate_parameter_constraints",
+                        lambda *args, **kwargs: calls.append(1) or original(*args, **kwargs))
+    monkeypatch.setattr(base, "_VALID_PARAMS", set())
+    X = np.random.default_rng(0).uniform(0, 1, (20, 1))
+    estimator = HybridMeanEstimator("tcm_only", epsilon=0.75, bounds=(0.0, 1.0),
+                                    random_state=0)
+    for _ in range(3):
+        estimator.fit(X)
+    HybridMeanEstimator("tcm_only", epsilon=0.75, bounds=(0.0, 1.0), random_state=0).fit(X)
+    assert len(calls) == 1
+    estimator.set_params(epsilon=-1.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        estimator.fit(X)
+    with pytest.raises(ValueError, match="epsilon"):
+        estimator.fit(X)  # a failed validation is never remembered
+    assert len(calls) == 3
+    estimator.set_params(epsilon=0.75, bounds=[0.0, 1.0])  # a list may change in place
+    estimator.fit(X)
+    estimator.fit(X)
+    assert len(calls) == 5
+    # Equal values of other types (True == 1 == 1.0) are different keys.
+    keys = {base._params_key(HybridMeanEstimator, {"epsilon": value})
+            for value in (1, 1.0, True, np.float64(1.0), (1,), (1.0,))}
+    assert len(keys) == 6
+    assert base._params_key(HybridMeanEstimator, {"bounds": ((0, 1), (2, 3))}) is None
+    assert base._params_key(HybridMeanEstimator, {"random_state": np.random.default_rng()}) \
+        is None

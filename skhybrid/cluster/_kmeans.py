@@ -66,6 +66,7 @@ from .._group_estimates import local_report_variance, privatize_locally
 from ..accounting._costs import charge_dask_release, charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
+    ValidatedParamsMixin,
     check_fit_metadata,
     validate_fit_input,
     warn_score_leak,
@@ -1006,7 +1007,8 @@ def _chunk_statistics(X_block, trust_block, *, offset, rng, plan, centres):
     return chunk.statistics(centres, response_rng)
 
 
-class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedParamsMixin,
+                   BaseEstimator):
     """Differentially private K-means for users who trust the curator to different degrees.
 
     Algorithm 1 of Avent, Dubey and Korolova (2020): tcm users' clipped values go

@@ -42,7 +42,12 @@ from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..accounting._costs import charge_dask_release, charge_release, check_user_id
-from ..base import RANDOM_STATE_CONSTRAINT, check_fit_metadata, warn_score_leak
+from ..base import (
+    RANDOM_STATE_CONSTRAINT,
+    ValidatedParamsMixin,
+    check_fit_metadata,
+    warn_score_leak,
+)
 from ..exceptions import EmptyGroupWarning
 from ..cluster._kmeans import _merge_chunk_summaries, _summarise_chunk
 from ..mechanisms import LaplaceMechanism
@@ -765,7 +770,7 @@ def _headlist_group_size(n_optin, headlist_fraction):
     return max(0, min(int(round(headlist_fraction * n_optin)), n_optin - 2))
 
 
-class BlenderHeavyHitters(BaseEstimator):
+class BlenderHeavyHitters(ValidatedParamsMixin, BaseEstimator):
     """The most popular search records and their probabilities under the hybrid model (BLENDER).
 
     Every user holds one (query, url) record. Opt-in users ("tcm") trust the curator,

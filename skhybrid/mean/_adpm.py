@@ -7,7 +7,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _num_samples
 
-from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin
+from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, ValidatedParamsMixin
 from ..mechanisms import LaplaceMechanism, LocalLaplaceRandomizer
 from ..mechanisms._noise import personalized_laplace_release
 from ..theory._adpm import (
@@ -45,7 +45,8 @@ def _local_users(is_tcm, epsilon):
     return ~is_tcm & np.isfinite(epsilon)
 
 
-class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
+class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin,
+                    BaseEstimator):
     """Private mean for users who each choose their own privacy level epsilon_i.
 
     ADPM releases ``sum_i w_i x_i + Laplace(b)`` for values clipped to the bounds, with the

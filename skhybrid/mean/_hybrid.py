@@ -16,7 +16,7 @@ from .._group_estimates import (
     privatized_sum,
     reported_group_mean,
 )
-from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin
+from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, ValidatedParamsMixin
 from ..exceptions import EmptyGroupWarning
 from ..theory._hybrid import (
     full_lm_mse,
@@ -87,7 +87,8 @@ class _GroupStatistics:
         )
 
 
-class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
+class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin,
+                          BaseEstimator):
     """Differentially private mean for users who trust the curator to different degrees.
 
     tcm users (trusted-curator model) send raw values: the curator clips them and adds

@@ -14,7 +14,12 @@ from sklearn.utils._param_validation import HasMethods, Interval
 
 from .._group_estimates import central_group_means
 from ..accounting._costs import charge_release, check_user_id
-from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, check_fit_metadata
+from ..base import (
+    RANDOM_STATE_CONSTRAINT,
+    MeanEstimatorMixin,
+    ValidatedParamsMixin,
+    check_fit_metadata,
+)
 from ..mechanisms import ExponentialMechanism
 from ..theory._mixed import (
     mixed_mean_variance,
@@ -96,7 +101,7 @@ def _exponential_quantile(values, quantile, lower, upper, mechanism, rng):
     return edges[chosen] + lengths[chosen] * rng.random()
 
 
-class _BaseMixedEstimator(BaseEstimator):
+class _BaseMixedEstimator(ValidatedParamsMixin, BaseEstimator):
     """Group the users by epsilon, estimate each group privately, mix the estimates."""
 
     _parameter_constraints: dict = {

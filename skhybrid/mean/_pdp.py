@@ -12,6 +12,7 @@ from ..accounting._costs import charge_dask_release, charge_release, check_user_
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
     MeanEstimatorMixin,
+    ValidatedParamsMixin,
     check_fit_metadata,
     clamp_estimate,
     validate_fit_input,
@@ -149,7 +150,7 @@ def _row_probability(n_rows, trust_group, epsilon, *, levels, level_probability,
     )
 
 
-class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
+class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator):
     """Private mean for per-user privacy levels by the Sample mechanism (PDP baseline).
 
     Each user i is kept independently with probability

@@ -7,13 +7,18 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval
 
 from ..accounting._costs import charge_release, check_user_id
-from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, check_fit_metadata
+from ..base import (
+    RANDOM_STATE_CONSTRAINT,
+    MeanEstimatorMixin,
+    ValidatedParamsMixin,
+    check_fit_metadata,
+)
 from ..mechanisms._exponential import personalized_exponential_quantile
 from ..utils._random import check_random_state
 from ._pdp import _validate_curator_fit
 
 
-class PDPQuantileEstimator(MeanEstimatorMixin, BaseEstimator):
+class PDPQuantileEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator):
     """Private quantile for per-user privacy levels by the PE mechanism (PDP baseline).
 
     Jorgensen, Yu and Cormode's personalized exponential mechanism (PE) scores each

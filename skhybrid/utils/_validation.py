@@ -63,9 +63,13 @@ def check_trust_group(trust_group, n_samples):
 
     Notes
     -----
-    The work is vectorised: string and object columns are factorised (by pandas when
-    the input is a pandas object or pandas is installed), so that only the distinct
-    values are inspected in Python.
+    Only the distinct values are inspected in Python; the rows are read in compiled or
+    vectorised passes. An object column whose rows share a few string objects (as
+    pandas' CSV reader and Python literals give) is numbered by object identity;
+    Arrow-backed strings (pandas' ``str``, ``string[pyarrow]``) are compared byte by
+    byte; category columns by their codes. Other columns of exactly ``"tcm"`` / ``"lm"``
+    are compared with numpy, and anything else is factorised (by pandas when
+    installed), which also finds the first bad entry.
     """
     if trust_group is None:
         return np.ones(n_samples, dtype=bool)
