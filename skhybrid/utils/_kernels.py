@@ -15,11 +15,20 @@ reloaded by later processes). They take arrays of matching shapes from the calle
 :mod:`skhybrid.utils._sums` and :mod:`skhybrid.cluster._kmeans`: bounds are not
 checked, and a label outside ``[0, n_groups)`` is skipped, never written.
 
+The kernels take values feature-major (``values.T``, no copy): each feature's values
+are then contiguous for one feature or a Fortran-ordered input, and the loops over
+them vectorize.
+
 Exactness: a code is computed by exactly the float operations of the proof in
 :func:`fixed_point_code` (no contraction into fused multiply-adds: the product's
-operand is a difference, not a sum), converted to int64 exactly (an integer of at most
-``2**FIXED_POINT_BITS``), and added in int64. Labels compare distances with ``<`` only,
-so the first minimum is kept on ties, as ``argmin`` does.
+operand is a difference, not a sum); it is an integer of at most
+``2**FIXED_POINT_BITS``. A block's codes are added in float64, exactly (integers below
+2**53 whatever the order, :data:`_BLOCK_ROWS`), and the blocks' totals in int64 (or
+each code in int64, when codes are scattered to many groups). Only those exact sums,
+and the lm users' already private reports, are added in an order the compiler may
+change (:func:`_block_sum`); the codes themselves are computed without fast-math.
+Labels compare distances with ``<`` only, so the first minimum is kept on ties, as
+``argmin`` does.
 """
 
 import numba
@@ -29,7 +38,9 @@ import numpy as np
 #: callers pass arrays of matching shapes).
 _OPTIONS = {"nogil": True, "cache": True, "boundscheck": False}
 #: Rows per block of the feature-by-feature loops: a block of a row-major input stays in
-#: cache while each feature's column of it is read in turn.
+#: cache while each feature's column of it is read in turn. A block's codes (integers
+#: of at most 2**32, ``FIXED_POINT_BITS``) sum to at most 2**44: exactly representable
+#: in float64 whatever the order of the additions, with room for 2**21 rows.
 _BLOCK_ROWS = 4096
 
 
@@ -50,33 +61,54 @@ def fixed_point_code(value, lower, upper, scale):
     return np.rint((value - lower) * scale)
 
 
+@numba.njit(fastmath={"reassoc"}, **_OPTIONS)
+def _block_sum(buffer, length):
+    """``buffer[:length].sum()``, in any order of additions (so that it vectorizes).
+
+    Only for sums whose every partial sum is exact: integers below 2**53 (a block's
+    fixed-point codes, see :data:`_BLOCK_ROWS`), or values whose rounding is not part
+    of any guarantee (the lm users' reports, already private).
+    """
+    total = 0.0
+    for index in range(length):
+        total += buffer[index]
+    return total
+
+
 @numba.njit(**_OPTIONS)
-def fixed_point_codes_into(values, lower, upper, scale, codes):
-    """``codes[j, i] = fixed_point_code(values[i, j], ...)``: feature-major codes.
+def fixed_point_codes_into(columns, lower, upper, scale, codes):
+    """``codes[j, i] = fixed_point_code(columns[j, i], ...)``: feature-major codes.
 
     Parameters
     ----------
-    values : ndarray of float64 of shape (n_rows, n_features)
+    columns : ndarray of float64 of shape (n_features, n_rows)
+        The values, feature-major (``values.T``: no copy; the loops vectorize when
+        each feature's values are contiguous, as for one feature or a Fortran array).
     lower, upper, scale : ndarray of float64 of shape (n_features,)
     codes : ndarray of float64 of shape (n_features, n_rows)
         Written in place.
     """
-    n_rows, n_features = values.shape
+    n_features, n_rows = columns.shape
     for start in range(0, n_rows, _BLOCK_ROWS):
         stop = min(start + _BLOCK_ROWS, n_rows)
         for feature in range(n_features):
             low, high, step = lower[feature], upper[feature], scale[feature]
             for row in range(start, stop):
-                codes[feature, row] = fixed_point_code(values[row, feature], low, high, step)
+                codes[feature, row] = fixed_point_code(columns[feature, row], low, high, step)
 
 
 @numba.njit(**_OPTIONS)
-def fixed_point_code_sums(values, lower, upper, scale, labels, sums):
-    """``sums[g, j] +=`` the codes of feature ``j`` of the rows labelled ``g``, in int64.
+def fixed_point_code_sums(columns, lower, upper, scale, labels, sums):
+    """``sums[g, j] +=`` the codes of feature ``j`` of the rows labelled ``g``, exactly.
+
+    Each block's codes are added as float64 (exact: integers below 2**53, see
+    :data:`_BLOCK_ROWS`), in an order that vectorizes, and each block's total is added
+    to ``sums`` in int64.
 
     Parameters
     ----------
-    values : ndarray of float64 of shape (n_rows, n_features)
+    columns : ndarray of float64 of shape (n_features, n_rows)
+        The values, feature-major (see :func:`fixed_point_codes_into`).
     lower, upper, scale : ndarray of float64 of shape (n_features,)
     labels : ndarray of int of shape (n_rows,) or None
         Each row's group; rows labelled outside ``[0, n_groups)`` are left out. None
@@ -84,76 +116,78 @@ def fixed_point_code_sums(values, lower, upper, scale, labels, sums):
     sums : ndarray of int64 of shape (n_groups, n_features)
         Added to in place.
     """
-    n_rows, n_features = values.shape
+    n_features, n_rows = columns.shape
     n_groups = sums.shape[0]
-    # Labelled rows are added to a copy with one more row, for the rows left out: a
-    # selection, not a branch on the (unpredictable) label.
+    first = np.empty(_BLOCK_ROWS)
+    second = np.empty(_BLOCK_ROWS)
+    # With more groups, labelled rows are added to a copy with one more row, for the
+    # rows left out: a selection, not a branch on the (unpredictable) label.
     scattered = np.zeros((n_groups + 1, n_features), dtype=np.int64)
     for start in range(0, n_rows, _BLOCK_ROWS):
         stop = min(start + _BLOCK_ROWS, n_rows)
+        length = stop - start
         for feature in range(n_features):
             low, high, step = lower[feature], upper[feature], scale[feature]
             if labels is None:
-                total = 0
                 for row in range(start, stop):
-                    total += np.int64(fixed_point_code(values[row, feature], low, high, step))
-                sums[0, feature] += total
+                    first[row - start] = fixed_point_code(columns[feature, row], low, high,
+                                                          step)
+                sums[0, feature] += np.int64(_block_sum(first, length))
             elif n_groups <= 2:
-                # The common case (tcm or not, kept or dropped): two running totals in
-                # registers, each adding the code or 0 (the loop vectorizes).
-                first = 0
-                second = 0
+                # The common case (tcm or not, kept or dropped): each row's code or 0 in
+                # each group's block, by selection (the loop vectorizes).
                 for row in range(start, stop):
-                    code = np.int64(fixed_point_code(values[row, feature], low, high, step))
+                    code = fixed_point_code(columns[feature, row], low, high, step)
                     group = labels[row]
-                    first += code if group == 0 else 0
-                    second += code if group == 1 else 0
-                sums[0, feature] += first
+                    first[row - start] = code if group == 0 else 0.0
+                    second[row - start] = code if group == 1 else 0.0
+                sums[0, feature] += np.int64(_block_sum(first, length))
                 if n_groups == 2:
-                    sums[1, feature] += second
+                    sums[1, feature] += np.int64(_block_sum(second, length))
             else:
                 for row in range(start, stop):
                     group = labels[row]
                     group = group if 0 <= group < n_groups else n_groups
                     scattered[group, feature] += np.int64(
-                        fixed_point_code(values[row, feature], low, high, step))
+                        fixed_point_code(columns[feature, row], low, high, step))
     if labels is not None and n_groups > 2:
         sums += scattered[:n_groups]
 
 
 @numba.njit(**_OPTIONS)
-def code_and_float_sums(values, lower, upper, scale, is_coded, code_sums, float_sums):
+def code_and_float_sums(columns, lower, upper, scale, is_coded, code_sums, float_sums):
     """Exact code sums of the rows in ``is_coded``, float sums of the others, in one pass.
 
     The hybrid mean's two groups of one chunk: the tcm users' clipped values in fixed
     point (:func:`fixed_point_code_sums`), the lm users' reports (already private) as
-    they are. Each row is read once and added to one of the two, by selection.
+    they are. Each row is read once and goes to one of the two, by selection.
 
     Parameters
     ----------
-    values : ndarray of float64 of shape (n_rows, n_features)
+    columns : ndarray of float64 of shape (n_features, n_rows)
+        The values, feature-major (see :func:`fixed_point_codes_into`).
     lower, upper, scale : ndarray of float64 of shape (n_features,)
     is_coded : ndarray of bool of shape (n_rows,)
     code_sums : ndarray of int64 of shape (n_features,)
-        Added to in place: the coded rows' codes.
+        Added to in place: the coded rows' codes, exactly.
     float_sums : ndarray of float64 of shape (n_features,)
-        Added to in place: the other rows' values, in row order.
+        Added to in place: the other rows' values (in an order that vectorizes).
     """
-    n_rows, n_features = values.shape
+    n_features, n_rows = columns.shape
+    coded_block = np.empty(_BLOCK_ROWS)
+    other_block = np.empty(_BLOCK_ROWS)
     for start in range(0, n_rows, _BLOCK_ROWS):
         stop = min(start + _BLOCK_ROWS, n_rows)
         for feature in range(n_features):
             low, high, step = lower[feature], upper[feature], scale[feature]
-            codes = 0
-            others = 0.0
             for row in range(start, stop):
-                value = values[row, feature]
+                value = columns[feature, row]
                 coded = is_coded[row]
-                code = np.int64(fixed_point_code(value, low, high, step))
-                codes += code if coded else 0
-                others += 0.0 if coded else value
-            code_sums[feature] += codes
-            float_sums[feature] += others
+                code = fixed_point_code(value, low, high, step)
+                coded_block[row - start] = code if coded else 0.0
+                other_block[row - start] = 0.0 if coded else value
+            code_sums[feature] += np.int64(_block_sum(coded_block, stop - start))
+            float_sums[feature] += _block_sum(other_block, stop - start)
 
 
 @numba.njit(**_OPTIONS)

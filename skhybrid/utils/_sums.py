@@ -13,8 +13,9 @@ Every sum that feeds a release is therefore computed here, in fixed point:
    ``k = rint((x - lower) * 2**FIXED_POINT_BITS / (upper - lower))``, clipped to
    ``[0, 2**FIXED_POINT_BITS]``. The map is monotone, so the code of any legal value is
    in that range whatever the rounding;
-2. the codes are added exactly, as integers in int64 (each code is converted exactly;
-   the sums stay below 2**63 for fewer than 2**31 rows).
+2. the codes are added exactly: in float64 within blocks of 4096 rows (integers below
+   2**44, so every partial sum is exact), and the blocks' totals as integers in int64
+   (the sums stay below 2**63 for fewer than 2**31 rows).
 
 Both steps run as one compiled pass over the values
 (:func:`~skhybrid.utils._kernels.fixed_point_code_sums`).
@@ -35,6 +36,7 @@ with ``B = FIXED_POINT_BITS`` (about 1e-10 of the range), far below any noise.
 import numpy as np
 
 from ._kernels import (
+    _BLOCK_ROWS,
     code_and_float_sums,
     fixed_point_code_sums,
     fixed_point_codes_into,
@@ -46,6 +48,8 @@ from ._kernels import (
 #: :func:`~skhybrid.utils._kernels.fixed_point_code`).
 FIXED_POINT_BITS = 32
 _SCALE = float(2**FIXED_POINT_BITS)
+if _BLOCK_ROWS * 2**FIXED_POINT_BITS > 2**53:  # pragma: no cover - a change of constants
+    raise AssertionError("a block's codes must sum exactly in float64 (below 2**53)")
 
 
 def check_fixed_point_range(lower, upper):
@@ -95,6 +99,26 @@ def _float_rows(values):
     return values
 
 
+#: Rows of a row-major array copied feature-major at a time (:func:`_feature_major`).
+_COPY_ROWS = 2**16
+
+
+def _feature_major(values):
+    """``(start, values[start:stop].T)`` blocks covering ``values``, each C-contiguous.
+
+    The kernels' loops over one feature vectorize when its values are contiguous. For
+    one feature or a Fortran-ordered array, ``values.T`` already is (no copy); a
+    row-major array of several features is copied ``_COPY_ROWS`` rows at a time, never
+    whole.
+    """
+    columns = values.T
+    if columns.flags.c_contiguous:
+        yield 0, columns
+        return
+    for start in range(0, values.shape[0], _COPY_ROWS):
+        yield start, np.ascontiguousarray(values[start : start + _COPY_ROWS].T)
+
+
 def fixed_point_codes(values, lower, upper, width=None):
     """Each value's integer code on the fixed-point grid of ``[lower, upper]``, feature-major.
 
@@ -116,7 +140,8 @@ def fixed_point_codes(values, lower, upper, width=None):
     values = _float_rows(values)
     lower, upper, scale = _bounds_and_scale(lower, upper, values.shape[1], width)
     codes = np.empty((values.shape[1], values.shape[0]))
-    fixed_point_codes_into(values, lower, upper, scale, codes)
+    # Read in place, even row-major: the written codes are what must be contiguous.
+    fixed_point_codes_into(values.T, lower, upper, scale, codes)
     return codes
 
 
@@ -156,7 +181,10 @@ def fixed_point_sums(values, lower, upper, *, labels=None, n_groups=1):
     if labels is not None:
         labels = _check_labels(labels, values.shape[0])
     sums = np.zeros((n_groups, values.shape[1]), dtype=np.int64)
-    fixed_point_code_sums(values, lower, upper, scale, labels, sums)
+    for start, columns in _feature_major(values):
+        fixed_point_code_sums(columns, lower, upper, scale,
+                              None if labels is None else labels[start : start + columns.shape[1]],
+                              sums)
     return sums
 
 
@@ -178,7 +206,8 @@ def fixed_point_and_float_sums(values, lower, upper, in_fixed_point):
     code_sums : ndarray of int64 of shape (n_features,)
         ``fixed_point_sums(values, lower, upper, labels=~in_fixed_point)[0]``.
     float_sums : ndarray of float64 of shape (n_features,)
-        The sums of the other rows' values (in row order).
+        The sums of the other rows' values (in an order that vectorizes: they are
+        already private, their rounding is not part of any guarantee).
     """
     values = _float_rows(values)
     lower, upper, scale = _bounds_and_scale(lower, upper, values.shape[1])
@@ -190,7 +219,9 @@ def fixed_point_and_float_sums(values, lower, upper, in_fixed_point):
         )
     code_sums = np.zeros(values.shape[1], dtype=np.int64)
     float_sums = np.zeros(values.shape[1])
-    code_and_float_sums(values, lower, upper, scale, in_fixed_point, code_sums, float_sums)
+    for start, columns in _feature_major(values):
+        code_and_float_sums(columns, lower, upper, scale,
+                            in_fixed_point[start : start + columns.shape[1]], code_sums, float_sums)
     return code_sums, float_sums
 
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from skhybrid.utils._sums import (
+    _COPY_ROWS,
     FIXED_POINT_BITS,
     fixed_point_and_float_sums,
     fixed_point_codes,
@@ -46,14 +47,15 @@ def _numpy_codes(values, lower, upper):
     return np.rint((np.clip(values, lower, upper) - lower) * scale).T
 
 
-@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("order", ["C", "F", "strided"])
 @pytest.mark.parametrize("n_groups", [1, 2, 4])  # two kernels' paths: <= 2 groups, more
 def test_compiled_codes_and_sums_equal_numpy_on_the_definition(order, n_groups):
     """The compiled pass gives numpy's codes bit for bit (bounds far from zero, narrow
     and wide, values beyond the bounds and infinite), and their exact grouped sums;
-    labels outside [0, n_groups) are left out, never written."""
+    labels outside [0, n_groups) are left out, never written. Row-major and strided
+    arrays are copied feature-major block by block: more rows than one such block."""
     rng = np.random.default_rng(5)
-    n = 9_000  # more than one block of the kernels
+    n = _COPY_ROWS + 9_000  # more than one block of the kernels and of the copies
     lower = np.array([0.0, -1e9, 2.0**52, -3e-7, 1e300])
     upper = np.array([1.0, 1e9, 2.0**52 + 1, 5e-7, 1.5e300])
     width = upper - lower
@@ -62,7 +64,10 @@ def test_compiled_codes_and_sums_equal_numpy_on_the_definition(order, n_groups):
     values[::89] = -np.inf
     values[::13] = lower
     values[::11] = upper
-    values = np.asarray(values, order=order)
+    if order == "strided":
+        values = np.repeat(values, 2, axis=0)[::2]
+    else:
+        values = np.asarray(values, order=order)
     expected = _numpy_codes(values, lower, upper)
     np.testing.assert_array_equal(fixed_point_codes(values, lower, upper), expected)
     labels = rng.integers(-2, n_groups + 2, n).astype(np.int8)  # some outside [0, n_groups)
@@ -72,6 +77,27 @@ def test_compiled_codes_and_sums_equal_numpy_on_the_definition(order, n_groups):
         assert list(sums[group]) == list(integers[labels == group].sum(axis=0))
     whole = fixed_point_sums(values, lower, upper)
     assert list(whole[0]) == list(integers.sum(axis=0))
+
+
+@pytest.mark.parametrize("n_features", [1, 3])
+def test_fixed_point_sums_past_2_53_are_exact(n_features):
+    """Sums of codes past 2**53 (where float64 no longer holds every integer): the
+    blocks' float sums (exact below 2**53) and their int64 totals must be the exact
+    integer sums, with and without labels, and in the fused pass with float sums."""
+    rng = np.random.default_rng(11)
+    n = 2**21 + 2**20 + 4_097
+    values = rng.uniform(0.5, 1.5, (n, n_features))  # codes in [2**31, 2**32]
+    lower, upper = np.zeros(n_features), np.ones(n_features)
+    codes = _numpy_codes(values, lower, upper).astype(np.int64)
+    assert codes.sum(axis=1).min() > 2**53
+    np.testing.assert_array_equal(fixed_point_sums(values, lower, upper)[0],
+                                  codes.sum(axis=1))
+    labels = rng.random(n) < 0.4
+    np.testing.assert_array_equal(
+        fixed_point_sums(values, lower, upper, labels=labels, n_groups=2),
+        [codes[:, ~labels].sum(axis=1), codes[:, labels].sum(axis=1)])
+    code_sums, _ = fixed_point_and_float_sums(values, lower, upper, labels)
+    np.testing.assert_array_equal(code_sums, codes[:, labels].sum(axis=1))
 
 
 def test_fixed_point_sums_equal_the_grouped_sums_of_their_codes():
