@@ -197,11 +197,25 @@ def _located_columns(function, block, features, order, *, rng):
     ``order`` lists each metadata's name, its column in ``block`` (or None) and its
     in-memory value (used when it has no column).
     """
-    blocks = [block[features]] + [
+    blocks = [_feature_block(block, features)] + [
         value if column is None else block[column].rename(name)
         for name, column, value in order
     ]
     return _located(function, *blocks, rng=rng)
+
+
+def _feature_block(block, features):
+    """``block[features]``; for one float64 feature, its column as an (n, 1) array.
+
+    Selecting columns builds a new DataFrame (0.5 ms for a partition of 1e6 rows, a
+    quarter of the partition's statistics); one column's values are a view. Other
+    partitions keep the DataFrame, and validation then names their bad entries.
+    """
+    if len(features) == 1:
+        column = block[features[0]]
+        if column.ndim == 1 and column.dtype == np.float64:  # not duplicated names
+            return column.to_numpy().reshape(-1, 1)
+    return block[features]
 
 
 def _map_partitions_one_pass(function, X, generators, metadata):

@@ -82,13 +82,18 @@ def _bounds_and_scale(lower, upper, n_features, width=None):
     Broadcast (scalars) and checked here: the compiled kernels read one bound per
     feature without bounds checks.
     """
-    lower, upper = (np.ascontiguousarray(np.broadcast_to(np.asarray(side, dtype=np.float64),
-                                                         (n_features,)))
-                    for side in (lower, upper))
+    lower, upper = (_per_feature(side, n_features) for side in (lower, upper))
     if width is None:
         width = check_fixed_point_range(lower, upper)
-    scale = np.ascontiguousarray(np.broadcast_to(_SCALE / width, (n_features,)))
-    return lower, upper, scale
+    return lower, upper, _per_feature(_SCALE / width, n_features)
+
+
+def _per_feature(values, n_features):
+    """``values`` broadcast to a contiguous float64 array of shape (n_features,)."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.shape == (n_features,) and values.flags.c_contiguous:
+        return values  # the usual case: no broadcast to build
+    return np.ascontiguousarray(np.broadcast_to(values, (n_features,)))
 
 
 def _float_rows(values):
