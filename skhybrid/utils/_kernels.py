@@ -320,22 +320,14 @@ def tcm_lm_strings(offsets, data, is_tcm):
     """``is_tcm[i]``: whether Arrow string ``i`` is ``"tcm"``, if every string is "tcm"/"lm".
 
     An Arrow string array stores its strings' UTF-8 bytes end to end in ``data``; string
-    ``i`` is ``data[offsets[i]:offsets[i + 1]]``. Two passes without branches on the
-    data (which string a row holds is unpredictable, and both loops vectorize):
-
-    1. each string's length is 3 with first byte ``t``, or 2 with first byte ``l``;
-    2. the bytes of all the strings, end to end, are a sequence of the words ``tcm`` and
-       ``lm``: every byte is one of ``t c l m``, ``t`` is followed by ``c``, ``c`` and
-       ``l`` by ``m``, ``m`` by ``t`` or ``l`` or the end.
-
-    By 2, the sequence splits into the two words one way only, and every ``t`` or ``l``
-    starts a word; by 1, each string starts at such a ``t`` (``l``) and is as long as its
-    word, so it is exactly ``tcm`` (``lm``).
+    ``i`` is ``data[offsets[i]:offsets[i + 1]]``. Each string is compared by its length
+    and bytes, without branches (which string a row holds is unpredictable): three bytes
+    are read, from the string when it has 2 or 3 of them, else from the buffer's start.
 
     Parameters
     ----------
     offsets : ndarray of int32 or int64 of shape (n_rows + 1,)
-    data : ndarray of uint8 of at least 1 byte
+    data : ndarray of uint8 of at least 2 bytes
     is_tcm : ndarray of bool of shape (n_rows,)
         Written in place (complete only when the result is True).
 
@@ -344,23 +336,17 @@ def tcm_lm_strings(offsets, data, is_tcm):
     valid : bool
         Whether every string is ``"tcm"`` or ``"lm"``.
     """
-    t, c, l, m = 116, 99, 108, 109  # noqa: E741 - the bytes of "tcm" and "lm"
-    n_rows = is_tcm.shape[0]
     others = 0
-    for row in range(n_rows):
+    for row in range(is_tcm.shape[0]):
         start = offsets[row]
         length = offsets[row + 1] - start
-        first = data[start if length > 0 else 0]  # an empty string reads a dummy byte
         three = length == 3
-        is_tcm[row] = three
-        others += not ((three & (first == t)) | ((length == 2) & (first == l)))
-    if others or n_rows == 0:
-        return others == 0
-    begin, end = offsets[0], offsets[n_rows]
-    bad = data[end - 1] != m
-    for index in range(begin, end - 1):
-        byte, after = data[index], data[index + 1]
-        bad |= (((byte == t) & (after != c)) | ((byte == c) & (after != m))
-                | ((byte == l) & (after != m)) | ((byte == m) & (after != t) & (after != l))
-                | ((byte != t) & (byte != c) & (byte != l) & (byte != m)))
-    return not bad
+        two = length == 2
+        base = start if two | three else 0
+        first, second = data[base], data[base + 1]
+        last = data[base + 1 + np.int64(three)]  # the second byte again for "lm"
+        tcm = three & (first == 116) & (second == 99) & (last == 109)  # b"tcm"
+        lm = two & (first == 108) & (second == 109)  # b"lm"
+        is_tcm[row] = tcm
+        others += not (tcm | lm)
+    return others == 0

@@ -228,7 +228,7 @@ def _string_buffers(strings):
 
     The array may start inside its buffers (``offset``, as a slice does): its ``n``
     strings are delimited by ``n + 1`` offsets from there, into the whole bytes buffer
-    (at least 1 byte, which :func:`~skhybrid.utils._kernels.tcm_lm_strings` reads).
+    (at least 2 bytes, which :func:`~skhybrid.utils._kernels.tcm_lm_strings` reads).
     """
     import pyarrow as pa
 
@@ -237,8 +237,8 @@ def _string_buffers(strings):
     offsets = np.frombuffer(offsets, dtype=offset_type)
     offsets = offsets[strings.offset : strings.offset + len(strings) + 1]
     data = np.zeros(0, dtype=np.uint8) if data is None else np.frombuffer(data, np.uint8)
-    if data.shape[0] == 0:  # the compiled pass reads a byte even of empty strings
-        data = np.zeros(1, dtype=np.uint8)
+    if data.shape[0] < 2:  # the compiled pass reads 2 bytes even of shorter strings
+        data = np.concatenate([data, np.zeros(2, dtype=np.uint8)])
     return offsets, data
 
 

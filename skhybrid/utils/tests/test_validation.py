@@ -118,14 +118,14 @@ def test_trust_group_arrow_strings_in_chunks_with_offsets():
 
 
 _WORDS = ["", "t", "l", "m", "c", "x", "tc", "cm", "lm", "tcm", "tcml", "mt", "lmt", "ml",
-          "tmc", "ll", "tt", "mlm", "cmt", "lmtcm", "tcmlm", "LM"]
+          "tmc", "ll", "tt", "mlm", "cmt", "lmtcm", "tcmlm", "LM", "tct", "lt"]
 
 
 def test_arrow_strings_are_tcm_or_lm_exactly_in_every_arrangement():
-    """The compiled byte comparison of Arrow strings (lengths, first bytes, then the
-    bytes end to end) against Python's ``==``: every list of up to 3 words from
-    prefixes, suffixes and concatenations of "tcm" and "lm", in 32- and 64-bit-offset
-    arrays that start inside their buffers."""
+    """The compiled byte comparison of Arrow strings against Python's ``==``: every
+    list of up to 3 words from prefixes, suffixes and concatenations of "tcm" and "lm",
+    in 32- and 64-bit-offset arrays that start inside their buffers, or hold 0 or 1
+    byte in all."""
     import itertools
 
     pa = pytest.importorskip("pyarrow")
@@ -136,9 +136,10 @@ def test_arrow_strings_are_tcm_or_lm_exactly_in_every_arrangement():
             valid = all(word in ("tcm", "lm") for word in words)
             expected = [word == "tcm" for word in words] if valid else None
             for arrow_type in (pa.string(), pa.large_string()):
-                strings = pa.array(["tc", *words, "m"], arrow_type).slice(1, n_words)
-                got = _arrow_tcm_mask(strings)
-                assert (None if got is None else got.tolist()) == expected, words
+                for strings in (pa.array(["tc", *words, "m"], arrow_type).slice(1, n_words),
+                                pa.array(words, arrow_type)):
+                    got = _arrow_tcm_mask(strings)
+                    assert (None if got is None else got.tolist()) == expected, words
 
 
 def test_object_columns_sharing_a_few_objects_are_read_by_identity():
