@@ -420,12 +420,24 @@ def check_bounds(bounds, n_features):
         lower, upper = bounds
     except (TypeError, ValueError):
         raise ValueError(f"bounds must be a pair (lower, upper); got {bounds!r}") from None
+    if type(lower) in _SCALAR_TYPES and type(upper) in _SCALAR_TYPES:
+        # The usual (0.0, 1.0): the checks below in Python floats (the same IEEE
+        # arithmetic), and on any failure the general path gives its message.
+        try:
+            low, high = float(lower), float(upper)
+        except OverflowError:  # an int beyond float64
+            low = high = 0.0
+        if (-MAX_BOUND_MAGNITUDE <= low < high <= MAX_BOUND_MAGNITUDE
+                and high - low >= MIN_BOUND_WIDTH):
+            return np.full(n_features, low), np.full(n_features, high)
     arrays = []
     for side, value in (("lower", lower), ("upper", upper)):
         try:
             array = np.asarray(value, dtype=np.float64)
         except (TypeError, ValueError):
             raise ValueError(f"bounds {side} must be numeric; got {value!r}") from None
+        except OverflowError:  # an int beyond float64
+            raise ValueError(f"bounds {side} must be finite; got {value!r}") from None
         if array.ndim > 1 or (array.ndim == 1 and array.shape[0] != n_features):
             raise ValueError(
                 f"bounds {side} must be a scalar or have one entry per feature "
@@ -445,6 +457,8 @@ def check_bounds(bounds, n_features):
     return lower, upper
 
 
+#: Scalar bounds checked without arrays by :func:`check_bounds` (not bool, a subclass of int).
+_SCALAR_TYPES = frozenset({int, float, np.float64, np.float32, np.int64, np.int32})
 #: Largest magnitude of a bound, and smallest width ``upper - lower``: squares of widths,
 #: noise variances and sums over many users then stay far inside float64's range.
 MAX_BOUND_MAGNITUDE = 1e100

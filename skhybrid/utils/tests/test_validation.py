@@ -355,3 +355,27 @@ def test_feature_wise_equals_numpy_broadcasting(n_features):
     # Scalar and one-element bounds broadcast as numpy's do.
     np.testing.assert_array_equal(feature_wise(np.clip, X, 0.0, np.array([0.5])),
                                   np.clip(X, 0.0, np.array([0.5])))
+
+
+_bound = st.one_of(st.floats(), st.integers(-10**400, 10**400), st.sampled_from(
+    [0.0, -0.0, 1e-100, 1e100, -1e100, 1e100 * (1 + 2**-52), 5e-101]))
+
+
+@given(_bound, _bound, st.integers(1, 3))
+def test_scalar_bounds_fast_path_agrees_with_the_array_checks(lower, upper, n_features):
+    """Python scalars are checked without arrays; 0-d arrays take the general path: both
+    must accept the same bounds with the same result, and refuse with the same message
+    (up to the value shown, whose repr the 0-d array changes)."""
+    def outcome(bounds):
+        try:
+            return check_bounds(bounds, n_features)
+        except ValueError as error:
+            return str(error).split("; got")[0]
+
+    fast = outcome((lower, upper))
+    general = outcome((np.asarray(lower, dtype=object), np.asarray(upper, dtype=object)))
+    if isinstance(general, str):
+        assert fast == general
+    else:
+        np.testing.assert_array_equal(fast[0], general[0])
+        np.testing.assert_array_equal(fast[1], general[1])
