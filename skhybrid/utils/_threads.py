@@ -1,6 +1,7 @@
 """Threads: the cores this process may use, and BLAS kept to one thread inside parallel work."""
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import lru_cache
 
@@ -32,3 +33,19 @@ def available_cores():
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def in_parts(function, n_rows, min_rows=2**21):
+    """``[function(start, stop), ...]`` over consecutive parts of ``range(n_rows)``.
+
+    The parts run on threads, one per available core, when each part has at least
+    ``min_rows`` rows (for fewer, a thread costs more than it saves); else there is one
+    part, run here. ``function`` should release the GIL (a compiled kernel does).
+    """
+    n_parts = max(1, min(available_cores(), n_rows // min_rows))
+    bounds = [n_rows * part // n_parts for part in range(n_parts + 1)]
+    parts = list(zip(bounds[:-1], bounds[1:]))
+    if n_parts == 1:
+        return [function(start, stop) for start, stop in parts]
+    with ThreadPoolExecutor(n_parts) as pool:
+        return list(pool.map(lambda part: function(*part), parts))

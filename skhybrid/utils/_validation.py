@@ -202,12 +202,14 @@ def _arrow_tcm_mask(strings):
     """The tcm mask of an Arrow string column of exactly ``"tcm"`` / ``"lm"``, else None.
 
     Each chunk's offsets and bytes are read in place by one compiled pass
-    (:func:`~skhybrid.utils._kernels.tcm_lm_strings`). Nulls and other spellings give
+    (:func:`~skhybrid.utils._kernels.tcm_lm_strings`), in parts on the available cores
+    for millions of rows. Nulls and other spellings give
     None: the caller's factorisation handles them and names the first bad entry.
     """
     import pyarrow as pa  # present: pandas' Arrow-backed strings need it
 
     from ._kernels import tcm_lm_strings
+    from ._threads import in_parts
 
     chunks = getattr(strings, "chunks", [strings])
     is_tcm = np.empty(len(strings), dtype=bool)
@@ -216,10 +218,15 @@ def _arrow_tcm_mask(strings):
         if chunk.null_count or not (pa.types.is_string(chunk.type)
                                     or pa.types.is_large_string(chunk.type)):
             return None
-        stop = start + len(chunk)
-        if not tcm_lm_strings(*_string_buffers(chunk), is_tcm[start:stop]):
+        offsets, data = _string_buffers(chunk)
+        mask = is_tcm[start : start + len(chunk)]
+
+        def compare(first, stop, offsets=offsets, data=data, mask=mask):
+            return tcm_lm_strings(offsets[first : stop + 1], data, mask[first:stop])
+
+        if not all(in_parts(compare, len(chunk))):
             return None
-        start = stop
+        start += len(chunk)
     return is_tcm
 
 

@@ -379,3 +379,36 @@ def test_scalar_bounds_fast_path_agrees_with_the_array_checks(lower, upper, n_fe
     else:
         np.testing.assert_array_equal(fast[0], general[0])
         np.testing.assert_array_equal(fast[1], general[1])
+
+
+def test_arrow_strings_compared_in_parts_on_threads(monkeypatch):
+    """Millions of rows are compared in parts on threads: every part boundary keeps its
+    rows (the offsets are sliced with one more entry than the part), and a bad string
+    in any part sends the column to the factorisation."""
+    import functools
+
+    pa = pytest.importorskip("pyarrow")
+    from skhybrid.utils import _threads
+    from skhybrid.utils._validation import _arrow_tcm_mask
+
+    monkeypatch.setattr(_threads, "available_cores", lambda: 4)
+    monkeypatch.setattr(_threads, "in_parts",
+                        functools.partial(_threads.in_parts, min_rows=5))
+    words = np.where(np.random.default_rng(2).random(43) < 0.4, "tcm", "lm").tolist()
+    strings = pa.chunked_array([pa.array(["lm", *words[:30]]).slice(1), pa.array(words[30:])])
+    assert _arrow_tcm_mask(strings).tolist() == [word == "tcm" for word in words]
+    for bad_row in (0, 7, 29, 42):
+        spoiled = list(words)
+        spoiled[bad_row] = "tc"
+        assert _arrow_tcm_mask(pa.array(spoiled)) is None
+
+
+def test_in_parts_covers_the_rows_once_in_order(monkeypatch):
+    from skhybrid.utils import _threads
+
+    monkeypatch.setattr(_threads, "available_cores", lambda: 3)
+    for n_rows, min_rows, n_parts in [(0, 1, 1), (10, 20, 1), (10, 4, 2), (100, 1, 3)]:
+        parts = _threads.in_parts(lambda start, stop: (start, stop), n_rows, min_rows)
+        assert len(parts) == n_parts
+        assert [start for start, _ in parts][0] == 0 and parts[-1][1] == n_rows
+        assert all(stop == start for (_, stop), (start, _) in zip(parts, parts[1:]))
