@@ -246,6 +246,41 @@ def test_dataframe_partitions_are_read_once(monkeypatch):
     assert calls == []
 
 
+def test_metadata_columns_of_the_features_frame_are_selected_with_them(monkeypatch):
+    """Metadata that are columns of X's own frame are read in one selection with the
+    features (no assign): the same releases as metadata from another, aligned frame
+    (which is assigned), also when a metadata column is a feature too."""
+    import skhybrid.utils._dask as dask_utils
+
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"value": rng.uniform(0, 1, 3_000), "other": rng.uniform(0, 1, 3_000),
+                          "tcm": rng.random(3_000) < 0.3,
+                          "epsilon": rng.choice([0.5, 2.0], 3_000)})
+    ddf = dd.from_pandas(frame, npartitions=3)
+    # Another frame with the same metadata columns and partitions (an equal frame would
+    # be the same Dask expression).
+    copy = dd.from_pandas(frame.assign(unused=0), npartitions=3)
+    selections = []
+    original = dask_utils._columns_of_one_frame
+    monkeypatch.setattr(dask_utils, "_columns_of_one_frame",
+                        lambda X, series: selections.append(original(X, series)[1])
+                        or original(X, series))
+    for features, estimator in ((["value"], HybridMeanEstimator(bounds=(0, 1),
+                                                                 local_reports=True)),
+                                (["value", "other"], ADPMEstimator(bounds=(0, 1))),
+                                (["value", "epsilon"], ADPMEstimator(bounds=(0, 3)))):
+        fits = []
+        for metadata in (ddf, copy):
+            kwargs = {"trust_group": metadata["tcm"]}
+            if isinstance(estimator, ADPMEstimator):
+                kwargs = {"epsilon": metadata["epsilon"]}
+            fits.append(estimator.set_params(random_state=7).fit(ddf[features], **kwargs))
+        np.testing.assert_array_equal(fits[0].mean_, fits[1].mean_)
+    # The same frame's columns were selected together; the other frame's were not.
+    assert selections == [{"trust_group": "tcm"}, None, {"epsilon": "epsilon"}, None,
+                          {"epsilon": "epsilon"}, None]
+
+
 def test_a_non_finite_value_in_a_chunk_raises():
     X = np.zeros((1_000, 1))
     X[555] = np.nan
