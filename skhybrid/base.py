@@ -61,6 +61,7 @@ _PARAM_NAMES = {}
 _VALID_PARAMS = set()
 _MAX_VALID_PARAMS = 4096
 _IMMUTABLE_TYPES = frozenset({bool, int, float, complex, str, type(None)})
+_NUMPY_SCALARS = (np.number, np.bool_, np.str_)  # not np.void: a view into an array
 
 
 def _params_key(cls, params):
@@ -75,11 +76,11 @@ def _params_key(cls, params):
         kind = type(value)
         if kind is tuple:
             kinds = tuple(map(type, value))
-            if not all(item in _IMMUTABLE_TYPES or issubclass(item, np.generic)
+            if not all(item in _IMMUTABLE_TYPES or issubclass(item, _NUMPY_SCALARS)
                        for item in kinds):
                 return None
             key.append((name, kind, kinds, value))
-        elif kind in _IMMUTABLE_TYPES or issubclass(kind, np.generic):
+        elif kind in _IMMUTABLE_TYPES or issubclass(kind, _NUMPY_SCALARS):
             key.append((name, kind, value))
         else:
             return None

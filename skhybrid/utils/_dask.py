@@ -268,9 +268,9 @@ def _columns_of_one_frame(X, series):
     try:
         from dask.dataframe.dask_expr import new_collection
 
-        frame = X.expr.frame
         if type(X.expr).__name__ != "Projection":
             return None, None
+        frame = X.expr.frame
         names = {}
         for name, value in series.items():
             expr = value.expr

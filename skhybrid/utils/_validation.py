@@ -203,8 +203,8 @@ def _arrow_tcm_mask(strings):
 
     Each chunk's offsets and bytes are read in place by one compiled pass
     (:func:`~skhybrid.utils._kernels.tcm_lm_strings`), in parts on the available cores
-    for millions of rows. Nulls and other spellings give
-    None: the caller's factorisation handles them and names the first bad entry.
+    for millions of rows. Nulls and other spellings give None: the caller's
+    factorisation handles them and names the first bad entry.
     """
     import pyarrow as pa  # present: pandas' Arrow-backed strings need it
 
