@@ -109,7 +109,7 @@ _COPY_ROWS = 2**16
 
 
 def _feature_major(values):
-    """``(start, values[start:stop].T)`` blocks covering ``values``, each C-contiguous.
+    """``(rows, values[rows].T)`` blocks covering ``values``, each C-contiguous.
 
     The kernels' loops over one feature vectorize when its values are contiguous. For
     one feature or a Fortran-ordered array, ``values.T`` already is (no copy); a
@@ -118,10 +118,11 @@ def _feature_major(values):
     """
     columns = values.T
     if columns.flags.c_contiguous:
-        yield 0, columns
+        yield slice(None), columns
         return
     for start in range(0, values.shape[0], _COPY_ROWS):
-        yield start, np.ascontiguousarray(values[start : start + _COPY_ROWS].T)
+        rows = slice(start, start + _COPY_ROWS)
+        yield rows, np.ascontiguousarray(values[rows].T)
 
 
 def fixed_point_codes(values, lower, upper, width=None):
@@ -186,10 +187,9 @@ def fixed_point_sums(values, lower, upper, *, labels=None, n_groups=1):
     if labels is not None:
         labels = _check_labels(labels, values.shape[0])
     sums = np.zeros((n_groups, values.shape[1]), dtype=np.int64)
-    for start, columns in _feature_major(values):
+    for rows, columns in _feature_major(values):
         fixed_point_code_sums(columns, lower, upper, scale,
-                              None if labels is None else labels[start : start + columns.shape[1]],
-                              sums)
+                              None if labels is None else labels[rows], sums)
     return sums
 
 
@@ -224,9 +224,9 @@ def fixed_point_and_float_sums(values, lower, upper, in_fixed_point):
         )
     code_sums = np.zeros(values.shape[1], dtype=np.int64)
     float_sums = np.zeros(values.shape[1])
-    for start, columns in _feature_major(values):
-        code_and_float_sums(columns, lower, upper, scale,
-                            in_fixed_point[start : start + columns.shape[1]], code_sums, float_sums)
+    for rows, columns in _feature_major(values):
+        code_and_float_sums(columns, lower, upper, scale, in_fixed_point[rows], code_sums,
+                            float_sums)
     return code_sums, float_sums
 
 
