@@ -65,7 +65,7 @@ def laplace_mean_sensitivity(ranges, group_size):
     ranges : ndarray of shape (..., n_features)
     group_size : float or ndarray broadcastable to ``ranges.shape[:-1]``
     """
-    return np.sum(ranges, axis=-1) / group_size
+    return np.asarray(ranges).sum(axis=-1) / group_size
 
 
 def slack_ranges(ranges, size, magnitude=None):

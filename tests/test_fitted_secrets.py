@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import skhybrid
+from skhybrid.utils._random import DeferredSecureGenerator
 from skhybrid.utils._sums import FIXED_POINT_BITS
 
 BOUNDS = (0.0, 1.0)
@@ -73,7 +74,8 @@ def _walk(value, path, seen, found, secrets):
     if id(value) in seen:
         return
     seen.add(id(value))
-    if isinstance(value, (np.random.Generator, np.random.BitGenerator, np.random.RandomState)):
+    if isinstance(value, (np.random.Generator, np.random.BitGenerator, np.random.RandomState,
+                          DeferredSecureGenerator)):
         found.append(f"{path}: a random generator ({type(value).__name__})")
         return
     if isinstance(value, dict):

@@ -49,6 +49,13 @@ def _tcm_codes_and_lm_reports(X, is_tcm, lower, upper):
     return fixed_point_and_float_sums(X, lower, upper, is_tcm)
 
 
+def _per_feature(value, shape):
+    """``value`` (one float, or one per feature) as a new float64 array of ``shape``."""
+    if np.ndim(value) == 0:
+        return np.full(shape, float(value))
+    return np.broadcast_to(np.asarray(value, dtype=np.float64), shape).copy()
+
+
 def _same_level(first, second, group):
     """The one epsilon of a group seen in two sets of statistics (None = group absent)."""
     if first is None or second is None or first == second:
@@ -445,12 +452,16 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             if n_lm and self.strategy != "tcm_only":
                 lm = reported_group_mean(statistics.lm_sum, n_lm, lm_variance)
             weight, mse = self._weight_and_mse(tcm, n_tcm, n_lm, variance, lm_variance)
-            parts = [w * g.mean for w, g in ((weight, tcm), (1.0 - weight, lm)) if g is not None]
-            estimate = np.sum(parts, axis=0)
+            if lm is None:
+                estimate = weight * tcm.mean
+            elif tcm is None:
+                estimate = (1.0 - weight) * lm.mean
+            else:
+                estimate = weight * tcm.mean + (1.0 - weight) * lm.mean
             tcm_variance = float(tcm.noise_variance[0]) if tcm is not None else np.nan
 
-        self.weight_ = np.broadcast_to(np.asarray(weight, dtype=np.float64), lower.shape).copy()
-        self.expected_mse_ = np.broadcast_to(np.asarray(mse, dtype=np.float64), lower.shape).copy()
+        self.weight_ = _per_feature(weight, lower.shape)
+        self.expected_mse_ = _per_feature(mse, lower.shape)
         self.n_tcm_ = n_tcm
         self.n_lm_ = n_lm
         self.noise_variance_tcm_ = tcm_variance

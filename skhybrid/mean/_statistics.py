@@ -39,7 +39,7 @@ from ..utils._dask import (
     n_chunks,
     renumbered_errors,
 )
-from ..utils._random import check_random_state
+from ..utils._random import release_random_state
 from ..utils._sums import centred_sums, fixed_point_sums
 from ..utils._validation import (
     check_bounds,
@@ -417,7 +417,7 @@ class StatisticsFitMixin:
                            stacklevel=5)
         check_user_id(self, user_id)
         self.discard_stream()
-        rng = check_random_state(self.random_state)
+        rng = release_random_state(self.random_state)
 
         def charge(is_tcm, levels):
             charge_release(self, user_id, is_tcm, levels)
@@ -453,7 +453,7 @@ class StatisticsFitMixin:
         if stream is None:
             # bounds=None takes the first chunk's range (with a PrivacyLeakWarning) and
             # clips later chunks to it.
-            rng = check_random_state(self.random_state)
+            rng = release_random_state(self.random_state)
             statistics, context = self._statistics(X, trust_group, epsilon, rng, reset=True,
                                                    users=users)
             stream = StreamState(statistics, context, rng)

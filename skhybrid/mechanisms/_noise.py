@@ -17,7 +17,11 @@ calibration: the guarantee holds for the rounded statistic.
 releases.
 """
 
+import math
+
 import numpy as np
+
+from ..utils._random import random_word_list, random_words
 
 #: The grid step is the smallest power of two >= scale * 2**-GRID_BITS.
 GRID_BITS = 40
@@ -54,6 +58,11 @@ def check_noise_units(units, epsilon=None):
         "a larger epsilon (the floor is about 2e-16 per released coordinate; smaller "
         "privacy levels protect nothing measurable)"
     )
+
+
+def _is_scalar(value):
+    """Whether ``value`` is one number (a Python or numpy scalar, or a 0-d array)."""
+    return isinstance(value, (float, int)) or np.ndim(value) == 0
 
 
 def grid_step(scale):
@@ -132,12 +141,15 @@ def _add_discrete_laplace(target, rng, scale):
     exact while they stay below 2**53). The draws are made in blocks of
     ``_DRAW_BLOCK``: no n-long array of draws.
     """
+    if target.shape[0] <= _FEW_DRAWS and _is_scalar(scale):
+        _add_few_discrete_laplace(target, rng, float(scale))
+        return
     scale = np.asarray(scale, dtype=np.float64)
     offset = -np.log1p(np.expm1(-1.0 / scale) / 2.0)
     per_draw = scale.ndim > 0
     for start in range(0, target.shape[0], _DRAW_BLOCK):
         block = slice(start, start + _DRAW_BLOCK)
-        words = rng.bit_generator.random_raw(target[block].shape[0])
+        words = random_words(rng, target[block].shape[0])
         # 1 - U, exactly: U = k 2**-53 for the word's top 53 bits k, and 1 - U =
         # (2**53 - k) 2**-53 is a float64 in (0, 1]. Its log (SIMD in numpy) is E.
         magnitude = (words >> np.uint64(11)).astype(np.float64)
@@ -159,6 +171,31 @@ def _add_discrete_laplace(target, rng, scale):
 
 #: Discrete Laplace draws made at once by :func:`_add_discrete_laplace`.
 _DRAW_BLOCK = 2**16
+#: Up to this many draws of one scale are made in Python floats
+#: (:func:`_add_few_discrete_laplace`); a central release draws one per coordinate.
+_FEW_DRAWS = 32
+
+
+def _add_few_discrete_laplace(target, rng, scale):
+    """:func:`_add_discrete_laplace` of a few draws of one scale, in Python floats."""
+    target += np.asarray(_few_discrete_laplace(rng, scale, target.shape[0]), dtype=target.dtype)
+
+
+def _few_discrete_laplace(rng, scale, size):
+    """``size`` draws of :func:`_add_discrete_laplace` of one scale, as Python ints.
+
+    The same words and the same float64 operations, in the same order, as the
+    vectorized form (``math.log`` is the C library's ``log``, which numpy calls too
+    where it has no SIMD loop); a dozen numpy calls on a few elements cost more than
+    the arithmetic.
+    """
+    offset = -math.log1p(math.expm1(-1.0 / scale) / 2.0)
+    noise = []
+    for word in random_word_list(rng, size):
+        # 1 - U = (2**53 - k) 2**-53 exactly, for the word's top 53 bits k.
+        magnitude = math.floor((offset - math.log((word >> 11) * -(2.0**-53) + 1.0)) * scale)
+        noise.append(-magnitude if word & 1 else magnitude)
+    return noise
 
 
 def discrete_laplace_variance(scale):
@@ -223,6 +260,11 @@ def laplace_release(values, sensitivity, epsilon, rng, secure, *, overwrite=Fals
     -------
     released : ndarray of shape values.shape
     """
+    if secure and values.size <= _FEW_DRAWS and _is_scalar(sensitivity) and _is_scalar(epsilon):
+        released = _few_laplace_release(values, float(sensitivity), float(epsilon), rng,
+                                        overwrite=overwrite)
+        if released is not None:
+            return released
     sensitivity = np.asarray(sensitivity, dtype=np.float64)[..., np.newaxis]
     epsilon = np.asarray(epsilon, dtype=np.float64)[..., np.newaxis]
     scale = sensitivity / epsilon
@@ -239,6 +281,32 @@ def laplace_release(values, sensitivity, epsilon, rng, secure, *, overwrite=Fals
     released = _grid_units(values, step, overwrite=overwrite)
     _add_discrete_laplace(released.reshape(-1), rng, _flat_scale(units, values.shape))
     released *= step
+    return released
+
+
+def _few_laplace_release(values, sensitivity, epsilon, rng, *, overwrite=False):
+    """:func:`laplace_release` (secure) of a few coordinates with one scalar sensitivity
+    and epsilon, in Python floats: the same step, units, draws and float64 operations
+    (:func:`grid_step`, :func:`_laplace_units`, ``round(values / step)``, the draws
+    added, times the step). None, before any draw, when a value is not finite.
+    """
+    step = math.ldexp(1.0, math.frexp(sensitivity / epsilon)[1] - GRID_BITS)
+    units = (sensitivity / step + values.shape[-1]) / epsilon
+    if not units <= MAX_NOISE_UNITS:
+        check_noise_units(units, epsilon)
+    try:
+        # round() is numpy's round half to even, here to an exact int.
+        grid = [round(value / step) for value in values.ravel().tolist()]
+    except (ValueError, OverflowError):  # NaN or infinity
+        return None
+    noise = _few_discrete_laplace(rng, units, len(grid))
+    # An int sum is exact; its conversion rounds as numpy's float sum of the grid
+    # units and the draw does, and the power-of-two step scales exactly.
+    released = np.array([(unit + draw) * step for unit, draw in zip(grid, noise)],
+                        dtype=np.float64).reshape(values.shape)
+    if overwrite:
+        values[...] = released
+        return values
     return released
 
 
@@ -273,6 +341,17 @@ def laplace_variance(sensitivity, epsilon, n_coordinates, secure):
     2 (sensitivity / epsilon)^2 for continuous noise; for secure noise the discrete
     Laplace variance 2q / (1 - q)^2 (in grid steps, q = exp(-1/units)) times step^2.
     """
+    if _is_scalar(sensitivity) and _is_scalar(epsilon):
+        # The same float64 operations on Python floats (a few numpy calls on scalars
+        # cost more than the arithmetic).
+        sensitivity, epsilon = float(sensitivity), float(epsilon)
+        scale = sensitivity / epsilon
+        if not secure:
+            return np.float64(2.0 * scale**2)
+        step = math.ldexp(1.0, math.frexp(scale)[1] - GRID_BITS)
+        units = (sensitivity / step + n_coordinates) / epsilon
+        q = math.exp(-1.0 / units)
+        return np.float64(2.0 * q / math.expm1(-1.0 / units) ** 2 * step**2)
     sensitivity = np.asarray(sensitivity, dtype=np.float64)
     epsilon = np.asarray(epsilon, dtype=np.float64)
     scale = sensitivity / epsilon

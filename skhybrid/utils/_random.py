@@ -1,7 +1,9 @@
 """Randomness: the operating system's secure randomness by default, seeds for simulation."""
 
-import secrets
 import numbers
+import os
+import secrets
+import struct
 
 import numpy as np
 from randomgen import AESCounter, ChaCha
@@ -32,6 +34,86 @@ def secure_generator():
     return np.random.Generator(ChaCha(key=secrets.randbits(256), rounds=_CHACHA_ROUNDS))
 
 
+#: Draws of at most this many 64-bit words, before the deferred generator is built, are
+#: read from the operating system directly (:class:`DeferredSecureGenerator`).
+_OS_WORDS = 64
+
+
+class DeferredSecureGenerator:
+    """The secure generator of one release, keyed only when a draw needs it.
+
+    Keying :func:`secure_generator` costs about 40 microseconds, more than the rest of
+    a small release. A central release draws a few 64-bit words (one per released
+    coordinate): :meth:`random_raw` reads up to ``_OS_WORDS`` of them straight from
+    the operating system's secure randomness (:func:`os.urandom`, the source that keys
+    the generator anyway). Any larger draw, and any other use (every attribute of a
+    numpy Generator is forwarded), builds the generator once, and every later draw
+    comes from it. Both sources are cryptographically secure, so mixing them changes
+    no distribution; nothing is kept that could replay a draw made from the OS.
+
+    Internal: the estimators pass it where a Generator goes, and
+    :func:`check_random_state` returns it unchanged. It is not a
+    :class:`numpy.random.Generator`, so it never leaves the library.
+    """
+
+    def __init__(self):
+        self._generator = None
+
+    @property
+    def generator(self):
+        """The secure numpy Generator, built at first use."""
+        if self._generator is None:
+            self._generator = secure_generator()
+        return self._generator
+
+    def random_raw(self, size):
+        """``size`` uniform 64-bit words (a new, writable uint64 array)."""
+        if self._generator is None and size <= _OS_WORDS:
+            return np.frombuffer(bytearray(os.urandom(8 * size)), dtype=np.uint64)
+        return self.generator.bit_generator.random_raw(size)
+
+    def random_raw_list(self, size):
+        """:meth:`random_raw` as a list of Python ints."""
+        if self._generator is None and size <= _OS_WORDS:
+            return list(struct.unpack(f"={size}Q", os.urandom(8 * size)))
+        return self.generator.bit_generator.random_raw(size).tolist()
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.generator, name)
+
+
+def random_words(rng, size):
+    """``size`` uniform 64-bit words from ``rng`` (a Generator or a deferred one)."""
+    if type(rng) is DeferredSecureGenerator:
+        return rng.random_raw(size)
+    return rng.bit_generator.random_raw(size)
+
+
+def random_word_list(rng, size):
+    """:func:`random_words` as a list of Python ints (for a few words)."""
+    if type(rng) is DeferredSecureGenerator:
+        return rng.random_raw_list(size)
+    return rng.bit_generator.random_raw(size).tolist()
+
+
+def release_random_state(random_state):
+    """:func:`check_random_state` for one fit: ``None`` gives a deferred secure generator.
+
+    Parameters
+    ----------
+    random_state : None, int, numpy.random.Generator or numpy.random.RandomState
+
+    Returns
+    -------
+    generator : numpy.random.Generator or DeferredSecureGenerator
+    """
+    if random_state is None:
+        return DeferredSecureGenerator()
+    return check_random_state(random_state)
+
+
 def check_random_state(random_state):
     """Turn ``random_state`` into a numpy Generator.
 
@@ -40,7 +122,8 @@ def check_random_state(random_state):
     random_state : None, int, numpy.random.Generator or numpy.random.RandomState
         ``None`` gives a secure generator (:func:`secure_generator`): use it for real
         releases. An int or a Generator gives reproducible noise, for simulations and
-        tests only: anyone who knows the seed can subtract the noise.
+        tests only: anyone who knows the seed can subtract the noise. The library's
+        internal :class:`DeferredSecureGenerator` is returned as it is.
 
     Returns
     -------
@@ -48,7 +131,7 @@ def check_random_state(random_state):
     """
     if random_state is None:
         return secure_generator()
-    if isinstance(random_state, np.random.Generator):
+    if isinstance(random_state, (np.random.Generator, DeferredSecureGenerator)):
         return random_state
     if isinstance(random_state, np.random.RandomState):
         # Keep the legacy object's stream: derive a Generator seeded from it.

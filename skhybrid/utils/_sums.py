@@ -33,6 +33,8 @@ Quantisation: a user's value is represented to within ``(upper - lower) / 2**(B 
 with ``B = FIXED_POINT_BITS`` (about 1e-10 of the range), far below any noise.
 """
 
+import math
+
 import numpy as np
 
 from ._kernels import (
@@ -52,6 +54,10 @@ if _BLOCK_ROWS * 2**FIXED_POINT_BITS > 2**53:  # pragma: no cover - a change of 
     raise AssertionError("a block's codes must sum exactly in float64 (below 2**53)")
 
 
+#: Up to this many features, the bounds' widths are checked in Python floats.
+_FEW_FEATURES = 16
+
+
 def check_fixed_point_range(lower, upper):
     """The per-feature widths ``upper - lower``, finite and > 0, or a ValueError.
 
@@ -64,7 +70,11 @@ def check_fixed_point_range(lower, upper):
     width : ndarray of shape (n_features,)
     """
     with np.errstate(over="ignore"):
-        width = np.asarray(upper, dtype=np.float64) - np.asarray(lower, dtype=np.float64)
+        width = np.subtract(upper, lower, dtype=np.float64)
+    if width.ndim == 1 and width.shape[0] <= _FEW_FEATURES:
+        # The test below in Python floats (NaN fails both comparisons): cheaper for a few.
+        if all(0.0 < value < math.inf for value in width.tolist()):
+            return width
     bad = ~(np.isfinite(width) & (width > 0))
     if bad.any():
         j = int(np.flatnonzero(bad)[0])

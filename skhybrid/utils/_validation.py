@@ -3,6 +3,7 @@
 Every estimator calls these in ``fit``; they never modify their inputs in place.
 """
 
+import math
 import numbers
 import warnings
 
@@ -335,6 +336,8 @@ def check_epsilon(epsilon, n_samples=None, *, allow_inf=False, name="epsilon"):
         For 0, negative, NaN, booleans, strings, ``np.inf`` where not allowed, or a
         wrong length; the message names the first bad index and value.
     """
+    if type(epsilon) is float and n_samples is None and MIN_EPSILON <= epsilon <= MAX_EPSILON:
+        return epsilon  # the usual case, checked as below without building the message
     expected = f"> 0, in [{MIN_EPSILON:g}, {MAX_EPSILON:g}]" + (
         " or np.inf (public data)" if allow_inf else ""
     )
@@ -343,7 +346,8 @@ def check_epsilon(epsilon, n_samples=None, *, allow_inf=False, name="epsilon"):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise ValueError(f"{name} must be a real number {expected}; got {epsilon!r}")
         value = float(value)
-        if _out_of_range(np.float64(value), allow_inf):
+        # The scalar form of _out_of_range (NaN fails both comparisons).
+        if not (MIN_EPSILON <= value <= MAX_EPSILON or (allow_inf and value == math.inf)):
             hint = "" if allow_inf or not np.isinf(value) else (
                 "; this estimator does not accept public (epsilon = inf) users"
             )

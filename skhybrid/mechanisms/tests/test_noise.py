@@ -321,3 +321,113 @@ def test_privatized_sum_is_the_sum_of_the_selected_rows_reports(n_features):
     sums = privatized_sum(X, rows, rng=np.random.default_rng(6), **common)
     np.testing.assert_allclose(sums, reports.sum(axis=0), rtol=1e-12)
     np.testing.assert_array_equal(X, before)
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 32])
+@pytest.mark.parametrize("scale", [0.3, 3.0, 2.0**40])
+def test_few_discrete_laplace_draws_equal_the_vectorized_inversion(size, scale):
+    """Up to _FEW_DRAWS draws of one scale are made in Python floats: they must be the
+    vectorized path's draws (forced here by a per-draw scale) from the same words."""
+    from skhybrid.mechanisms._noise import _FEW_DRAWS, _add_discrete_laplace
+
+    assert size <= _FEW_DRAWS
+    for seed in range(20):
+        few, vectorized = np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64)
+        _add_discrete_laplace(few, np.random.default_rng(seed), scale)
+        _add_discrete_laplace(vectorized, np.random.default_rng(seed), np.full(size, scale))
+        np.testing.assert_array_equal(few, vectorized)
+
+
+@pytest.mark.parametrize("shape", [(1,), (3,), (4, 2), (32,)])
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_few_coordinate_laplace_release_equals_the_vectorized_release(shape, overwrite):
+    """A release of a few coordinates with scalar sensitivity and epsilon is computed in
+    Python floats; with one-element arrays (the vectorized path) the same generator
+    must give the same released values bit for bit, also where the grid units exceed
+    2**53 (the sum of units and draw then rounds in float64) and for values that are
+    not finite (which take the vectorized path)."""
+    from skhybrid.mechanisms._noise import laplace_release
+
+    rng = np.random.default_rng(sum(shape))
+    for trial in range(30):
+        magnitude = 10.0 ** rng.uniform(-3, 8)
+        values = rng.uniform(-magnitude, magnitude, shape)
+        if trial == 29:
+            values.flat[0] = np.nan
+        sensitivity, epsilon = 10.0 ** rng.uniform(-12, 1), 10.0 ** rng.uniform(-2, 1)
+        given = values.copy()
+        few = laplace_release(given, sensitivity, epsilon, np.random.default_rng(trial), True,
+                              overwrite=overwrite)
+        vectorized = laplace_release(values.copy(), np.full(shape[:-1], sensitivity),
+                                     np.full(shape[:-1], epsilon),
+                                     np.random.default_rng(trial), True)
+        np.testing.assert_array_equal(few, vectorized)
+        assert few.shape == values.shape and few.dtype == np.float64
+        assert (few is given) == overwrite
+        if not overwrite:
+            np.testing.assert_array_equal(given, values)
+
+
+@pytest.mark.parametrize("secure", [False, True])
+def test_scalar_laplace_variance_equals_the_array_formula(secure):
+    from skhybrid.mechanisms._noise import laplace_variance
+
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        sensitivity, epsilon = 10.0 ** rng.uniform(-12, 2), 10.0 ** rng.uniform(-3, 1)
+        d = int(rng.integers(1, 5))
+        scalar = laplace_variance(sensitivity, epsilon, d, secure)
+        array = laplace_variance(np.array([sensitivity]), np.array([epsilon]), d, secure)
+        assert scalar == array[0]
+
+
+def test_small_default_releases_read_the_operating_systems_randomness(monkeypatch):
+    """With random_state=None a fit's central release draws its few words from
+    os.urandom (no generator is keyed): the released mean must be the inversion of
+    exactly the bytes the OS returned, and a large draw builds the secure generator."""
+    import os
+
+    from skhybrid import HybridMeanEstimator
+    from skhybrid.mechanisms._noise import GRID_BITS, _laplace_units
+    from skhybrid.utils import _random
+
+    requested = []
+
+    def known_bytes(count):
+        requested.append(count)
+        return bytes(range(7, 7 + count))
+
+    monkeypatch.setattr(_random.os, "urandom", known_bytes)
+    monkeypatch.setattr(_random, "secure_generator",
+                        lambda: pytest.fail("a small release keyed a generator"))
+    X = np.random.default_rng(0).uniform(0.0, 1.0, (1000, 1))
+    estimator = HybridMeanEstimator("tcm_only", epsilon=1.0, bounds=(0.0, 1.0)).fit(X)
+    assert requested == [8]
+    (word,) = np.frombuffer(bytes(range(7, 15)), dtype=np.uint64)
+
+    # The release, by hand: the centred mean on the grid, plus the word's inversion.
+    from skhybrid._group_estimates import laplace_mean_sensitivity, slack_ranges
+    from skhybrid.utils._sums import centred_sums, fixed_point_sums
+
+    lower, upper = np.array([0.0]), np.array([1.0])
+    sensitivity = float(laplace_mean_sensitivity(slack_ranges(upper - lower, 1000), 1000))
+    step = np.ldexp(1.0, np.frexp(sensitivity)[1] - GRID_BITS)
+    units = _laplace_units(sensitivity, 1.0, step, 1)
+    centred = centred_sums(fixed_point_sums(X, lower, upper)[0], lower, upper)[0] / 1000
+    uniform = float(word >> np.uint64(11)) * 2.0**-53
+    q = np.exp(-1.0 / units)
+    magnitude = np.floor(np.log((1.0 - uniform) * (1.0 + q) / 2.0) / np.log(q))
+    draw = -magnitude if int(word) & 1 else magnitude
+    expected = (np.round(centred / step) + draw) * step
+    assert abs(estimator.mean_[0] - expected) <= step  # the two inversions' rounding
+
+    deferred = _random.DeferredSecureGenerator()
+    monkeypatch.setattr(_random, "secure_generator", lambda: np.random.default_rng(3))
+    words = deferred.random_raw(_random._OS_WORDS + 1)
+    np.testing.assert_array_equal(
+        words, np.random.default_rng(3).bit_generator.random_raw(_random._OS_WORDS + 1))
+    # Once built, every draw, small ones too, comes from the generator.
+    stream = np.random.default_rng(3).bit_generator.random_raw(_random._OS_WORDS + 2)
+    np.testing.assert_array_equal(deferred.random_raw(1), stream[-1:])
+    assert requested == [8]
+    assert _random.check_random_state(deferred) is deferred
