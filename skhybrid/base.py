@@ -1,6 +1,7 @@
 """Shared pieces of skhybrid's estimators: fit-input validation, prediction and scoring."""
 
 import inspect
+import math
 import warnings
 from numbers import Integral
 
@@ -176,7 +177,7 @@ def finite_float_rows(X):
     its messages.
     """
     return (X.dtype == np.float64 and X.ndim == 2 and X.size > 0
-            and bool(np.isfinite(X.sum())))
+            and math.isfinite(np.add.reduce(X, axis=None)))
 
 
 def _validate_X(estimator, X, *, reset):

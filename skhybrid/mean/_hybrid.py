@@ -51,9 +51,9 @@ def _tcm_codes_and_lm_reports(X, is_tcm, lower, upper):
 
 def _per_feature(value, shape):
     """``value`` (one float, or one per feature) as a new float64 array of ``shape``."""
-    if np.ndim(value) == 0:
-        return np.full(shape, float(value))
-    return np.broadcast_to(np.asarray(value, dtype=np.float64), shape).copy()
+    out = np.empty(shape)
+    out[...] = value
+    return out
 
 
 def _same_level(first, second, group):

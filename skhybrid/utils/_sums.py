@@ -69,12 +69,15 @@ def check_fixed_point_range(lower, upper):
     -------
     width : ndarray of shape (n_features,)
     """
+    lower, upper = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
+    if lower.shape == upper.shape and lower.ndim == 1 and lower.shape[0] <= _FEW_FEATURES:
+        # The same float64 subtraction and test in Python floats (no overflow warning
+        # to silence; NaN fails both comparisons): cheaper for a few features.
+        widths = [high - low for low, high in zip(lower.tolist(), upper.tolist())]
+        if all(0.0 < value < math.inf for value in widths):
+            return np.array(widths)
     with np.errstate(over="ignore"):
-        width = np.subtract(upper, lower, dtype=np.float64)
-    if width.ndim == 1 and width.shape[0] <= _FEW_FEATURES:
-        # The test below in Python floats (NaN fails both comparisons): cheaper for a few.
-        if all(0.0 < value < math.inf for value in width.tolist()):
-            return width
+        width = upper - lower
     bad = ~(np.isfinite(width) & (width > 0))
     if bad.any():
         j = int(np.flatnonzero(bad)[0])

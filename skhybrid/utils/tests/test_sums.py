@@ -167,3 +167,27 @@ def test_bounds_are_one_per_feature_before_any_compiled_pass():
             call(values, np.zeros(2), np.ones(2))
     with pytest.raises(ValueError):
         fixed_point_and_float_sums(values, np.zeros(1), np.ones(4), np.ones(100, bool))
+
+
+@pytest.mark.parametrize("n_features", [1, 3, 16, 17])
+def test_fixed_point_range_is_the_float64_width_or_a_named_error(n_features):
+    """A few features are checked in Python floats, more with numpy: both give the
+    float64 widths, and refuse a width that is not positive or overflows (without a
+    numpy overflow warning), naming the first bad feature."""
+    import warnings
+
+    from skhybrid.utils._sums import check_fixed_point_range
+
+    rng = np.random.default_rng(n_features)
+    lower = rng.uniform(-1e6, 1e6, n_features) * 10.0 ** rng.integers(-200, 200, n_features)
+    upper = lower + np.abs(lower) * rng.uniform(1e-15, 1.0, n_features) + 1e-300
+    width = check_fixed_point_range(lower, upper)
+    np.testing.assert_array_equal(width, upper - lower)
+    assert width.dtype == np.float64 and width.shape == (n_features,)
+    bad = n_features - 1
+    for low, high in [(1.0, 1.0), (2.0, 1.0), (-1e308, 1e308), (np.nan, 1.0), (0.0, np.inf)]:
+        lower[bad], upper[bad] = low, high
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(ValueError, match=f"feature {bad} has lower="):
+                check_fixed_point_range(lower, upper)
