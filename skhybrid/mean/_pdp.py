@@ -400,7 +400,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
         n_samples = int(np.sum(counts))
         data_range = float(np.sum(upper - lower))
         expected_kept = float(expected_kept)
-        centred = centred_sums(kept_sum, lower, upper)
+        centred = centred_sums(kept_sum, lower, upper, n_users=n_samples)
         if np.isinf(threshold):
             # Only public users have p > 0, and they are kept for sure: no noise.
             offset = centred / expected_kept

@@ -158,7 +158,7 @@ class LevelStatistics:
 
     def centred_sums(self, lower, upper):
         """Float sums of ``x - lower`` per tcm level (0 for lm levels)."""
-        return centred_sums(self.sums, lower, upper)
+        return centred_sums(self.sums, lower, upper, n_users=self.n_users)
 
     @property
     def n_users(self):

@@ -269,18 +269,38 @@ def grouped_code_sums(codes, labels, n_groups):
     return sums
 
 
-def centred_sums(sums, lower, upper):
+#: The most users whose codes (each at most ``2**FIXED_POINT_BITS``) one fit adds:
+#: every int64 sum of their codes, or of their codes centred on the midpoint, then
+#: stays below 2**63 (:func:`centred_sums` refuses more).
+MAX_USERS = 2 ** (63 - FIXED_POINT_BITS) - 1
+
+
+def centred_sums(sums, lower, upper, *, n_users):
     """Float sums of ``x - lower`` from exact fixed-point sums (bounded by n * width).
 
     Parameters
     ----------
     sums : ndarray of int64 of shape (..., n_features)
     lower, upper : ndarray of shape (n_features,)
+    n_users : int
+        How many users' codes were added into ``sums`` (all groups together).
 
     Returns
     -------
     centred : ndarray of float64 of shape sums.shape
+
+    Raises
+    ------
+    ValueError
+        With more than :data:`MAX_USERS` users (about 2.1 billion): their int64 sums
+        could have wrapped around, and a wrapped sum must never be released.
     """
+    if n_users > MAX_USERS:
+        raise ValueError(
+            f"one fit adds the fixed-point codes of at most {MAX_USERS:,} users (their exact "
+            f"int64 sums would overflow); got {int(n_users):,}. Fit disjoint parts of the "
+            "population separately"
+        )
     width = check_fixed_point_range(lower, upper)
     return sums.astype(np.float64) * (width / _SCALE)
 

@@ -204,7 +204,8 @@ def _central_statistic(X, centres, lower, upper):
     """One iteration's tcm statistic, computed by the estimator's own code: what the noise is added to."""
     central = _CentralClustering(np.clip(X, lower, upper), lower, upper, None)
     counts, sums = central.statistics(centres)
-    return np.concatenate([counts, centred_sums(sums, lower, upper).ravel()])
+    centred = centred_sums(sums, lower, upper, n_users=int(counts.sum()))
+    return np.concatenate([counts, centred.ravel()])
 
 
 def test_central_sensitivity_bounds_every_replacement_and_is_attained():

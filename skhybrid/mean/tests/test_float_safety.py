@@ -100,7 +100,7 @@ def test_fixed_point_sums_skip_rows_labelled_past_the_last_group():
     sums = fixed_point_sums(X, np.array([0.0]), np.array([1.0]),
                             labels=np.array([0, 1, 0, 2]), n_groups=2)
     np.testing.assert_array_equal(
-        centred_sums(sums, np.array([0.0]), np.array([1.0])), [[0.5], [1.0]]
+        centred_sums(sums, np.array([0.0]), np.array([1.0]), n_users=3), [[0.5], [1.0]]
     )
 
 

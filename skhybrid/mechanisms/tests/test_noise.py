@@ -413,7 +413,8 @@ def test_small_default_releases_read_the_operating_systems_randomness(monkeypatc
     sensitivity = float(laplace_mean_sensitivity(slack_ranges(upper - lower, 1000), 1000))
     step = np.ldexp(1.0, np.frexp(sensitivity)[1] - GRID_BITS)
     units = _laplace_units(sensitivity, 1.0, step, 1)
-    centred = centred_sums(fixed_point_sums(X, lower, upper)[0], lower, upper)[0] / 1000
+    centred = centred_sums(fixed_point_sums(X, lower, upper)[0], lower, upper,
+                           n_users=1000)[0] / 1000
     uniform = float(word >> np.uint64(11)) * 2.0**-53
     q = np.exp(-1.0 / units)
     magnitude = np.floor(np.log((1.0 - uniform) * (1.0 + q) / 2.0) / np.log(q))

@@ -191,3 +191,25 @@ def test_fixed_point_range_is_the_float64_width_or_a_named_error(n_features):
             warnings.simplefilter("error")
             with pytest.raises(ValueError, match=f"feature {bad} has lower="):
                 check_fixed_point_range(lower, upper)
+
+
+def test_no_release_of_code_sums_over_more_users_than_int64_holds():
+    """Past MAX_USERS users one fit's int64 code sums could wrap around: converting them
+    refuses, in every estimator's release path, instead of releasing a wrapped sum."""
+    from skhybrid import HybridMeanEstimator
+    from skhybrid.mean._hybrid import _GroupStatistics
+    from skhybrid.utils._sums import MAX_USERS, centred_sums
+
+    assert (MAX_USERS + 1) * 2**FIXED_POINT_BITS == 2**63
+    bounds = (np.array([0.0]), np.array([1.0]))
+    ok = centred_sums(np.array([[2**62]]), *bounds, n_users=MAX_USERS)
+    assert ok[0, 0] == 2.0**62 / 2**FIXED_POINT_BITS
+    with pytest.raises(ValueError, match="at most 2,147,483,647 users"):
+        centred_sums(np.array([[5]]), *bounds, n_users=MAX_USERS + 1)
+    estimator = HybridMeanEstimator("tcm_only", bounds=(0.0, 1.0), random_state=0)
+    statistics = _GroupStatistics(n_tcm=MAX_USERS + 1, n_lm=0, epsilon_tcm=1.0,
+                                  epsilon_lm=None, tcm_sum=np.array([-2**63]),
+                                  lm_sum=np.zeros(1))
+    context = {"lower": bounds[0], "upper": bounds[1], "variance": np.array([0.25])}
+    with pytest.raises(ValueError, match="users"):
+        estimator._release(statistics, context, np.random.default_rng(0), False)
