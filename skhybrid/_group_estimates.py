@@ -126,7 +126,8 @@ def central_group_mean(centred_sum, size, *, origin, mechanism, epsilon, delta, 
         group_size=size,
     )
     mean = noise.randomise(centred_sum / size, random_state=rng) + origin
-    variance = np.full(n_features, noise.variance(n_features))
+    variance = np.empty(n_features)
+    variance[:] = noise.variance(n_features)
     return GroupEstimate(mean=mean, noise_variance=variance, size=size)
 
 

@@ -44,7 +44,14 @@ class ValidatedParamsMixin:
         return list(names)
 
     def _validate_params(self):
-        params = self.get_params(deep=False)
+        names = _PARAM_NAMES.get(type(self)) or self._get_param_names()
+        state = self.__dict__
+        if all(name in state for name in names):
+            # get_params(deep=False) of parameters stored as instance attributes, read
+            # without its per-parameter checks for nested estimators.
+            params = {name: state[name] for name in names}
+        else:
+            params = self.get_params(deep=False)
         key = _params_key(type(self), params)
         if key is not None and key in _VALID_PARAMS:
             return

@@ -164,3 +164,36 @@ def test_parameters_are_validated_once_per_immutable_value(monkeypatch):
     assert base._params_key(HybridMeanEstimator, {"bounds": ((0, 1), (2, 3))}) is None
     assert base._params_key(HybridMeanEstimator, {"random_state": np.random.default_rng()}) \
         is None
+
+
+def test_parameters_read_for_validation_are_get_params(monkeypatch):
+    """Validation reads parameters stored as instance attributes directly; it must see
+    exactly what get_params(deep=False) gives, including a value assigned to the
+    attribute (not through set_params) and a parameter kept elsewhere (a property)."""
+    from skhybrid import base
+
+    seen = []
+    monkeypatch.setattr(base, "validate_parameter_constraints",
+                        lambda constraints, params, caller_name: seen.append(params))
+    monkeypatch.setattr(base, "_VALID_PARAMS", set())
+    estimator = HybridMeanEstimator("tcm_only", epsilon=0.75, bounds=(0.0, 1.0))
+    estimator._validate_params()
+    estimator.epsilon = 2.5
+    estimator._validate_params()
+    assert seen == [
+        {**estimator.get_params(deep=False), "epsilon": 0.75}, estimator.get_params(deep=False)
+    ]
+
+    class Stored(HybridMeanEstimator):
+        @property
+        def delta(self):
+            return self.__dict__.get("_delta", 0.0)
+
+        @delta.setter
+        def delta(self, value):
+            self.__dict__["_delta"] = value
+
+    seen.clear()
+    stored = Stored("tcm_only", epsilon=0.75, bounds=(0.0, 1.0), delta=0.125)
+    stored._validate_params()
+    assert seen == [stored.get_params(deep=False)] and seen[0]["delta"] == 0.125
