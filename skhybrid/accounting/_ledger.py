@@ -9,6 +9,7 @@ or nothing is. How the totals compose is in :mod:`._composition`.
 
 import datetime
 import json
+import math
 import os
 import sqlite3
 import threading
@@ -72,16 +73,31 @@ def _check_ids(user_ids):
         if all(isinstance(value, Integral) and not isinstance(value, bool) for value in listed):
             listed = [int(v) for v in listed]
             return listed, "int", np.array(listed, dtype=np.int64)
+        _refuse_missing(listed)
         names = sorted({type(value).__name__ for value in listed})
         raise TypeError(
             "user ids must be all integers or all strings; got a mix of "
             + ", ".join(names)
         )
+    if values.dtype.kind == "f":
+        _refuse_missing(values.tolist())
     raise TypeError(
         f"user ids must be integers or strings; got {values.dtype.name} values "
         f"(for example {values.flat[0].item()!r})" if values.size else
         f"user ids must be integers or strings; got an empty {values.dtype.name} array"
     )
+
+
+def _refuse_missing(listed):
+    """A ValueError naming the first missing id (None, NaN, pandas' NA or NaT), if any."""
+    for index, value in enumerate(listed):
+        missing = value is None or type(value).__name__ in ("NAType", "NaTType") or (
+            isinstance(value, float) and math.isnan(value))
+        if missing:
+            raise ValueError(
+                f"user ids must not be missing; got {value!r} at index {index} (the ledger "
+                "charges each row's user: give every row an id)"
+            )
 
 
 def _first_duplicate(sortable):

@@ -4,6 +4,7 @@ import math
 import multiprocessing
 import os
 import pickle
+import re
 import signal
 import sqlite3
 import subprocess
@@ -103,6 +104,32 @@ def test_ids_of_mixed_types_raise_and_nothing_is_charged(tmp_path):
     with pytest.raises(TypeError, match="integers or strings; got float64"):
         ledger.charge(np.array([1.5]), 0.5)
     assert _dump(ledger) == before
+
+
+@pytest.mark.parametrize("ids, shown", [
+    (["a", None, "b"], "None at index 1"),
+    ([1, 2, float("nan")], "nan at index 2"),
+    (np.array([1.0, np.nan]), "nan at index 1"),
+    ("string", "<NA> at index 1"),
+    ("str", "nan at index 1"),
+    ("Int64", "nan at index 1"),
+])
+def test_a_missing_user_id_is_a_value_error_naming_its_row(ids, shown):
+    """Missing ids (as pandas gives them: NA, NaN) are bad values, not bad types."""
+    import pandas as pd
+
+    if isinstance(ids, str):
+        values = ["a", None, "b"] if ids != "Int64" else [1, None, 2]
+        ids = pd.Series(values, dtype=ids)
+    ledger = PrivacyLedger(default_budget=1.0)
+    with pytest.raises(ValueError, match=f"must not be missing; got {re.escape(shown)}"):
+        ledger.charge(ids, 0.5)
+    X = np.random.default_rng(0).uniform(0, 1, (len(ids), 1))
+    from skhybrid import HybridMeanEstimator
+
+    estimator = HybridMeanEstimator("tcm_only", bounds=(0, 1), ledger=ledger)
+    with pytest.raises(ValueError, match="must not be missing"):
+        estimator.fit(X, user_id=ids)
 
 
 def test_a_user_twice_in_one_release_is_refused():
