@@ -331,11 +331,19 @@ def test_few_discrete_laplace_draws_equal_the_vectorized_inversion(size, scale):
     from skhybrid.mechanisms._noise import _FEW_DRAWS, _add_discrete_laplace
 
     assert size <= _FEW_DRAWS
+    few, vectorized = np.zeros((20, size), dtype=np.int64), np.zeros((20, size), dtype=np.int64)
     for seed in range(20):
-        few, vectorized = np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64)
-        _add_discrete_laplace(few, np.random.default_rng(seed), scale)
-        _add_discrete_laplace(vectorized, np.random.default_rng(seed), np.full(size, scale))
-        np.testing.assert_array_equal(few, vectorized)
+        _add_discrete_laplace(few[seed], np.random.default_rng(seed), scale)
+        _add_discrete_laplace(vectorized[seed], np.random.default_rng(seed), np.full(size, scale))
+    _assert_same_draws(few, vectorized, 1)
+
+
+def _assert_same_draws(first, second, unit):
+    """Equal, except that numpy's SIMD ``log`` (AVX-512 machines) and the C library's
+    may differ in the last place, which moves a large scale's floor by one unit on an
+    odd draw (on other machines numpy calls the C library and all are equal)."""
+    assert np.all(np.abs(first - second) <= unit)
+    assert np.count_nonzero(first != second) <= 2
 
 
 @pytest.mark.parametrize("shape", [(1,), (3,), (4, 2), (32,)])
@@ -343,10 +351,10 @@ def test_few_discrete_laplace_draws_equal_the_vectorized_inversion(size, scale):
 def test_few_coordinate_laplace_release_equals_the_vectorized_release(shape, overwrite):
     """A release of a few coordinates with scalar sensitivity and epsilon is computed in
     Python floats; with one-element arrays (the vectorized path) the same generator
-    must give the same released values bit for bit, also where the grid units exceed
-    2**53 (the sum of units and draw then rounds in float64) and for values that are
-    not finite (which take the vectorized path)."""
-    from skhybrid.mechanisms._noise import laplace_release
+    must give the same released values bit for bit (but see _assert_same_draws), also
+    where the grid units exceed 2**53 (the sum of units and draw then rounds in
+    float64) and for values that are not finite (which take the vectorized path)."""
+    from skhybrid.mechanisms._noise import GRID_BITS, laplace_release
 
     rng = np.random.default_rng(sum(shape))
     for trial in range(30):
@@ -361,7 +369,12 @@ def test_few_coordinate_laplace_release_equals_the_vectorized_release(shape, ove
         vectorized = laplace_release(values.copy(), np.full(shape[:-1], sensitivity),
                                      np.full(shape[:-1], epsilon),
                                      np.random.default_rng(trial), True)
-        np.testing.assert_array_equal(few, vectorized)
+        step = np.ldexp(1.0, np.frexp(sensitivity / epsilon)[1] - GRID_BITS)
+        np.testing.assert_array_equal(np.isnan(few), np.isnan(vectorized))
+        finite = ~np.isnan(few)
+        # One unit of the draw, or one float64 spacing where the units pass 2**53.
+        unit = np.maximum(step, np.spacing(np.abs(vectorized[finite])))
+        _assert_same_draws(few[finite], vectorized[finite], unit)
         assert few.shape == values.shape and few.dtype == np.float64
         assert (few is given) == overwrite
         if not overwrite:
@@ -378,7 +391,8 @@ def test_scalar_laplace_variance_equals_the_array_formula(secure):
         d = int(rng.integers(1, 5))
         scalar = laplace_variance(sensitivity, epsilon, d, secure)
         array = laplace_variance(np.array([sensitivity]), np.array([epsilon]), d, secure)
-        assert scalar == array[0]
+        # numpy's exp and expm1 may be SIMD versions, within an ulp of the C library's.
+        np.testing.assert_allclose(scalar, array[0], rtol=1e-14)
 
 
 def test_small_default_releases_read_the_operating_systems_randomness(monkeypatch):
