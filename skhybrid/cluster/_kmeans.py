@@ -559,7 +559,7 @@ def _release_central(statistics, lower, upper, mechanism, rng):
     counts, code_sums = statistics
     k, n_features = code_sums.shape
     ranges = upper - lower
-    sums = centred_sums(code_sums, lower, upper, n_users=int(counts.sum()))
+    sums = centred_sums(code_sums, lower, upper, n_users=int(counts.max(initial=0)))
     released = mechanism.randomise(
         np.concatenate([counts.astype(np.float64), sums.ravel()]), random_state=rng
     )

@@ -444,7 +444,8 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             tcm = None
             if n_tcm and self.strategy != "lm_only":
                 tcm = central_group_mean(
-                    centred_sums(statistics.tcm_sum, lower, upper, n_users=n_tcm + n_lm), n_tcm, origin=lower,
+                    centred_sums(statistics.tcm_sum, lower, upper, n_users=n_tcm), n_tcm,
+                    origin=lower,
                     mechanism=self.mechanism,
                     epsilon=epsilon_tcm, delta=self.delta, ranges=upper - lower, rng=rng,
                 )

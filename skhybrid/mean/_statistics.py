@@ -158,7 +158,8 @@ class LevelStatistics:
 
     def centred_sums(self, lower, upper):
         """Float sums of ``x - lower`` per tcm level (0 for lm levels)."""
-        return centred_sums(self.sums, lower, upper, n_users=self.n_users)
+        largest = int(self.counts.max()) if self.counts.size else 0
+        return centred_sums(self.sums, lower, upper, n_users=largest)
 
     @property
     def n_users(self):

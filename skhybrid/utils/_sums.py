@@ -269,9 +269,9 @@ def grouped_code_sums(codes, labels, n_groups):
     return sums
 
 
-#: The most users whose codes (each at most ``2**FIXED_POINT_BITS``) one fit adds:
-#: every int64 sum of their codes, or of their codes centred on the midpoint, then
-#: stays below 2**63 (:func:`centred_sums` refuses more).
+#: The most users whose codes (each at most ``2**FIXED_POINT_BITS``) one int64 sum
+#: adds: a sum of their codes, or of their codes centred on the midpoint, then stays
+#: below 2**63 (:func:`centred_sums` refuses more).
 MAX_USERS = 2 ** (63 - FIXED_POINT_BITS) - 1
 
 
@@ -283,7 +283,8 @@ def centred_sums(sums, lower, upper, *, n_users):
     sums : ndarray of int64 of shape (..., n_features)
     lower, upper : ndarray of shape (n_features,)
     n_users : int
-        How many users' codes were added into ``sums`` (all groups together).
+        The most users whose codes were added into one entry of ``sums`` (a group's
+        size, or a bound on it).
 
     Returns
     -------
@@ -292,14 +293,14 @@ def centred_sums(sums, lower, upper, *, n_users):
     Raises
     ------
     ValueError
-        With more than :data:`MAX_USERS` users (about 2.1 billion): their int64 sums
-        could have wrapped around, and a wrapped sum must never be released.
+        With more than :data:`MAX_USERS` users (about 2.1 billion) in one sum: it
+        could have wrapped around in int64, and a wrapped sum must never be released.
     """
     if n_users > MAX_USERS:
         raise ValueError(
-            f"one fit adds the fixed-point codes of at most {MAX_USERS:,} users (their exact "
-            f"int64 sums would overflow); got {int(n_users):,}. Fit disjoint parts of the "
-            "population separately"
+            f"one group of a fit holds at most {MAX_USERS:,} users (the exact int64 sum of "
+            f"their fixed-point codes would overflow); got {int(n_users):,}. Fit disjoint "
+            "parts of the population separately"
         )
     width = check_fixed_point_range(lower, upper)
     return sums.astype(np.float64) * (width / _SCALE)
