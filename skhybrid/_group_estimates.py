@@ -20,7 +20,7 @@ from .mechanisms import (
     LocalLaplaceRandomizer,
 )
 from .mechanisms._noise import laplace_release, laplace_variance
-from .utils._sums import rounding_slack
+from .utils._sums import per_feature, rounding_slack
 from .utils._validation import masked_rows
 
 MECHANISMS = ("laplace", "gaussian")
@@ -126,8 +126,7 @@ def central_group_mean(centred_sum, size, *, origin, mechanism, epsilon, delta, 
         group_size=size,
     )
     mean = noise.randomise(centred_sum / size, random_state=rng) + origin
-    variance = np.empty(n_features)
-    variance[:] = noise.variance(n_features)
+    variance = per_feature(noise.variance(n_features), n_features)
     return GroupEstimate(mean=mean, noise_variance=variance, size=size)
 
 

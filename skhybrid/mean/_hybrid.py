@@ -28,7 +28,12 @@ from ..theory._hybrid import (
     pwh_weight,
     tcm_only_mse,
 )
-from ..utils._sums import centred_sums, fixed_point_and_float_sums, fixed_point_sums
+from ..utils._sums import (
+    centred_sums,
+    fixed_point_and_float_sums,
+    fixed_point_sums,
+    per_feature,
+)
 from ..utils._validation import (
     check_group_epsilons,
     clip_to_bounds,
@@ -47,13 +52,6 @@ def _tcm_codes_and_lm_reports(X, is_tcm, lower, upper):
     Never a difference of sums: each row is added to its own group's sum only.
     """
     return fixed_point_and_float_sums(X, lower, upper, is_tcm)
-
-
-def _per_feature(value, shape):
-    """``value`` (one float, or one per feature) as a new float64 array of ``shape``."""
-    out = np.empty(shape)
-    out[...] = value
-    return out
 
 
 def _same_level(first, second, group):
@@ -461,8 +459,8 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
                 estimate = weight * tcm.mean + (1.0 - weight) * lm.mean
             tcm_variance = float(tcm.noise_variance[0]) if tcm is not None else np.nan
 
-        self.weight_ = _per_feature(weight, lower.shape)
-        self.expected_mse_ = _per_feature(mse, lower.shape)
+        self.weight_ = per_feature(weight, lower.shape[0]).copy()
+        self.expected_mse_ = per_feature(mse, lower.shape[0]).copy()
         self.n_tcm_ = n_tcm
         self.n_lm_ = n_lm
         self.noise_variance_tcm_ = tcm_variance

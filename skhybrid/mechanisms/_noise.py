@@ -81,6 +81,8 @@ def grid_step(scale):
         ``2 ** (e - GRID_BITS)`` where ``2 ** e`` is the smallest power of two above
         ``scale``.
     """
+    if isinstance(scale, float):  # one scale: the same operations on a Python float
+        return math.ldexp(1.0, math.frexp(scale)[1] - GRID_BITS)
     _, exponent = np.frexp(scale)
     return np.ldexp(1.0, exponent - GRID_BITS)
 
@@ -145,7 +147,7 @@ def _add_discrete_laplace(target, rng, scale):
         _add_few_discrete_laplace(target, rng, float(scale))
         return
     scale = np.asarray(scale, dtype=np.float64)
-    offset = -np.log1p(np.expm1(-1.0 / scale) / 2.0)
+    offset = _tail_offset(scale)
     per_draw = scale.ndim > 0
     for start in range(0, target.shape[0], _DRAW_BLOCK):
         block = slice(start, start + _DRAW_BLOCK)
@@ -189,7 +191,7 @@ def _few_discrete_laplace(rng, scale, size):
     where it has no SIMD loop); a dozen numpy calls on a few elements cost more than
     the arithmetic.
     """
-    offset = -math.log1p(math.expm1(-1.0 / scale) / 2.0)
+    offset = _tail_offset(scale)
     noise = []
     for word in random_word_list(rng, size):
         # 1 - U = (2**53 - k) 2**-53 exactly, for the word's top 53 bits k.
@@ -198,8 +200,18 @@ def _few_discrete_laplace(rng, scale, size):
     return noise
 
 
+def _tail_offset(scale):
+    """``g = -log((1 + q) / 2)`` of :func:`_add_discrete_laplace`, with ``q = exp(-1 / scale)``
+    (computed as ``-log1p(expm1(-1 / scale) / 2)``, accurate for large scales)."""
+    if isinstance(scale, float):  # one scale: the same operations on a Python float
+        return -math.log1p(math.expm1(-1.0 / scale) / 2.0)
+    return -np.log1p(np.expm1(-1.0 / scale) / 2.0)
+
+
 def discrete_laplace_variance(scale):
     """Variance of :func:`sample_discrete_laplace`: 2q / (1 - q)^2 with q = exp(-1/scale)."""
+    if isinstance(scale, float):  # one scale: the same operations on a Python float
+        return 2.0 * math.exp(-1.0 / scale) / math.expm1(-1.0 / scale) ** 2
     scale = np.asarray(scale, dtype=np.float64)
     q = np.exp(-1.0 / scale)
     return 2.0 * q / np.expm1(-1.0 / scale) ** 2
@@ -287,11 +299,11 @@ def laplace_release(values, sensitivity, epsilon, rng, secure, *, overwrite=Fals
 def _few_laplace_release(values, sensitivity, epsilon, rng, *, overwrite=False):
     """:func:`laplace_release` (secure) of a few coordinates with one scalar sensitivity
     and epsilon, in Python floats: the same step, units, draws and float64 operations
-    (:func:`grid_step`, :func:`_laplace_units`, ``round(values / step)``, the draws
-    added, times the step). None, before any draw, when a value is not finite.
+    (``round(values / step)``, the draws added, times the step). None, before any
+    draw, when a value is not finite.
     """
-    step = math.ldexp(1.0, math.frexp(sensitivity / epsilon)[1] - GRID_BITS)
-    units = (sensitivity / step + values.shape[-1]) / epsilon
+    step = grid_step(sensitivity / epsilon)
+    units = _laplace_units(sensitivity, epsilon, step, values.shape[-1])
     if not units <= MAX_NOISE_UNITS:
         check_noise_units(units, epsilon)
     try:
@@ -342,18 +354,15 @@ def laplace_variance(sensitivity, epsilon, n_coordinates, secure):
     Laplace variance 2q / (1 - q)^2 (in grid steps, q = exp(-1/units)) times step^2.
     """
     if _is_scalar(sensitivity) and _is_scalar(epsilon):
-        # The same float64 operations on Python floats (a few numpy calls on scalars
-        # cost more than the arithmetic).
-        sensitivity, epsilon = float(sensitivity), float(epsilon)
-        scale = sensitivity / epsilon
-        if not secure:
-            return np.float64(2.0 * scale**2)
-        step = math.ldexp(1.0, math.frexp(scale)[1] - GRID_BITS)
-        units = (sensitivity / step + n_coordinates) / epsilon
-        q = math.exp(-1.0 / units)
-        return np.float64(2.0 * q / math.expm1(-1.0 / units) ** 2 * step**2)
-    sensitivity = np.asarray(sensitivity, dtype=np.float64)
-    epsilon = np.asarray(epsilon, dtype=np.float64)
+        # Python floats: the same float64 operations below, without numpy calls on
+        # scalars (which cost more than the arithmetic).
+        return np.float64(_laplace_variance(float(sensitivity), float(epsilon),
+                                            n_coordinates, secure))
+    return _laplace_variance(np.asarray(sensitivity, dtype=np.float64),
+                             np.asarray(epsilon, dtype=np.float64), n_coordinates, secure)
+
+
+def _laplace_variance(sensitivity, epsilon, n_coordinates, secure):
     scale = sensitivity / epsilon
     if not secure:
         return 2.0 * scale**2
@@ -454,7 +463,7 @@ def _personalized_units(user_sensitivity, user_epsilon, n_coordinates):
     sensitivity, epsilon = user_sensitivity[private], user_epsilon[private]
     scale = float(np.max(sensitivity / epsilon))
     step = grid_step(scale)
-    units = float(np.max((sensitivity / step + n_coordinates) / epsilon))
+    units = float(np.max(_laplace_units(sensitivity, epsilon, step, n_coordinates)))
     return scale, units, step
 
 

@@ -95,18 +95,20 @@ def _bounds_and_scale(lower, upper, n_features, width=None):
     Broadcast (scalars) and checked here: the compiled kernels read one bound per
     feature without bounds checks.
     """
-    lower, upper = (_per_feature(side, n_features) for side in (lower, upper))
+    lower, upper = (per_feature(side, n_features) for side in (lower, upper))
     if width is None:
         width = check_fixed_point_range(lower, upper)
-    return lower, upper, _per_feature(_SCALE / width, n_features)
+    return lower, upper, per_feature(_SCALE / width, n_features)
 
 
-def _per_feature(values, n_features):
+def per_feature(values, n_features):
     """``values`` broadcast to a contiguous float64 array of shape (n_features,)."""
     values = np.asarray(values, dtype=np.float64)
     if values.shape == (n_features,) and values.flags.c_contiguous:
         return values  # the usual case: no broadcast to build
-    return np.ascontiguousarray(np.broadcast_to(values, (n_features,)))
+    broadcast = np.empty(n_features)
+    broadcast[...] = values  # cheaper than broadcast_to for a scalar
+    return broadcast
 
 
 def _float_rows(values):
