@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from ..utils._random import random_word_list, random_words
+from ..utils._random import random_words
 
 #: The grid step is the smallest power of two >= scale * 2**-GRID_BITS.
 GRID_BITS = 40
@@ -193,7 +193,7 @@ def _few_discrete_laplace(rng, scale, size):
     """
     offset = _tail_offset(scale)
     noise = []
-    for word in random_word_list(rng, size):
+    for word in random_words(rng, size).tolist():
         # 1 - U = (2**53 - k) 2**-53 exactly, for the word's top 53 bits k.
         magnitude = math.floor((offset - math.log((word >> 11) * -(2.0**-53) + 1.0)) * scale)
         noise.append(-magnitude if word & 1 else magnitude)

@@ -3,7 +3,6 @@
 import numbers
 import os
 import secrets
-import struct
 
 import numpy as np
 from randomgen import AESCounter, ChaCha
@@ -72,12 +71,6 @@ class DeferredSecureGenerator:
             return np.frombuffer(bytearray(os.urandom(8 * size)), dtype=np.uint64)
         return self.generator.bit_generator.random_raw(size)
 
-    def random_raw_list(self, size):
-        """:meth:`random_raw` as a list of Python ints."""
-        if self._generator is None and size <= _OS_WORDS:
-            return list(struct.unpack(f"={size}Q", os.urandom(8 * size)))
-        return self.generator.bit_generator.random_raw(size).tolist()
-
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
@@ -89,13 +82,6 @@ def random_words(rng, size):
     if type(rng) is DeferredSecureGenerator:
         return rng.random_raw(size)
     return rng.bit_generator.random_raw(size)
-
-
-def random_word_list(rng, size):
-    """:func:`random_words` as a list of Python ints (for a few words)."""
-    if type(rng) is DeferredSecureGenerator:
-        return rng.random_raw_list(size)
-    return rng.bit_generator.random_raw(size).tolist()
 
 
 def release_random_state(random_state):
