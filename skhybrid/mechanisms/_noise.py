@@ -144,7 +144,8 @@ def _add_discrete_laplace(target, rng, scale):
     ``_DRAW_BLOCK``: no n-long array of draws.
     """
     if target.shape[0] <= _FEW_DRAWS and _is_scalar(scale):
-        _add_few_discrete_laplace(target, rng, float(scale))
+        few = _few_discrete_laplace(rng, float(scale), target.shape[0])
+        target += np.asarray(few, dtype=target.dtype)
         return
     scale = np.asarray(scale, dtype=np.float64)
     offset = _tail_offset(scale)
@@ -174,13 +175,8 @@ def _add_discrete_laplace(target, rng, scale):
 #: Discrete Laplace draws made at once by :func:`_add_discrete_laplace`.
 _DRAW_BLOCK = 2**16
 #: Up to this many draws of one scale are made in Python floats
-#: (:func:`_add_few_discrete_laplace`); a central release draws one per coordinate.
+#: (:func:`_few_discrete_laplace`); a central release draws one per coordinate.
 _FEW_DRAWS = 32
-
-
-def _add_few_discrete_laplace(target, rng, scale):
-    """:func:`_add_discrete_laplace` of a few draws of one scale, in Python floats."""
-    target += np.asarray(_few_discrete_laplace(rng, scale, target.shape[0]), dtype=target.dtype)
 
 
 def _few_discrete_laplace(rng, scale, size):
