@@ -121,13 +121,24 @@ def central_group_mean(centred_sum, size, *, origin, mechanism, epsilon, delta, 
     estimate : GroupEstimate
     """
     n_features = centred_sum.shape[0]
-    noise = central_mechanism(
+    noise = central_group_noise(size, mechanism=mechanism, epsilon=epsilon, delta=delta,
+                                ranges=ranges, magnitude=magnitude)
+    variance = per_feature(noise.variance(n_features), n_features)
+    mean = noise.randomise(centred_sum / size, random_state=rng) + origin
+    return GroupEstimate(mean=mean, noise_variance=variance, size=size)
+
+
+def central_group_noise(size, *, mechanism, epsilon, delta, ranges, magnitude=None):
+    """The mechanism :func:`central_group_mean` adds to a group's centred mean.
+
+    Public quantities only: a fit calls its ``variance`` before charging the ledger,
+    which refuses a noise too wide to draw (:func:`~skhybrid.mechanisms._noise.check_noise_units`)
+    before anyone is charged.
+    """
+    return central_mechanism(
         mechanism, epsilon=epsilon, delta=delta, ranges=slack_ranges(ranges, size, magnitude),
         group_size=size,
     )
-    mean = noise.randomise(centred_sum / size, random_state=rng) + origin
-    variance = per_feature(noise.variance(n_features), n_features)
-    return GroupEstimate(mean=mean, noise_variance=variance, size=size)
 
 
 def central_group_means(centred_sums, sizes, *, origin, epsilons, ranges, rng):
@@ -157,13 +168,29 @@ def central_group_means(centred_sums, sizes, *, origin, epsilons, ranges, rng):
     """
     sizes = np.asarray(sizes, dtype=np.float64)
     epsilons = np.asarray(epsilons, dtype=np.float64)
-    if not np.all(np.isfinite(epsilons) & (epsilons > 0)):
-        raise ValueError("every group's epsilon must be finite and > 0")
-    n_features = centred_sums.shape[1]
-    sensitivity = laplace_mean_sensitivity(slack_ranges(ranges, sizes), sizes)
+    sensitivity = _group_means_sensitivity(sizes, epsilons, ranges)
+    variances = laplace_variance(sensitivity, epsilons, centred_sums.shape[1], True)
     means = laplace_release(centred_sums / sizes[:, np.newaxis], sensitivity, epsilons, rng,
                             secure=True) + origin
-    return means, laplace_variance(sensitivity, epsilons, n_features, True)
+    return means, variances
+
+
+def central_group_means_variance(sizes, *, epsilons, ranges):
+    """Per-coordinate noise variance of each group of :func:`central_group_means`.
+
+    Public quantities only; like :func:`central_group_noise`, it refuses a noise too
+    wide to draw, so that a fit can refuse before charging the ledger.
+    """
+    sizes = np.asarray(sizes, dtype=np.float64)
+    epsilons = np.asarray(epsilons, dtype=np.float64)
+    return laplace_variance(_group_means_sensitivity(sizes, epsilons, ranges), epsilons,
+                            np.shape(ranges)[0], True)
+
+
+def _group_means_sensitivity(sizes, epsilons, ranges):
+    if not np.all(np.isfinite(epsilons) & (epsilons > 0)):
+        raise ValueError("every group's epsilon must be finite and > 0")
+    return laplace_mean_sensitivity(slack_ranges(ranges, sizes), sizes)
 
 
 def local_report_variance(mechanism, *, epsilon, delta, lower, upper):

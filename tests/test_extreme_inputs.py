@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 import pytest
 
+from skhybrid.accounting import PrivacyLedger
 from skhybrid import (
     ADPMEstimator,
     HybridKMeans,
@@ -127,3 +128,61 @@ def test_bad_parameters_are_refused_by_name(Estimator):
             if problem:
                 vague.append((name, value, problem))
     assert vague == []
+
+
+def _charged_only_if_released(fit, ledger, ids):
+    """What is wrong with the ledger after ``fit()``, or None.
+
+    A fit that raises must leave no charge and no history row; one that releases must
+    have charged (so that this check can tell a charge from none).
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit()
+    except Exception:  # noqa: BLE001 - every refusal, whatever its class
+        if ledger.history() or np.any(ledger.spent(ids) > 0):
+            return "a refused fit charged the ledger"
+        return None
+    return None if len(ledger.history()) == 1 else "a release charged nothing"
+
+
+@pytest.mark.parametrize("name", list(ESTIMATORS))
+def test_a_refused_extreme_fit_charges_nobody(name):
+    """Issue 25, 2: every check that can refuse a fit runs before the ledger's charge."""
+    ids = np.arange(UNIT.shape[0])
+    wrong = []
+    for bounds, epsilon in itertools.product(BOUNDS, EPSILONS):
+        ledger = PrivacyLedger(default_budget=np.inf)
+        estimator, metadata = ESTIMATORS[name](bounds, epsilon)
+        estimator.set_params(random_state=0, ledger=ledger)
+        width = bounds[1] - bounds[0]
+        X = UNIT * width + bounds[0] if np.isfinite(width) else UNIT
+        problem = _charged_only_if_released(
+            lambda: estimator.fit(X, user_id=ids, **metadata), ledger, ids
+        )
+        if problem:
+            wrong.append((bounds, epsilon, problem))
+    assert wrong == []
+
+
+@pytest.mark.parametrize("Estimator", list(PARAMETER_GRIDS), ids=lambda cls: cls.__name__)
+def test_a_fit_refusing_a_parameter_charges_nobody(Estimator):
+    X = RNG.uniform(0, 1, size=(60, 2))
+    ids = np.arange(60)
+    wrong = []
+    for name, values in PARAMETER_GRIDS[Estimator].items():
+        for value in values:
+            ledger = PrivacyLedger(default_budget=np.inf)
+            params = {"bounds": (0, 1), name: value, "random_state": 0, "ledger": ledger}
+            if Estimator is HybridKMeans and name != "n_clusters":
+                params["n_clusters"] = 2
+            if Estimator is HybridMeanEstimator and name == "delta":
+                params["mechanism"] = "gaussian"
+            metadata = {"trust_group": TRUST[:60]} if Estimator is HybridMeanEstimator else {}
+            problem = _charged_only_if_released(
+                lambda: Estimator(**params).fit(X, user_id=ids, **metadata), ledger, ids
+            )
+            if problem:
+                wrong.append((name, value, problem))
+    assert wrong == []

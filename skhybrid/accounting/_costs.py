@@ -172,7 +172,8 @@ def _materialised(values):
 def charge_release(estimator, user_id, is_tcm, epsilon, **resolved):
     """Charge the users of one release on ``estimator.ledger`` (no-op without a ledger).
 
-    Call it after validating the input and before drawing any noise: it raises
+    Call it after every check that can refuse the fit and before the curator's noise
+    (a refused fit must charge nobody): it raises
     :class:`~skhybrid.exceptions.BudgetExceededError` (nothing charged) when a user
     would exceed their budget.
 
@@ -205,8 +206,9 @@ def charge_release(estimator, user_id, is_tcm, epsilon, **resolved):
 def charge_dask_release(estimator, user_id, trust_group, epsilon, *, allow_inf, **resolved):
     """:func:`charge_release` for Dask metadata: the (small) metadata are computed first.
 
-    ``X`` itself is never collected; its rows are validated while it is reduced, after
-    the charge (a bad chunk then fails a fit that was already charged).
+    ``X`` itself is never collected. The estimators call this after a reduction that
+    validated every chunk of ``X`` (the statistics, or a first pass over the users),
+    so a bad chunk fails the fit before anyone is charged.
     """
     if getattr(estimator, "ledger", None) is None:
         return

@@ -1227,13 +1227,17 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedP
             observed_range = X
         self._check_groups(users.n_tcm, users.n_lm, trust_group is not None)
         lower, upper = resolve_bounds(self.bounds, observed_range)
+        plan = self._plan(users, lower, upper)
+        if plan.central is not None:
+            # A noise too wide to draw is refused before the charge (as local noise is by
+            # the plan's report variances).
+            plan.central.variance(self.n_clusters * (1 + lower.shape[0]))
         if in_dask:
             charge_dask_release(self, user_id, trust_group, epsilon, allow_inf=False)
         else:
             charge_release(self, user_id, is_tcm, user_epsilon)
         rng = check_random_state(self.random_state)
         centres = self._initial_centres(lower, upper, rng)
-        plan = self._plan(users, lower, upper)
 
         # The devices' randomness (reports, randomized responses) comes from each chunk's
         # own generators: the report's, then one per iteration.

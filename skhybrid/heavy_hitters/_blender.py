@@ -396,6 +396,16 @@ def _count_mechanism(epsilon):
     return LaplaceMechanism(epsilon=epsilon, sensitivity=sensitivity)
 
 
+def _check_count_noise(n_optin, epsilon):
+    """Refuse a count noise too wide to draw, before the ledger is charged.
+
+    The released count vectors have at most one cell per opt-in user (their distinct
+    records), so the noise of ``n_optin`` coordinates bounds every one of them.
+    """
+    if n_optin:
+        _count_mechanism(epsilon).variance(n_optin)
+
+
 def _passes_threshold(counts, *, epsilon, delta, rng):
     """CreateHeadList, lines 9-11: which noisy counts exceed ``tau``.
 
@@ -999,6 +1009,7 @@ class BlenderHeavyHitters(ValidatedParamsMixin, BaseEstimator):
             n_optin_per_chunk, n_clients, epsilon_optin, epsilon_client = (
                 self._summarise_dask_input(X, trust_group, epsilon)
             )
+            _check_count_noise(sum(n_optin_per_chunk), epsilon_optin)
             charge_dask_release(self, user_id, trust_group, epsilon, allow_inf=False)
 
             def reduce(function, generators):
@@ -1013,6 +1024,7 @@ class BlenderHeavyHitters(ValidatedParamsMixin, BaseEstimator):
             )
             n_optin_per_chunk = [int(np.count_nonzero(is_optin))]
             n_clients = X.shape[0] - n_optin_per_chunk[0]
+            _check_count_noise(n_optin_per_chunk[0], epsilon_optin)
             charge_release(self, user_id, is_optin, user_epsilon)
 
             def reduce(function, generators):

@@ -9,7 +9,7 @@ from sklearn.utils.validation import _num_samples
 
 from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, ValidatedParamsMixin
 from ..mechanisms import LaplaceMechanism, LocalLaplaceRandomizer
-from ..mechanisms._noise import personalized_laplace_release
+from ..mechanisms._noise import personalized_laplace_release, personalized_laplace_variance
 from ..theory._adpm import (
     adpm_weights,
     affine_mse,
@@ -21,7 +21,7 @@ from ..theory._adpm import (
     uni_weights,
 )
 from ..theory._mixed import mse_about_empirical_mean
-from ..utils._dask import any_dask, map_rows
+from ..utils._dask import any_dask
 from ..utils._sums import rounding_slack
 from ..utils._validation import (
     check_epsilon,
@@ -81,7 +81,8 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
         (``"uni"``), weights proportional to epsilon (``"propdpm"``), per-level Laplace
         means mixed by inverse variance (``"ldpe"``), or the stretching mechanism of
         Alaggan et al. (``"stretching"``, Example 2 in Appendix D): each value is shrunk
-        towards the lower bound by ``epsilon_i / max(epsilon)`` and the mean released at
+        towards the middle of the bounds by ``epsilon_i / max(epsilon)`` (the paper's
+        rule on its domain [-0.5, 0.5], on any interval) and the mean released at
         ``max(epsilon)``. Stretching is biased (its weights sum to less than 1 and its
         ``expected_mse_`` is an upper bound); it is here to show why ADPM is not. The
         baselines need tcm users only.
@@ -109,8 +110,10 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
         The private estimate.
     weights_ : ndarray of shape (n_samples,)
         The users' weights; they sum to 1 (to ``mean(epsilon) / max(epsilon)`` with
-        ``strategy="stretching"``). A lazy Dask array when ``X`` is a Dask
-        collection; absent after ``partial_fit`` (see ``level_weights_``).
+        ``strategy="stretching"``). Absent after a fit on Dask input and after
+        ``partial_fit``: a fitted estimator keeps nothing n-long or tied to the
+        input's graph; look a user's weight up in ``level_weights_`` by their
+        level (see :doc:`/privacy`).
     level_epsilons_, level_local_, level_sizes_, level_weights_ : ndarray of shape (n_levels,)
         The privacy levels (a level is a trust model and an epsilon; tcm levels first,
         by epsilon), whether each is an lm level, its number of users and the weight of
@@ -220,7 +223,12 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
         self : ADPMEstimator
         """
         self._fit_statistics(X, trust_group, epsilon, user_id)
-        self.weights_ = self._user_weights(X, trust_group, epsilon)
+        if any_dask(X, trust_group, epsilon):
+            # A lazy per-user array would keep the input's graph, and with it persisted
+            # data, on the fitted estimator: only the per-level form is kept.
+            self.__dict__.pop("weights_", None)
+        else:
+            self.weights_ = self._user_weights(_num_samples(X), trust_group, epsilon)
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -289,15 +297,29 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
                 "users. Use strategy='adpm' for the hybrid extension"
             )
 
-    def _release(self, statistics, context, rng, fit_warnings):
-        """Solve the weights from the level counts, then add the noise to the weighted sum."""
+    def _plan_release(self, statistics, context, fit_warnings):
+        """Solve the weights from the level counts (public), and refuse a noise too wide
+        to draw: both before the charge."""
+        lower, upper = context["lower"], context["upper"]
+        # The programs take the privacy levels with their sizes (their level form): users
+        # of a level get equal weights, so nothing n-long is built.
+        solution = self._solve(statistics.epsilons, statistics.local, statistics.counts,
+                               float(np.sum(upper - lower)), float(np.mean(context["variance"])))
+        if not solution.trivial:
+            for mechanism, sensitivity, epsilons in self._noise(solution, statistics, lower,
+                                                                upper):
+                if mechanism is None:
+                    personalized_laplace_variance(sensitivity, epsilons, lower.shape[0], True)
+                else:
+                    mechanism.variance(lower.shape[0])
+        return solution
+
+    def _release(self, statistics, context, solution, rng):
+        """Add the noise to the weighted sum with the planned weights."""
         lower, upper, feature_variance = context["lower"], context["upper"], context["variance"]
         data_range = float(np.sum(upper - lower))
         program_variance = float(np.mean(feature_variance))
-        # The programs take the privacy levels with their sizes (their level form): users
-        # of a level get equal weights, so nothing n-long is built.
         levels, local, counts = statistics.epsilons, statistics.local, statistics.counts
-        solution = self._solve(levels, local, counts, data_range, program_variance)
         level_weights = solution.weights
 
         report_variance = np.zeros(levels.size)
@@ -310,9 +332,7 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
             estimate = (lower + upper) / 2.0
             self.noise_scale_ = np.zeros(lower.shape[0])
         else:
-            estimate, scale = self._noisy_sum(
-                solution, statistics, level_weights, lower, upper, rng
-            )
+            estimate, scale = self._noisy_sum(solution, statistics, lower, upper, rng)
             self.noise_scale_ = np.full(lower.shape[0], scale)
         self.level_epsilons_ = statistics.epsilons
         self.level_local_ = statistics.local
@@ -326,16 +346,15 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
                                                 lower, upper, counts)
         return estimate
 
-    def _noisy_sum(self, solution, statistics, level_weights, lower, upper, rng):
-        """The weighted sum of the values plus the central noise; returns it and the scale.
+    def _noise(self, solution, statistics, lower, upper):
+        """The central noise of the weighted sum, from public quantities only.
 
-        The noise is added to the tcm levels' weighted sum of centred values (exact
-        fixed-point sums, :mod:`skhybrid.utils._sums`); the lower bound's share and the
-        lm users' weighted reports, already private, are added afterwards.
+        Returns a list of ``(mechanism, None, None)``, one per privacy level (LDPE), or
+        ``[(None, user_sensitivity, epsilons)]`` for one personalized Laplace release.
         """
+        level_weights = solution.weights
         central = ~statistics.local
         ranges = upper - lower
-        weighted = level_weights[central] @ statistics.centred_sums(lower, upper)[central]
         # The weighted centred sum is at most sum_k W_k n_k |range| (weights sum to at most
         # 1); the dot product over the levels rounds by a few ulps of it per level.
         magnitude = float(np.sum(np.abs(level_weights) * statistics.counts)) * ranges
@@ -344,43 +363,57 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
             # LDPE noises each privacy level's mean: level k's term W_k mean_k moves by at
             # most W_k D / n_k when one of its users is replaced.
             finite = statistics.epsilons[np.isfinite(statistics.epsilons)]
-            noise = np.zeros_like(weighted)
-            for level, scale in zip(finite, solution.level_noise_scales):
-                mechanism = LaplaceMechanism(epsilon=level, sensitivity=scale * level + slack)
-                noise += mechanism.randomise(np.zeros_like(weighted), random_state=rng)
-            released = weighted + noise
+            return [
+                (LaplaceMechanism(epsilon=level, sensitivity=scale * level + slack), None, None)
+                for level, scale in zip(finite, solution.level_noise_scales)
+            ]
+        # Replacing tcm user i moves the weighted sum by w_i D in L1; lm users' reports
+        # are already private and public users need no protection. Every user of a level
+        # has the level's weight, so the per-level maximum is the per-user one.
+        sensitivity = np.where(
+            statistics.local, 0.0, np.abs(level_weights) * float(np.sum(ranges)) + slack
+        )
+        return [(None, sensitivity, statistics.epsilons)]
+
+    def _noisy_sum(self, solution, statistics, lower, upper, rng):
+        """The weighted sum of the values plus the central noise; returns it and the scale.
+
+        The noise is added to the tcm levels' weighted sum of centred values (exact
+        fixed-point sums, :mod:`skhybrid.utils._sums`); the lower bound's share and the
+        lm users' weighted reports, already private, are added afterwards.
+        """
+        level_weights = solution.weights
+        central = ~statistics.local
+        weighted = level_weights[central] @ statistics.centred_sums(lower, upper)[central]
+        noise = self._noise(solution, statistics, lower, upper)
+        if self.strategy == "ldpe":
+            total = np.zeros_like(weighted)
+            for mechanism, _, _ in noise:
+                total += mechanism.randomise(np.zeros_like(weighted), random_state=rng)
+            released = weighted + total
             scale = 0.0
         else:
-            # Replacing tcm user i moves the weighted sum by w_i D in L1; lm users'
-            # reports are already private and public users need no protection. Every
-            # user of a level has the level's weight, so the per-level maximum is the
-            # per-user one.
-            sensitivity = np.where(
-                statistics.local, 0.0, np.abs(level_weights) * float(np.sum(ranges)) + slack
-            )
+            _, sensitivity, epsilons = noise[0]
             released, scale = personalized_laplace_release(
-                weighted[np.newaxis, :], sensitivity, statistics.epsilons, rng, secure=True
+                weighted[np.newaxis, :], sensitivity, epsilons, rng, secure=True
             )
             released = released[0]
         # The centred values need their lower bound back: sum_i w_i lower for the tcm
-        # users. Stretching releases lower + sum_i w_i (x_i - lower) with weights summing
-        # to less than 1: its values shrink towards the lower bound, as Example 2 shrinks
-        # them towards 0.
-        offset = lower
-        if self.strategy != "stretching":
-            offset = float(np.sum(level_weights[central] * statistics.counts[central])) * lower
+        # users. Stretching releases centre + sum_i w_i (x_i - centre), with weights
+        # summing to W < 1: its values shrink towards the centre of the bounds, as
+        # Example 2 shrinks them towards 0 on [-0.5, 0.5]. That is the released sum
+        # centred on the lower bound plus lower + (1 - W) (upper - lower) / 2, added
+        # after the noise.
+        total = float(np.sum(level_weights[central] * statistics.counts[central]))
+        if self.strategy == "stretching":
+            offset = lower + (1.0 - total) * (upper - lower) / 2.0
+        else:
+            offset = total * lower
         reports = level_weights[~central] @ statistics.report_sums[~central]
         return released + offset + reports, scale
 
-    def _user_weights(self, X, trust_group, epsilon):
-        """Each user's weight: their level's, looked up row by row (lazily for Dask)."""
-        if any_dask(X, trust_group, epsilon):
-            return map_rows(self._level_weight_of_rows, X, trust_group=trust_group,
-                            epsilon=epsilon)
-        n_samples = _num_samples(X)
-        return self._level_weight_of_rows(n_samples, trust_group, epsilon)
-
-    def _level_weight_of_rows(self, n_samples, trust_group, epsilon):
+    def _user_weights(self, n_samples, trust_group, epsilon):
+        """Each user's weight: their level's, looked up row by row."""
         is_tcm = check_trust_group(trust_group, n_samples)
         user_epsilon = check_epsilon(
             self.epsilon if epsilon is None else epsilon,
@@ -407,12 +440,13 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
         if solution.trivial:
             return (upper - lower) ** 2 / 4.0
         if self.strategy == "stretching":
-            # Biased: the bound puts the data's mean at the upper bound (the largest bias).
+            # Biased: the bound puts the data's mean at a bound, half a range from the
+            # centre the values shrink to (the largest bias).
             return np.array([
                 stretching_mse(self.level_epsilons_, mean_offset=offset, variance=variance,
                                data_range=float(np.sum(upper - lower)), empirical=True,
                                counts=counts)
-                for offset, variance in zip(upper - lower, feature_variance)
+                for offset, variance in zip((upper - lower) / 2.0, feature_variance)
             ])
         population = np.array([
             affine_mse(

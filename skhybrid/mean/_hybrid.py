@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from .._group_estimates import (
     MECHANISMS,
     central_group_mean,
+    central_group_noise,
     local_report_variance,
     privatize_locally,
     privatized_sum,
@@ -329,7 +330,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
                 f"strategy={self.strategy!r} combines two groups but every user is {present}; "
                 f"the estimate is the {present} group's alone",
                 EmptyGroupWarning,
-                # _check_groups <- _release <- _fit_statistics <- fit <- scikit-learn's
+                # _check_groups <- _plan_release <- _fit_statistics <- fit <- scikit-learn's
                 # fit wrapper <- the user's call
                 stacklevel=6,
             )
@@ -416,11 +417,20 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             tcm_sum=tcm_sum, lm_sum=lm_sum,
         )
 
-    def _release(self, statistics, context, rng, fit_warnings):
+    def _plan_release(self, statistics, context, fit_warnings):
+        """Refuse an empty group the strategy needs, or a central noise too wide to draw."""
+        self._check_groups(statistics.n_tcm, statistics.n_lm, fit_warnings)
+        if statistics.n_tcm and self.strategy not in ("lm_only", "full_lm"):
+            ranges = context["upper"] - context["lower"]
+            central_group_noise(
+                statistics.n_tcm, mechanism=self.mechanism, epsilon=statistics.epsilon_tcm,
+                delta=self.delta, ranges=ranges,
+            ).variance(ranges.shape[0])
+
+    def _release(self, statistics, context, plan, rng):
         """Draw the central noise once from the groups' statistics and weight the estimates."""
         n_tcm, n_lm = statistics.n_tcm, statistics.n_lm
         epsilon_tcm, epsilon_lm = statistics.epsilon_tcm, statistics.epsilon_lm
-        self._check_groups(n_tcm, n_lm, fit_warnings)
         lower, upper, variance = context["lower"], context["upper"], context["variance"]
         noise = self._noise(context)
         lm_variance = local_report_variance(epsilon=epsilon_lm, **noise) if n_lm else None

@@ -12,7 +12,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval
 
-from .._group_estimates import central_group_means
+from .._group_estimates import central_group_means, central_group_means_variance
 from ..accounting._costs import charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
@@ -320,7 +320,16 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
             X, epsilon, np.zeros(X.shape[0], dtype=bool), context["lower"], context["upper"]
         )
 
-    def _release(self, statistics, context, rng, fit_warnings):
+    def _plan_release(self, statistics, context, fit_warnings):
+        """Refuse a private group's noise too wide to draw, before the charge."""
+        private = np.isfinite(statistics.epsilons)
+        if private.any():
+            central_group_means_variance(
+                statistics.counts[private], epsilons=statistics.epsilons[private],
+                ranges=context["upper"] - context["lower"],
+            )
+
+    def _release(self, statistics, context, plan, rng):
         """Each group's mean (Laplace noise at its epsilon; exact if public), mixed."""
         lower, upper, variance = context["lower"], context["upper"], context["variance"]
         data_range = float(np.sum(upper - lower))

@@ -7,7 +7,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from .._group_estimates import central_group_mean
+from .._group_estimates import central_group_mean, central_group_noise
 from ..accounting._costs import charge_dask_release, charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
@@ -29,7 +29,6 @@ from ..utils._dask import (
     check_dask_features,
     chunk_generators,
     map_chunks,
-    map_rows,
     n_chunks,
     renumbered_errors,
 )
@@ -137,17 +136,10 @@ def _chunk_kept_sum(X, trust_group, epsilon, *, offset, rng, validate, levels,
     return _kept_sum(X, probability, lower, upper, rng)
 
 
-def _row_probability(n_rows, trust_group, epsilon, *, levels, level_probability,
-                     default_epsilon):
-    """Each row's keep probability, from its epsilon level."""
-    user_epsilon = check_epsilon(
-        default_epsilon if epsilon is None else np.asarray(epsilon),
-        None if epsilon is None else n_rows, allow_inf=True,
-    )
-    return level_lookup(
-        levels.epsilons, levels.local, level_probability,
-        np.broadcast_to(user_epsilon, (n_rows,)), np.zeros(n_rows, dtype=bool),
-    )
+def _centred_magnitude(counts, expected_kept, lower, upper):
+    """A public bound on the kept users' centred sum over ``expected_kept``: at most every
+    user is kept, each within half a range of the midpoint."""
+    return float(np.sum(counts)) * (upper - lower) / (2.0 * float(expected_kept))
 
 
 class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator):
@@ -215,7 +207,12 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
     threshold_ : float
         The threshold t used (``np.inf``: only public users were kept, without noise).
     sampling_probability_ : ndarray of shape (n_samples,)
-        Each user's keep probability.
+        Each user's keep probability. Absent after a fit on Dask input: a fitted
+        estimator keeps nothing n-long or tied to the input's graph (see
+        ``level_sampling_probability_``).
+    level_epsilons_, level_sampling_probability_ : ndarray of shape (n_levels,)
+        The distinct privacy levels, increasing, and the keep probability of each
+        level's users.
     n_sampled_ : float
         The expected number of users kept, ``sampling_probability_.sum()``: the public
         divisor of the mean (see Notes). The realised number is not exposed.
@@ -339,7 +336,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
         X : array-like of shape (n_samples, n_features), Dask array or Dask DataFrame
             One row per user. A Dask collection is reduced in two passes where it
             lives (the epsilon levels' counts, then the kept users' sum); each chunk
-            draws its users' coins, and ``sampling_probability_`` is a lazy Dask array.
+            draws its users' coins; ``sampling_probability_`` is not kept (see Attributes).
         y : ignored
         trust_group : array-like of shape (n_samples,), default=None
             Accepted for the common API; every user must be ``"tcm"`` (or True).
@@ -367,6 +364,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
         # Everything public is computed per privacy level, then spread to the users.
         levels, counts = level_counts(user_epsilon)
         threshold, level_probability = self._sampling(levels, counts, data_range, variance)
+        self._check_noise(threshold, level_probability @ counts, counts, lower, upper)
         # Each user pays min(epsilon_i, t), what sampling guarantees them; before the coins.
         charge_release(self, user_id, np.ones(user_epsilon.shape[0], dtype=bool), user_epsilon,
                        threshold=threshold)
@@ -375,6 +373,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
         del user_epsilon
         kept_sum = _kept_sum(values, probability, lower, upper, rng)
         self.sampling_probability_ = probability
+        self._set_levels(levels, level_probability)
         self._release(kept_sum, levels, counts, threshold, level_probability @ counts, lower,
                       upper, variance, rng)
         return self
@@ -389,6 +388,15 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
                 "underflows to 0; use a smaller threshold"
             )
         return threshold, probability
+
+    def _check_noise(self, threshold, expected_kept, counts, lower, upper):
+        """Refuse a curator's noise too wide to draw, before anyone is charged."""
+        if np.isfinite(threshold):
+            central_group_noise(
+                float(expected_kept), mechanism="laplace", epsilon=threshold, delta=0.0,
+                ranges=upper - lower,
+                magnitude=_centred_magnitude(counts, expected_kept, lower, upper),
+            ).variance(lower.shape[0])
 
     def _release(self, kept_sum, levels, counts, threshold, expected_kept, lower, upper,
                  variance, rng):
@@ -405,12 +413,10 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
             # Only public users have p > 0, and they are kept for sure: no noise.
             offset = centred / expected_kept
         else:
-            # At most every user is kept, each within half a range of the midpoint.
-            magnitude = n_samples * (upper - lower) / (2.0 * expected_kept)
             offset = central_group_mean(
                 centred, expected_kept, origin=np.zeros_like(lower), mechanism="laplace",
                 epsilon=threshold, delta=0.0, ranges=upper - lower, rng=rng,
-                magnitude=magnitude,
+                magnitude=_centred_magnitude(counts, expected_kept, lower, upper),
             ).mean
         population_mse = sample_mechanism_mse(
             levels, threshold, data_range=data_range, variance=variance, counts=counts
@@ -442,6 +448,8 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
         data_range = float(np.sum(upper - lower))
         threshold, level_probability = self._sampling(levels.epsilons, levels.counts,
                                                       data_range, variance)
+        self._check_noise(threshold, level_probability @ levels.counts, levels.counts, lower,
+                          upper)
         charge_dask_release(self, user_id, trust_group, epsilon, allow_inf=True,
                             threshold=threshold)
         rng = check_random_state(self.random_state)
@@ -452,11 +460,15 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
         kept = map_chunks(task, X, generators=chunk_generators(rng, n_chunks(X)), **metadata)
         self._release(np.sum(kept, axis=0), levels.epsilons, levels.counts, threshold,
                       np.dot(level_probability, levels.counts), lower, upper, variance, rng)
-        lookup = functools.partial(_row_probability, levels=levels,
-                                   level_probability=level_probability,
-                                   default_epsilon=self.epsilon)
-        self.sampling_probability_ = map_rows(lookup, X, **metadata)
+        # A lazy per-user array would keep the input's graph, and with it persisted data,
+        # on the fitted estimator: only the per-level form is kept.
+        self.__dict__.pop("sampling_probability_", None)
+        self._set_levels(levels.epsilons, level_probability)
         return self
+
+    def _set_levels(self, levels, level_probability):
+        self.level_epsilons_ = np.asarray(levels, dtype=np.float64)
+        self.level_sampling_probability_ = np.asarray(level_probability, dtype=np.float64)
 
     def _resolve_threshold(self, levels, counts, data_range, variance):
         if not isinstance(self.threshold, str):

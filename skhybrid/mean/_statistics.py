@@ -357,9 +357,12 @@ class StatisticsFitMixin:
     - ``_public_context(lower, upper)``: the resolved public quantities of a fit;
     - ``_chunk_statistics(X, is_tcm, epsilon, context, rng)``: a chunk's statistics, an
       object supporting ``+``; ``rng`` simulates the lm users' devices;
-    - ``_release(statistics, context, rng, fit_warnings)``: draws the curator's noise,
-      sets the fitted attributes and returns the estimate (``fit_warnings``: whether
-      ``fit`` was given ``trust_group``, for warnings about an empty group).
+    - ``_plan_release(statistics, context, fit_warnings)``: the public plan of the
+      release (or None), raising for every refusal before the ledger is charged
+      (``fit_warnings``: whether ``fit`` was given ``trust_group``, for warnings about
+      an empty group);
+    - ``_release(statistics, context, plan, rng)``: draws the curator's noise, sets the
+      fitted attributes and returns the estimate.
     """
 
     _allow_inf = False
@@ -410,8 +413,11 @@ class StatisticsFitMixin:
     def _fit_statistics(self, X, trust_group, epsilon, user_id=None):
         """The body of ``fit``: statistics of every row, then one release; nothing kept.
 
-        With a ledger, the users are charged once the input is validated, before any
-        noise (the lm users' simulated reports included) is drawn.
+        With a ledger, the users are charged after every check that can refuse the fit
+        (the input, every chunk of a Dask input, :meth:`_plan_release`) and before the
+        curator's noise: a refused fit charges nobody. The lm users' simulated reports
+        (what their devices would send) are made earlier, with the statistics; a fit
+        refused later releases nothing of them.
         """
         # user <- fit's validation wrapper <- fit <- here <- check_fit_metadata
         check_fit_metadata(self, trust_group, epsilon, hybrid=self._is_hybrid_fit(),
@@ -419,18 +425,28 @@ class StatisticsFitMixin:
         check_user_id(self, user_id)
         self.discard_stream()
         rng = release_random_state(self.random_state)
-
-        def charge(is_tcm, levels):
-            charge_release(self, user_id, is_tcm, levels)
-
-        def charge_dask():
+        validated = []  # numpy input's (is_tcm, levels), kept for the charge
+        statistics, context = self._statistics(
+            X, trust_group, epsilon, rng, reset=True,
+            users=(lambda *metadata: validated.extend(metadata), None),
+        )
+        plan = self._plan_release(statistics, context, trust_group is not None)
+        if validated:
+            charge_release(self, user_id, *validated)
+        else:  # Dask input: its (small) metadata are computed for the charge
             charge_dask_release(self, user_id, trust_group, epsilon, allow_inf=self._allow_inf)
-
-        statistics, context = self._statistics(X, trust_group, epsilon, rng, reset=True,
-                                               users=(charge, charge_dask))
-        estimate = self._release(statistics, context, rng, trust_group is not None)
+        estimate = self._release(statistics, context, plan, rng)
         self._estimate = clamp_estimate(self, estimate, context["lower"], context["upper"])
         return self
+
+    def _plan_release(self, statistics, context, fit_warnings):
+        """What the release needs from public quantities, checked before the charge.
+
+        Everything that can refuse a release (an empty group, a noise too wide to draw)
+        raises here, before the ledger is charged; the returned plan (None by default)
+        is passed to :meth:`_release`.
+        """
+        return None
 
     def _partial_fit_statistics(self, X, trust_group, epsilon, user_id=None):
         """The body of ``partial_fit``: add a chunk's statistics; the release waits.
@@ -478,9 +494,10 @@ class StatisticsFitMixin:
                 PrivacyBudgetWarning,
                 stacklevel=4,
             )
+        plan = self._plan_release(stream.statistics, stream.context, False)
         if stream.users:
             charge_release(self, *stream.all_users())
-        estimate = self._release(stream.statistics, stream.context, stream.rng, False)
+        estimate = self._release(stream.statistics, stream.context, plan, stream.rng)
         self._estimate = clamp_estimate(self, estimate, stream.context["lower"],
                                         stream.context["upper"])
         stream.n_releases += 1

@@ -364,6 +364,10 @@ def _laplace_variance(sensitivity, epsilon, n_coordinates, secure):
         return 2.0 * scale**2
     step = grid_step(scale)
     units = _laplace_units(sensitivity, epsilon, step, n_coordinates)
+    # A noise that cannot be drawn has no variance: refused here too, so that a fit
+    # computing its noise before charging the ledger refuses before the charge.
+    if not (isinstance(units, float) and units <= MAX_NOISE_UNITS):
+        check_noise_units(units, epsilon)
     return discrete_laplace_variance(units) * step**2
 
 
@@ -416,7 +420,9 @@ def gaussian_variance(sensitivity, noise_multiplier, n_coordinates, secure):
     if not secure:
         return sigma**2
     step = grid_step(sigma)
-    return (_gaussian_units(sensitivity, noise_multiplier, step, n_coordinates) * step) ** 2
+    units = _gaussian_units(sensitivity, noise_multiplier, step, n_coordinates)
+    check_noise_units(units)  # as in _laplace_variance
+    return (units * step) ** 2
 
 
 def personalized_laplace_release(values, user_sensitivity, user_epsilon, rng, secure):
@@ -470,4 +476,5 @@ def personalized_laplace_variance(user_sensitivity, user_epsilon, n_coordinates,
         return 0.0
     if not secure:
         return 2.0 * scale**2
+    check_noise_units(units, user_epsilon[(user_sensitivity > 0) & np.isfinite(user_epsilon)])
     return float(discrete_laplace_variance(units) * step**2)

@@ -874,10 +874,11 @@ def stretching_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
     most ``w_i data_range = epsilon_i data_range / (n epsilon_max)``, so the Laplace
     noise gives them exactly ``epsilon_i`` (Lemma 1). The weights sum to
     ``mean(epsilon) / epsilon_max < 1`` unless all levels are equal: the estimate is
-    biased towards the value the data are shrunk to (0 in the paper's [0, 1] domain; the
-    lower bound here, so the mechanism is the paper's after mapping the bounds to
-    [0, 1]). With public users (epsilon = inf) epsilon_max is infinite: the public users
-    keep their values and every finite-epsilon user is shrunk to the lower bound.
+    biased towards the value the data are shrunk to, the middle of the bounds (0 in the
+    paper's domain [-0.5, 0.5]; Example 2 scales ``x_i`` to ``epsilon_i x_i /
+    epsilon_max``, and on any interval the rule shrinks ``x_i - centre``). With public
+    users (epsilon = inf) epsilon_max is infinite: the public users keep their values
+    and every finite-epsilon user is shrunk to the centre.
 
     Parameters
     ----------
@@ -893,8 +894,8 @@ def stretching_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
     -------
     solution : ADPMSolution
         ``expected_mse`` is an upper bound on the error against the population mean: the
-        exact :func:`stretching_mse` with the population mean at the upper bound (the
-        largest bias) and the variance at its bound.
+        exact :func:`stretching_mse` with the population mean at a bound (the largest
+        bias, half a range from the centre) and the variance at its bound.
     """
     eps = _check_epsilon(epsilon)
     counts = _check_counts(counts, eps.size)
@@ -903,8 +904,8 @@ def stretching_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
     n_users = eps.size if counts is None else counts.sum()
     weights = _stretched_fraction(eps) / n_users
     noise_scale = laplace_noise_scale(weights, eps, data_range=data_range)
-    mse = stretching_mse(eps, mean_offset=data_range, variance=variance, data_range=data_range,
-                         counts=counts)
+    mse = stretching_mse(eps, mean_offset=data_range / 2.0, variance=variance,
+                         data_range=data_range, counts=counts)
     return ADPMSolution(
         weights=weights, noise_scale=noise_scale, expected_mse=mse, objective=mse, trivial=False
     )
@@ -923,22 +924,24 @@ def stretching_mse(epsilon, *, mean_offset, variance, data_range=1.0, empirical=
     """Expected squared error of the stretching mechanism (Example 2 of Chaudhuri and Courtade).
 
     With ``w`` and ``eta`` of :func:`stretching_weights` and i.i.d. values whose mean lies
-    ``mean_offset`` above the lower bound, with variance ``variance``, the release
-    ``lower + <w, x - lower> + Laplace(eta)`` has error ``<w, x - mu> - (1 - sum(w))
-    mean_offset + Laplace(eta)`` about the population mean ``mu``, so
+    ``mean_offset`` above the centre of the bounds, with variance ``variance``, the
+    release ``centre + <w, x - centre> + Laplace(eta)`` has error ``<w, x - mu> -
+    (1 - sum(w)) mean_offset + Laplace(eta)`` about the population mean ``mu``, so
 
     ``MSE = variance ||w||^2 + ((1 - sum(w)) mean_offset)^2 + 2 eta^2``.
 
     About the empirical mean of the same data (``empirical=True``) ``w`` becomes
-    ``w - 1/n`` in the variance term. Example 2 (a point mass at 0.5, eps1 = 0.01,
-    eps2 = 0.1, f = 0.5) gives ``0.050625 + 200 / n^2``, the paper's
-    ``0.05 + 200 / n^2``: the bias does not vanish as n grows.
+    ``w - 1/n`` in the variance term. Example 2 (the domain [-0.5, 0.5], a point mass at
+    0.5, eps1 = 0.01, eps2 = 0.1, f = 0.5: ``mean_offset = 0.5``) gives
+    ``0.050625 + 200 / n^2``, the paper's ``0.05 + 200 / n^2``: the bias does not vanish
+    as n grows.
 
     Parameters
     ----------
     epsilon : array-like of shape (n_users,)
     mean_offset : float
-        Population mean minus the lower bound, in ``[0, data_range]``.
+        Population mean minus the centre of the bounds, in
+        ``[-data_range / 2, data_range / 2]``.
     variance : float
         Variance of one user's value.
     data_range : float, default=1.0

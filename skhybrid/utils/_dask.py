@@ -285,34 +285,6 @@ def _columns_of_one_frame(X, series):
         return None, None
 
 
-def map_rows(function, X, **metadata):
-    """A lazy Dask array of one value per row, computed chunk by chunk from the metadata.
-
-    Parameters
-    ----------
-    function : callable
-        Called as ``function(n_rows, *metadata_blocks)``; returns an ndarray of shape
-        (n_rows,).
-    X : dask array or dask DataFrame
-        Gives the chunking.
-    **metadata
-        As in :func:`chunk_arrays`.
-
-    Returns
-    -------
-    values : dask array of shape (n_samples,)
-        Nothing is computed until the caller asks.
-    """
-    import dask
-    import dask.array as da
-
-    blocks, lengths = chunk_arrays(X, **metadata)
-    return da.concatenate([
-        da.from_delayed(dask.delayed(function)(length, *block[1:]), shape=(length,), dtype=float)
-        for block, length in zip(blocks, lengths)
-    ])
-
-
 def check_dask_features(estimator, X, *, reset):
     """Set or check ``n_features_in_`` and ``feature_names_in_`` for a Dask ``X``.
 

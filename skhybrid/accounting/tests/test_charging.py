@@ -316,3 +316,74 @@ def test_an_in_memory_ledger_with_n_jobs_2_is_a_clear_error(users):
         chain.append(str(cause))
         cause = cause.__cause__ or cause.__context__
     assert any("in-memory PrivacyLedger cannot be pickled" in message for message in chain)
+
+
+# -- a refused fit charges nobody (issue 25, 2) ----------------------------------------
+
+_ALL_LM = np.array(["lm"] * N_USERS)
+_ALL_TCM = np.array(["tcm"] * N_USERS)
+_REFUSED_FITS = {
+    "tcm_only without tcm users": (HybridMeanEstimator("tcm_only", bounds=(0, 1)),
+                                   {"trust_group": _ALL_LM}),
+    "lm_only without lm users": (HybridMeanEstimator("lm_only", bounds=(0, 1)),
+                                 {"trust_group": _ALL_TCM}),
+    "two epsilons in one trust group": (HybridMeanEstimator(bounds=(0, 1)),
+                                        {"trust_group": "trust", "epsilon": "levels"}),
+    "mixed mean with lm users": (MixedMeanEstimator(bounds=(0, 1)), {"trust_group": "trust"}),
+    "uni with lm users": (ADPMEstimator(strategy="uni", bounds=(0, 1)),
+                          {"trust_group": "trust"}),
+    "hybrid epsilon too small to sample": (HybridMeanEstimator(bounds=(0, 1), epsilon=1e-18),
+                                           {"trust_group": "trust"}),
+    "pdp epsilon too small to sample": (PDPSampleEstimator(bounds=(0, 1), epsilon=1e-18), {}),
+    "kmeans epsilon too small to sample": (HybridKMeans(2, bounds=(0, 1), epsilon=1e-18),
+                                           {"trust_group": "trust"}),
+    "mixed epsilon too small to sample": (MixedMeanEstimator(bounds=(0, 1), epsilon=1e-18), {}),
+    "stretching epsilon too small to sample": (
+        ADPMEstimator(strategy="stretching", bounds=(0, 1)), {"epsilon": "tiny levels"}),
+    "ldpe epsilon too small to sample": (
+        ADPMEstimator(strategy="ldpe", bounds=(0, 1)), {"epsilon": "tiny levels"}),
+    "pdp with lm users": (PDPSampleEstimator(bounds=(0, 1)), {"trust_group": "trust"}),
+    "kmeans tcm_only without tcm users": (HybridKMeans(2, strategy="tcm_only", bounds=(0, 1)),
+                                          {"trust_group": _ALL_LM}),
+}
+
+
+@pytest.mark.parametrize("case", list(_REFUSED_FITS))
+@pytest.mark.parametrize("dask_input", [False, True], ids=["numpy", "dask"])
+def test_a_refused_fit_charges_nobody_and_writes_no_history(users, case, dask_input):
+    X, trust, levels, ids = users
+    estimator, metadata = _REFUSED_FITS[case]
+    named = {"trust": trust, "levels": levels, "tiny levels": levels * 1e-18}
+    metadata = {key: named[value] if isinstance(value, str) else value
+                for key, value in metadata.items()}
+    if dask_input:
+        da = pytest.importorskip("dask.array")
+        X = da.from_array(X, chunks=(150, 1))
+        metadata = {key: da.from_array(value, chunks=150) for key, value in metadata.items()}
+    ledger = PrivacyLedger(default_budget=100.0)
+    estimator = clone(estimator).set_params(ledger=ledger, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError):
+            estimator.fit(X, user_id=ids, **metadata)
+    assert ledger.history() == []
+    np.testing.assert_array_equal(ledger.spent(ids), np.zeros(N_USERS))
+
+
+@pytest.mark.parametrize("dask_input", [False, True], ids=["numpy", "dask"])
+def test_a_blender_fit_refused_for_its_noise_charges_nobody(dask_input):
+    from skhybrid.datasets import make_search_logs
+
+    records = make_search_logs(2_000, n_queries=20, random_state=0)
+    optin = np.random.default_rng(1).random(records.shape[0]) < 0.3
+    ids = np.arange(records.shape[0])
+    if dask_input:
+        da = pytest.importorskip("dask.array")
+        records, optin = da.from_array(records, chunks=(700, 2)), da.from_array(optin, 700)
+    ledger = PrivacyLedger()
+    ledger.set_budget(ids, 1e300, 0.5)
+    with pytest.raises(ValueError, match="too small to draw the noise"):
+        BlenderHeavyHitters(epsilon=1e-18, ledger=ledger, random_state=0).fit(
+            records, trust_group=optin, user_id=ids)
+    assert ledger.history() == []
+    np.testing.assert_array_equal(ledger.spent(ids), np.zeros(ids.size))

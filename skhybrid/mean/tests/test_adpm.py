@@ -96,21 +96,22 @@ def test_expected_mse_matches_monte_carlo_within_4_standard_errors(strategy):
 
 @pytest.mark.slow
 def test_stretching_error_matches_example_2s_formula_and_stays_under_its_bound():
-    """The estimator's error about the empirical mean against stretching_mse (uniform data:
-    mean 1/2 above the lower bound, variance 1/12) within 4 standard errors, and under
-    the reported expected_mse_ (which puts the mean at the upper bound)."""
+    """The estimator's error about the empirical mean against stretching_mse (data uniform
+    on [0.5, 1] in bounds (0, 1): mean 1/4 above the centre, variance 1/48) within 4
+    standard errors, and under the reported expected_mse_ (which puts the mean at a
+    bound)."""
     from skhybrid.theory._adpm import stretching_mse
 
     rng = np.random.default_rng(7)
     n, n_trials = 200, 4000
     epsilon = np.exp(rng.uniform(-2, 1, n))
-    est = ADPMEstimator(strategy="stretching", bounds=(0, 1), variance=1 / 12)
+    est = ADPMEstimator(strategy="stretching", bounds=(0, 1), variance=1 / 48)
     errors = np.empty(n_trials)
     for trial in range(n_trials):
-        X = rng.uniform(size=(n, 1))
+        X = rng.uniform(0.5, 1.0, size=(n, 1))
         est.set_params(random_state=int(rng.integers(2**31))).fit(X, epsilon=epsilon)
         errors[trial] = (est.mean_[0] - X.mean()) ** 2
-    expected = stretching_mse(epsilon, mean_offset=0.5, variance=1 / 12, empirical=True)
+    expected = stretching_mse(epsilon, mean_offset=0.25, variance=1 / 48, empirical=True)
     standard_error = errors.std(ddof=1) / np.sqrt(n_trials)
     assert abs(errors.mean() - expected) < 4 * standard_error
     assert errors.mean() < est.expected_mse_[0]
@@ -143,18 +144,40 @@ def test_adpm_beats_its_baselines_in_expected_error():
     assert mse["adpm"] <= min(mse["uni"], mse["propdpm"], mse["ldpe"])
 
 
-def test_stretching_shrinks_towards_the_lower_bound():
-    """Bounds far from zero: the shrinkage is of x - lower, so constant data at the lower
-    bound are released there, whatever the bounds' offset."""
+def test_stretching_shrinks_towards_the_middle_of_the_bounds():
+    """Bounds far from zero: the shrinkage is of x - centre, so constant data at a bound
+    are released W = mean(eps) / max(eps) of the way from the centre to it."""
     X = np.full((400, 1), 1e6)
     epsilon = np.repeat([0.5, 1.0], 200)
     est = ADPMEstimator(strategy="stretching", bounds=(1e6, 1e6 + 1), random_state=0)
     est.fit(X, epsilon=epsilon)
-    assert abs(est.mean_[0] - 1e6) < 20 * est.noise_scale_[0]
     assert est.weights_.sum() == pytest.approx(0.75)
-    # at the upper bound the released mean is shrunk by mean(epsilon) / max(epsilon)
+    assert abs(est.mean_[0] - (1e6 + 0.5 - 0.75 * 0.5)) < 20 * est.noise_scale_[0]
     est.fit(X + 1, epsilon=epsilon)
-    assert abs(est.mean_[0] - (1e6 + 0.75)) < 20 * est.noise_scale_[0]
+    assert abs(est.mean_[0] - (1e6 + 0.5 + 0.75 * 0.5)) < 20 * est.noise_scale_[0]
+
+
+@pytest.mark.parametrize("centre", [0.0, 1e6])
+def test_stretching_reproduces_example_2_on_the_papers_domain(centre):
+    """Chaudhuri and Courtade, Example 2: the domain [-0.5, 0.5], all mass at 0.5,
+    eps1 = 0.01 and eps2 = 0.1 for half the users each, n = 1000: MSE = 0.05 + 200 / n^2
+    (exactly 0.225**2 + 2 eta^2 with eta = 1 / (n eps2)); the same on a shifted domain."""
+    n, n_trials = 1000, 400
+    X = np.full((n, 1), centre + 0.5)
+    epsilon = np.repeat([0.01, 0.1], n // 2)
+    est = ADPMEstimator(strategy="stretching", bounds=(centre - 0.5, centre + 0.5))
+    estimates = np.array([
+        est.set_params(random_state=seed).fit(X, epsilon=epsilon).mean_[0] - centre
+        for seed in range(n_trials)
+    ])
+    # The released mean is shrunk to W * 0.5 = 0.275, W = (0.5 * 0.1 + 0.5) / 1 = 0.55.
+    noise_sd = np.sqrt(2) / (n * 0.1)
+    assert abs(estimates.mean() - 0.275) < 4 * noise_sd / np.sqrt(n_trials)
+    squared = (estimates - 0.5) ** 2
+    paper = 0.225**2 + 2 * (1 / (n * 0.1)) ** 2
+    assert paper == pytest.approx(0.05 + 200 / n**2, rel=0.02)
+    assert abs(squared.mean() - paper) < 4 * squared.std(ddof=1) / np.sqrt(n_trials)
+    assert squared.mean() <= est.expected_mse_[0]
 
 
 def test_several_features_use_the_l1_range_for_noise():

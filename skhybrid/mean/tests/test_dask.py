@@ -105,17 +105,37 @@ def test_mixed_mean_on_dask_equals_in_memory_with_public_users(client):
     np.testing.assert_array_equal(estimator.group_sizes_, sizes)
 
 
-def test_adpm_weights_on_dask_are_a_lazy_array_equal_to_the_in_memory_weights(client):
+def test_adpm_on_dask_keeps_the_in_memory_level_weights_and_no_per_user_array(client):
     rng = np.random.default_rng(4)
     X = rng.uniform(0, 1, size=(50_000, 1))
     epsilon = rng.choice([0.1, 0.5, 4.0, np.inf], size=50_000)
     trust = np.where(rng.random(50_000) < 0.2, "lm", "tcm")
     estimator = ADPMEstimator(bounds=(0, 1), random_state=0)
-    expected = estimator.fit(X, trust_group=trust, epsilon=epsilon).weights_.copy()
+    estimator.fit(X, trust_group=trust, epsilon=epsilon)
+    expected = {name: getattr(estimator, name).copy()
+                for name in ("level_epsilons_", "level_local_", "level_weights_")}
     estimator.fit(da.from_array(X, chunks=(9_000, 1)), trust_group=trust, epsilon=epsilon)
-    assert dask.is_dask_collection(estimator.weights_)
-    np.testing.assert_allclose(estimator.weights_.compute(), expected, rtol=1e-12)
-    assert estimator.weights_.sum().compute() == pytest.approx(1.0)
+    assert not hasattr(estimator, "weights_")
+    for name, value in expected.items():
+        np.testing.assert_allclose(getattr(estimator, name), value, rtol=1e-12)
+    assert estimator.level_weights_ @ estimator.level_sizes_ == pytest.approx(1.0)
+
+
+def test_pdp_on_dask_keeps_the_in_memory_level_probabilities_and_no_per_user_array(client):
+    rng = np.random.default_rng(5)
+    X = rng.uniform(0, 1, size=(20_000, 1))
+    epsilon = rng.choice([0.1, 0.5, 4.0, np.inf], size=20_000)
+    estimator = PDPSampleEstimator(bounds=(0, 1), random_state=0).fit(X, epsilon=epsilon)
+    levels = estimator.level_epsilons_.copy()
+    probability = estimator.level_sampling_probability_.copy()
+    np.testing.assert_array_equal(
+        estimator.sampling_probability_,
+        probability[np.searchsorted(levels, epsilon)],
+    )
+    estimator.fit(da.from_array(X, chunks=(6_000, 1)), epsilon=da.from_array(epsilon, 6_000))
+    assert not hasattr(estimator, "sampling_probability_")
+    np.testing.assert_array_equal(estimator.level_epsilons_, levels)
+    np.testing.assert_allclose(estimator.level_sampling_probability_, probability, rtol=1e-12)
 
 
 def _two_sample_check(in_memory, on_dask):

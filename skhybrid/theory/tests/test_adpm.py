@@ -440,7 +440,7 @@ def test_stretching_bias_does_not_vanish_as_example_2_says():
         assert mse == pytest.approx(0.05 + 200 / n**2, rel=0.02)
 
 
-def test_stretching_with_public_users_shrinks_the_private_ones_to_the_lower_bound():
+def test_stretching_with_public_users_shrinks_the_private_ones_to_the_centre():
     solution = stretching_weights(np.array([0.5, np.inf, np.inf, 1.0]))
     np.testing.assert_allclose(solution.weights, [0.0, 0.25, 0.25, 0.0])
     assert solution.noise_scale == 0.0
