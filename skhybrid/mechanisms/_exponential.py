@@ -100,9 +100,9 @@ def personalized_quantile_costs(epsilon_by_value, quantile):
     ``d(D, r)`` is the smallest total epsilon of the users whose records must change
     for ``r`` to become the answer. For the q-quantile of n sorted values ``v`` with
     the bounds as outer ends, we take "r is a q-quantile" to mean that the number of
-    values below r lies in ``[floor(q n), ceil(q n)]`` (for the median of an odd n:
-    r is the middle value). On the interval ``(v[j-1], v[j]]`` exactly j values are
-    below r, so
+    values below r lies in ``[floor(q n), ceil(q n)]`` (for the median of an odd n = 2k + 1,
+    k or k + 1 values below: r lies between the middle value's neighbours, on either
+    side of it). On the interval ``(v[j-1], v[j]]`` exactly j values are below r, so
 
     - ``j > ceil(q n)``: ``j - ceil(q n)`` of the j values below must move above r,
       and the cheapest are the ``j - ceil(q n)`` smallest epsilons among ``v[:j]``;
@@ -112,9 +112,13 @@ def personalized_quantile_costs(epsilon_by_value, quantile):
 
     Each is a running sum of "push the next user, pop the smallest": adding one user
     and one move extends the cheapest set by the smallest of the unused epsilons and the
-    new one. ``O(n log n)``. With one epsilon for all, ``d = epsilon |j - q n|`` up to
-    the rounding of ``q n``: Smith's (2011) utility, so PE reduces to the exponential
-    mechanism. Public users (``epsilon = inf``) can never move: an interval that needs
+    new one. ``O(n log n)``. With one epsilon for all, ``d = epsilon dist(j, [floor(q n),
+    ceil(q n)])``. PE then reduces to the exponential mechanism with Smith's (2011)
+    utility ``-epsilon |j - q n|`` exactly when ``q n`` is a whole or half number: then
+    ``d = epsilon (|j - q n| - c)`` with the same ``c`` (0 or 1/2) on every interval, a
+    constant that cancels in the normalisation. Otherwise the two intervals either side
+    of ``q n`` both cost 0 while Smith's utilities differ there (at q = 0.37, n = 10:
+    ``|j - 3.7|`` is 0.7 and 0.3), and the two distributions differ. Public users (``epsilon = inf``) can never move: an interval that needs
     them costs ``inf`` (probability 0).
 
     Derivation of the guarantee (the paper's Theorem, restated for our replace-one

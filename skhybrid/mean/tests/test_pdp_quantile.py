@@ -55,6 +55,18 @@ def test_one_epsilon_reduces_to_smiths_exponential_mechanism():
     np.testing.assert_allclose(costs, 0.7 * np.abs(np.arange(11) - 4), rtol=1e-12)
 
 
+@pytest.mark.parametrize("quantile, n, same", [
+    (0.4, 10, True), (0.5, 11, True), (0.25, 10, True), (0.37, 10, False), (0.9, 7, False),
+])
+def test_one_epsilon_is_smiths_mechanism_exactly_when_q_n_is_whole_or_half(quantile, n, same):
+    """The docstring's claim: PE's costs equal Smith's -utility epsilon |j - q n| up to
+    one constant (the same distribution) only when q n is a whole or half number."""
+    costs = personalized_quantile_costs(np.full(n, 0.7), quantile)
+    smith = 0.7 * np.abs(np.arange(n + 1) - quantile * n)
+    shift = smith - costs
+    assert np.allclose(shift, shift[0], rtol=0, atol=1e-12) is same
+
+
 def test_the_release_is_accurate_and_inside_the_bounds():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(5001, 1))

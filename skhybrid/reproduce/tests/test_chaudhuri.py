@@ -166,3 +166,32 @@ def test_figure_1a_simulation_agrees_with_the_theory(figure_1a):
 
 def test_figure_1a_saves_csv_and_png(figure_1a, tmp_path):
     assert_saves_csv_with_the_table_header_and_a_png(figure_1a, tmp_path)
+
+
+def test_resolved_order_ranks_only_what_the_standard_errors_resolve():
+    from skhybrid.reproduce._chaudhuri import _resolved_order
+
+    methods = np.array(["A", "B", "C"])
+    assert _resolved_order(methods, np.array([3.0, 1.0, 2.0]), np.full(3, 0.01)).startswith(
+        "B < C < A")
+    assert _resolved_order(methods, np.array([1.0, 1.01, 3.0]), np.full(3, 0.01)).startswith(
+        "A ~ B < C")
+    assert _resolved_order(methods, np.array([1.0, 1.01, 1.02]), np.full(3, 0.5)).startswith(
+        "too noisy")
+
+
+def test_table_2_prints_an_order_only_where_its_standard_errors_resolve_it(table_2):
+    """Issue 32: a 10-trial run's order is noise; every '<' printed is > 2 standard errors."""
+    table = table_2.table
+    orders = [line.split("simulated order: ")[1] for line in table_2.summary.splitlines()
+              if "simulated order:" in line]
+    assert len(orders) == 2
+    for regime, order in zip(["high Var(eps)", "low Var(eps)"], orders):
+        rows = table["regime"] == regime
+        value = dict(zip(table["method"][rows], table["simulated_log_mse"][rows]))
+        se = dict(zip(table["method"][rows], table["simulated_log_mse_se"][rows]))
+        names = order.split(" (")[0].replace("~", "<").split(" < ")
+        for left, right in zip(names, names[1:]):
+            if f"{left} < {right}" in order:
+                assert value[right] - value[left] > 2 * np.hypot(se[left], se[right])
+    assert "expected number" in table_2.summary  # SM's public divisor is said
