@@ -412,6 +412,7 @@ def _plot_spend(ax, selection, trust_group):
     ax.bar(positions, [selection.budget - value for value in spent], bottom=spent,
            color="0.85", label="remaining")
     ax.set_xticks(positions, [f"{group} users" for group in groups])
+    ax.set_xlabel("trust group (mean over its users)")
     ax.set_ylabel("epsilon per user")
     ax.set_ylim(0, selection.budget * 1.25)
     ax.axhline(selection.budget, color="0.3", linestyle=":", linewidth=1)
