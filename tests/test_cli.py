@@ -120,19 +120,21 @@ def test_demo_prints_every_estimator_and_writes_the_csv_and_plot(tmp_path):
     printed = {}
     for name in DEMO_ESTIMATORS:
         match = re.search(
-            rf"^{name}\s.*?\s({NUMBER})\s+({NUMBER})\s+({NUMBER})\s+({NUMBER})\s+({NUMBER})\s*$",
+            rf"^{name}\s.*?\s({NUMBER})\s+({NUMBER})\s+({NUMBER})\s+({NUMBER})\s+({NUMBER})"
+            rf"\s+([+-][\d,]+)\s*$",
             out, re.M,
         )
         assert match, f"no row for {name} in:\n{out}"
         printed[name] = [float(value.replace(",", "")) for value in match.groups()]
-    for name, (estimate, expected_rmse, *_) in printed.items():
+    for name, (estimate, expected_rmse, *_, error) in printed.items():
         # Seeded noise: each estimate is within 5 expected RMSEs of the data's mean.
         assert abs(estimate - true_mean) < 5 * expected_rmse, name
+        assert error == pytest.approx(estimate - true_mean, abs=1.5)
 
     with open(tmp_path / "out" / "skhybrid-demo.csv", newline="") as handle:
         rows = {row["estimator"]: row for row in csv.DictReader(handle)}
     assert list(rows) == DEMO_ESTIMATORS
-    for name, (estimate, expected_rmse, vs_tcm, vs_full, vs_better) in printed.items():
+    for name, (estimate, expected_rmse, vs_tcm, vs_full, vs_better, _) in printed.items():
         row = rows[name]
         assert float(row["improvement_vs_better"]) == pytest.approx(vs_better, abs=1e-3)
         assert vs_better == pytest.approx(min(vs_tcm, vs_full), abs=2e-3)
@@ -149,7 +151,7 @@ def test_demo_prints_every_estimator_and_writes_the_csv_and_plot(tmp_path):
     assert float(rows["kvh"]["improvement_vs_full_lm"]) >= 1.0
     # The default population sits near the crossing of the baselines: the demo's point.
     assert float(rows["kvh"]["improvement_vs_better"]) > 1.5
-    assert "Where the hybrid model pays" in out and "saturation" in out
+    assert "Theory (closed-form" in out and "saturates" in out
 
     png = tmp_path / "out" / "skhybrid-demo.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
