@@ -359,6 +359,7 @@ class _Table:
     header: list
     rows: list  # one list of fields per data row
     lines: list  # the file line on which each data row starts (the header is line 1)
+    decimal: str = "."  # the decimal mark of the numbers (--decimal)
 
     def column(self, name, option):
         if name not in self.header:
@@ -372,24 +373,52 @@ class _Table:
     def where(self, row):
         return f"{self.path}, line {self.lines[row]}"
 
+    def complete_rows(self, columns):
+        """This table without the rows that miss a value in one of ``columns``.
 
-def _read_csv(path, sep=None):
+        Returns the table and the line numbers of the rows left out.
+        """
+        indices = [self.header.index(name) for name in columns if name in self.header]
+        keep = [not any(_is_missing(row[index]) for index in indices) for row in self.rows]
+        dropped = [line for line, kept in zip(self.lines, keep) if not kept]
+        return _Table(
+            self.path, self.header, [row for row, kept in zip(self.rows, keep) if kept],
+            [line for line, kept in zip(self.lines, keep) if kept], self.decimal,
+        ), dropped
+
+
+# What spreadsheets and pandas write for a missing value (pandas' default NA strings).
+_MISSING = {"", "na", "n/a", "nan", "-nan", "null", "none", "#n/a", "<na>"}
+
+
+def _is_missing(text):
+    return (text or "").strip().lower() in _MISSING
+
+
+def _read_csv(path, sep=None, decimal="."):
     """A CSV file as spreadsheets and pandas write them, with readable errors.
 
     UTF-8 with or without a byte-order mark (as Excel writes it); the delimiter is
-    ``sep``, or sniffed among ``, ; tab |`` from the start of the file; quoted fields
-    may hold delimiters and line breaks. Python's csv module does the parsing.
+    ``sep``, or sniffed among ``, ; tab |`` from the start of the file (not ``,`` when
+    it is the ``decimal`` mark, as in European CSVs: ``62,51;tcm``); quoted fields may
+    hold delimiters and line breaks. Python's csv module does the parsing.
     """
     delimiter = _SEPARATORS.get(sep, sep)
+    if delimiter is not None and delimiter == decimal:
+        raise _CommandError(
+            f"--sep {sep!r} and --decimal {decimal!r} are the same character; a European "
+            "CSV is --sep ';' --decimal ','"
+        )
+    candidates = ",;\t|".replace(decimal, "")
     try:
         with open(path, newline="", encoding="utf-8-sig") as handle:
             if delimiter is None:
                 sample = handle.read(64 * 1024)
                 handle.seek(0)
                 try:
-                    delimiter = csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
+                    delimiter = csv.Sniffer().sniff(sample, delimiters=candidates).delimiter
                 except csv.Error:  # one column, or nothing to tell the delimiter by
-                    delimiter = ","
+                    delimiter = candidates[0]
             reader = csv.reader(handle, delimiter=delimiter)
             header = next(reader, None)
             rows, lines, start = [], [], reader.line_num + 1
@@ -418,20 +447,28 @@ def _read_csv(path, sep=None):
                 f"{path}, line {line}: {len(row)} fields where the header has "
                 f"{len(header)} (delimiter {delimiter!r}; use --sep to set it)"
             )
-    return _Table(str(path), header, rows, lines)
+    return _Table(str(path), header, rows, lines, decimal)
 
 
 def _numbers(texts, name, table, *, allow_inf=False):
     values = np.empty(len(texts))
     for index, text in enumerate(texts):
+        number = (text or "").strip()
+        if table.decimal != ".":
+            number = number.replace(table.decimal, ".")
         try:
-            value = float((text or "").strip())
+            value = float(number)
         except ValueError:
             value = math.nan
         if math.isnan(value) or (math.isinf(value) and not allow_inf):
             kind = "a number (inf allowed)" if allow_inf else "a finite number"
+            hint = ""
+            if _is_missing(text):
+                hint = "; --skip-missing leaves out the rows with a missing value"
+            elif table.decimal == "." and re.fullmatch(r"[+-]?\d*,\d+", number):
+                hint = "; for decimal commas give --decimal ','"
             raise _CommandError(
-                f"{table.where(index)}: column {name!r} must be {kind}; got {text!r}"
+                f"{table.where(index)}: column {name!r} must be {kind}; got {text!r}{hint}"
             )
         values[index] = value
     return values
@@ -445,23 +482,50 @@ def _trust_groups(texts, name, table):
     for index, text in enumerate(texts):
         group = _TRUST_VALUES.get((text or "").strip().lower())
         if group is None:
+            hint = ("; --skip-missing leaves out the rows with a missing value"
+                    if _is_missing(text) else "")
             raise _CommandError(
                 f"{table.where(index)}: column {name!r} must be tcm, lm, true, false, 1 or 0 "
-                f"(true / 1 = tcm, case-insensitive); got {text!r}"
+                f"(true / 1 = tcm, case-insensitive); got {text!r}{hint}"
             )
         groups[index] = group
     return groups
 
 
-def _in_user_words(message, estimator, name, table):
-    """A library message in the command's terms: ``--estimator NAME`` and line numbers."""
-    message = message.replace(type(estimator).__name__, f"--estimator {name}")
-    return re.sub(
-        r"\bindex (\d+)\b",
-        lambda match: f"line {table.lines[int(match.group(1))]}"
-        if int(match.group(1)) < len(table.lines) else match.group(0),
-        message,
-    )
+# Library words and the command's: the estimators' class and strategy names are
+# --estimator values, the metadata are options, parameters are options' values.
+_CLI_WORDS = [
+    (r"\bstrategy='(\w+)'", r"--estimator \1"),
+    (r"\bADPMEstimator with trust_group\b", "--estimator adpm"),
+    (r"\bADPMEstimator\b", "--estimator adpm"),
+    (r"\bHybridMeanEstimator\b", "--estimator kvh, pwh or naive"),
+    (r"\bPDPSampleEstimator\b", "--estimator pdp_sample"),
+    (r"\bMixedMeanEstimator\b", "--estimator mixed_mean"),
+    (r"call set_budget for them or give the ledger a default_budget",
+     "give --default-budget EPS, the budget of users new to the ledger"),
+    (r"\bdefault_budget\b", "--default-budget"),
+    (r"\btrust_group\b", "--trust"),
+    (r"\buser_id\b", "--user-id"),
+    (r"^(variance|epsilon|bounds) must", r"--\1 must"),
+    (r"\(upper - lower\)\*\*2 / 4", "(HI - LO)^2 / 4"),
+    (r" for every feature", ""),
+]
+
+
+def _in_user_words(message, *, estimator=None, name=None, table=None):
+    """A library message in the command's terms: options, their values, line numbers."""
+    if estimator is not None:
+        message = re.sub(rf"\b{type(estimator).__name__}\b", f"--estimator {name}", message)
+    for pattern, replacement in _CLI_WORDS:
+        message = re.sub(pattern, replacement, message)
+    if table is not None:
+        message = re.sub(
+            r"\bindex (\d+)\b",
+            lambda match: f"line {table.lines[int(match.group(1))]}"
+            if int(match.group(1)) < len(table.lines) else match.group(0),
+            message,
+        )
+    return message
 
 
 def _estimate(args):
@@ -477,11 +541,27 @@ def _estimate(args):
         )
     if args.variance is not None and not (args.variance > 0 and math.isfinite(args.variance)):
         raise _CommandError(f"--variance must be a finite number > 0; got {args.variance:g}")
-    table = _read_csv(args.file, args.sep)
+    if args.decimal not in (".", ","):
+        raise _CommandError(f"--decimal must be '.' or ','; got {args.decimal!r}")
+    table = _read_csv(args.file, args.sep, args.decimal)
+    if args.skip_missing:
+        used = [args.value, args.trust, args.user_id,
+                args.epsilon if args.epsilon in table.header else None]
+        table, skipped = table.complete_rows([name for name in used if name])
+        if skipped:
+            print(f"skipped {len(skipped):,} rows with a missing value (lines "
+                  f"{_line_list(skipped)}); {len(table.rows):,} users remain",
+                  file=sys.stderr)
+        if not table.rows:
+            raise _CommandError(f"--skip-missing: every row of {table.path} misses a value")
     X = _numbers(table.column(args.value, "--value"), args.value, table)
     trust_group = None
     if args.trust is not None:
         trust_group = _trust_groups(table.column(args.trust, "--trust"), args.trust, table)
+    else:
+        print("skhybrid estimate: warning: no --trust column, so every user is tcm (trusts "
+              "the curator with their raw value); give --trust COL if some users randomize "
+              "on their own device", file=sys.stderr)
     from .exceptions import BudgetExceededError, LedgerError
 
     epsilon_parameter, user_epsilon = _epsilon(args.epsilon, table)
@@ -496,15 +576,21 @@ def _estimate(args):
                       user_id=user_id)
     except (BudgetExceededError, LedgerError, KeyError) as error:
         message = error.args[0] if isinstance(error, KeyError) else str(error)
-        raise _CommandError(f"--ledger {args.ledger}: refused: {message}") from None
-    except (ValueError, TypeError) as error:  # the estimator's own checks of the metadata
         raise _CommandError(
-            f"--estimator {args.estimator}: "
-            f"{_in_user_words(str(error), estimator, args.estimator, table)}"
-        ) from None
+            f"--ledger {args.ledger}: refused: {_in_user_words(message)}") from None
+    except (ValueError, TypeError) as error:  # the estimator's own checks of the metadata
+        message = _in_user_words(str(error), estimator=estimator, name=args.estimator,
+                                 table=table)
+        if not message.startswith("--estimator"):
+            message = f"--estimator {args.estimator}: {message}"
+        raise _CommandError(message) from None
 
     n_tcm = len(X) if trust_group is None else int(np.count_nonzero(trust_group == "tcm"))
     expected_mse = float(estimator.expected_mse_[0])
+    charged = None
+    if ledger is not None:
+        charged = [{"epsilon": level["epsilon"], "delta": level["delta"],
+                    "n_users": level["n_users"]} for level in ledger.history()[-1]["levels"]]
     report = {
         "estimator": args.estimator,
         "estimate": float(estimator.mean_[0]),
@@ -518,6 +604,7 @@ def _estimate(args):
         "bounds": [lower, upper],
         "seeded": args.seed is not None,
         "ledger": args.ledger,
+        "charged": charged,
     }
     if args.json:
         print(json.dumps(report))
@@ -527,14 +614,25 @@ def _estimate(args):
     print(f"estimator:     {args.estimator}: {method.description}")
     print(f"users:         {report['n_users']:,} ({n_tcm:,} tcm, {report['n_lm']:,} lm); "
           f"epsilon {epsilon_text}")
-    print(f"estimate:      {report['estimate']:.6g}  (private mean of column {args.value!r})")
+    print(f"estimate:      {report['estimate']:.6g} +- {report['expected_rmse']:.3g}  "
+          f"(private mean of column {args.value!r} +- its expected RMSE)")
     print(f"expected RMSE: {report['expected_rmse']:.6g}  (analytic, against the data's mean)")
     print(_noise_line(args.seed))
     if ledger is not None:
-        release = ledger.history()[-1]
-        print(f"ledger:        {release['n_users']:,} users charged in {args.ledger}; "
-              f"see 'skhybrid ledger {args.ledger}'")
+        remaining = ledger.remaining(user_id)
+        levels = ", ".join(f"{level['n_users']:,} users epsilon {level['epsilon']:g}"
+                           + (f" delta {level['delta']:g}" if level["delta"] else "")
+                           for level in charged)
+        print(f"charged:       {levels} (in {args.ledger})")
+        print(f"remaining:     epsilon {np.min(remaining):g} to {np.max(remaining):g} per "
+              f"user; see 'skhybrid ledger {args.ledger}'")
     return 0
+
+
+def _line_list(lines, shown=10):
+    """``2, 5, 9`` or ``2, 5, ... (12 in all)``: line numbers for a message."""
+    text = ", ".join(str(line) for line in lines[:shown])
+    return text if len(lines) <= shown else f"{text}, ... ({len(lines):,} in all)"
 
 
 def _ledger_and_ids(args, table):
@@ -754,7 +852,7 @@ def _build_parser():
                           help="column of the values to average")
     estimate.add_argument("--trust", metavar="COL",
                           help="column of trust groups: tcm / lm or true / false (true = tcm); "
-                               "default: every user is tcm")
+                               "default: every user is tcm (with a warning)")
     estimate.add_argument("--epsilon", required=True, metavar="COL|FLOAT",
                           help="a column of per-user privacy levels (inf = public), or one "
                                "level for everyone")
@@ -770,13 +868,22 @@ def _build_parser():
     estimate.add_argument("--sep", metavar="SEP", default=None,
                           help="the CSV delimiter: a character, or tab / comma / semicolon / "
                                "pipe; default: sniffed from the file")
+    estimate.add_argument("--decimal", metavar="MARK", default=".",
+                          help="the decimal mark of the file's numbers: '.' (default) or ',' "
+                               "(European CSVs: --decimal , with ; or tab as the delimiter)")
+    estimate.add_argument("--skip-missing", action="store_true",
+                          help="leave out the rows with a missing value (empty, NA, NaN, "
+                               "null, None) in a column the command reads, and report how "
+                               "many; default: such a row is an error. The remaining users "
+                               "are the ones released on")
     estimate.add_argument("--clamp", action="store_true",
                           help="project the estimate onto --bounds (post-processing: the "
                                "error never grows, the estimate is no longer unbiased)")
     estimate.add_argument("--json", action="store_true",
                           help="print one JSON object: estimator, estimate, expected_rmse, "
                                "expected_mse, n_users, n_tcm, n_lm, epsilon (or null), "
-                               "epsilon_column (or null), bounds, seeded")
+                               "epsilon_column (or null), bounds, seeded, ledger, charged "
+                               "(with --ledger: the users charged per epsilon)")
     estimate.add_argument("--seed", type=_seed, default=None, metavar="N",
                           help="seed of the privacy noise (simulations and tests only); "
                                "default: the operating system's secure randomness")
