@@ -136,7 +136,19 @@ def _skip_member(app, what, name, obj, skip, options):
     return None
 
 
+# Docstrings name the documentation's pages by their path in the repository
+# ("docs/privacy.rst"), which reads well in help() and a terminal; in the HTML the path
+# becomes a link to the page.
+_DOCS_PATH = re.compile(r"(?<![`/\w])docs/([\w/]+)\.rst\b(?!`)")
+
+
+def _link_docs_paths(app, what, name, obj, options, lines):
+    for index, line in enumerate(lines):
+        lines[index] = _DOCS_PATH.sub(r":doc:`docs/\1.rst </\1>`", line)
+
+
 def setup(app):
-    # numpydoc's own handler runs at the default priority 500; this one first.
+    # numpydoc's own handler runs at the default priority 500; these first.
     app.connect("autodoc-process-docstring", _escape_type_references, priority=100)
+    app.connect("autodoc-process-docstring", _link_docs_paths, priority=100)
     app.connect("autodoc-skip-member", _skip_member)
