@@ -12,10 +12,9 @@ model selection on a :class:`~skhybrid.accounting.PrivacyLedger` with each user'
 """
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
 
 from .theory import (
     adpm_weights,
@@ -24,6 +23,7 @@ from .theory import (
     hybrid_mse,
     kvh_weight,
     laplace_noise_variances,
+    peak_fraction,
     propdpm_weights,
     pwh_weight,
     relative_improvement,
@@ -71,8 +71,8 @@ class HybridLandscape:
     kvh: np.ndarray
     pwh: np.ndarray
     improvement: np.ndarray
-    peak_fraction: float = field(default=math.nan)
-    peak_improvement: float = field(default=math.nan)
+    peak_fraction: float
+    peak_improvement: float
 
 
 def _hybrid_mses(*, n, data_range, variance, epsilon, fractions):
@@ -91,25 +91,14 @@ def _hybrid_mses(*, n, data_range, variance, epsilon, fractions):
 def peak_improvement(*, n, data_range, variance, epsilon):
     """The tcm share where KVH gains most over the better baseline, and that gain.
 
-    Below the crossing of the baselines Full-LM is the better one and R grows with the
-    tcm share (KVH improves, Full-LM does not); past it TCM-only is the better one and
-    R falls. So the peak is the crossing, found as the root of ``log E_T - log E_F``
-    in the tcm share (Lemmas 3.2 and 3.4 of Avent et al. 2020).
+    The peak is where the baselines cross (:func:`~skhybrid.theory.peak_fraction`,
+    Lemma 3.8 of Avent et al. 2020), computed rather than read off a grid.
 
     Returns
     -------
     fraction, improvement : float
-        NaN, NaN when the baselines do not cross for a tcm share in (1e-9, 1 - 1e-9).
     """
-    def gap(log_c):
-        tcm_only, full_lm, *_ = _hybrid_mses(n=n, data_range=data_range, variance=variance,
-                                             epsilon=epsilon, fractions=[math.exp(log_c)])
-        return math.log(tcm_only[0]) - math.log(full_lm[0])
-
-    low, high = math.log(1e-9), math.log(1 - 1e-9)
-    if gap(low) * gap(high) > 0:
-        return math.nan, math.nan
-    fraction = math.exp(brentq(gap, low, high, xtol=1e-14, rtol=1e-14))
+    fraction = peak_fraction(n=n, m=data_range, epsilon=epsilon, sigma2=variance)
     improvement = _hybrid_mses(n=n, data_range=data_range, variance=variance,
                                epsilon=epsilon, fractions=[fraction])[-1]
     return fraction, float(improvement[0])
@@ -135,12 +124,12 @@ def hybrid_landscape(*, n, data_range, variance, epsilon, fractions=TCM_FRACTION
     """
     tcm_only, full_lm, kvh, pwh, improvement = _hybrid_mses(
         n=n, data_range=data_range, variance=variance, epsilon=epsilon, fractions=fractions)
-    peak_fraction, peak_value = peak_improvement(n=n, data_range=data_range,
-                                                 variance=variance, epsilon=epsilon)
+    fraction, peak = peak_improvement(n=n, data_range=data_range, variance=variance,
+                                      epsilon=epsilon)
     return HybridLandscape(
         fractions=np.asarray(fractions, dtype=float), tcm_only=tcm_only, full_lm=full_lm,
-        kvh=kvh, pwh=pwh, improvement=improvement, peak_fraction=peak_fraction,
-        peak_improvement=peak_value,
+        kvh=kvh, pwh=pwh, improvement=improvement, peak_fraction=fraction,
+        peak_improvement=peak,
     )
 
 
