@@ -135,8 +135,12 @@ def _beta_sweep(strategy, *, quick, random_state, progress):
     return table
 
 
-def _beta_panels(table, quantity, strategy, ylabel, yscale="linear"):
-    """One panel per (epsilon, Beta shape): both c values, analytic and simulated."""
+def _beta_panels(table, quantity, strategy, ylabel, yscale="linear", reference=None):
+    """One panel per (epsilon, Beta shape): both c values, analytic and simulated.
+
+    ``reference``: a strategy whose analytic curves are drawn too (the summary
+    compares with them).
+    """
     panels = []
     for epsilon in _BETA_EPSILONS:
         for shape in _BETA_SHAPES:
@@ -149,6 +153,8 @@ def _beta_panels(table, quantity, strategy, ylabel, yscale="linear"):
                 label = f"c={_percent(c)} simulated"
                 series[label] = f"{quantity}_{strategy}_simulated_{key}"
                 errors[label] = f"{quantity}_{strategy}_simulated_se_{key}"
+                if reference is not None:
+                    series[f"c={_percent(c)} {reference.upper()}"] = f"{quantity}_{reference}_{key}"
             panels.append(Panel(
                 x="n", series=series, errors=errors, rows=rows,
                 title=f"Beta({shape:g},{shape:g}) (sigma={sigma:.3f}), eps={epsilon:g}",
@@ -249,7 +255,7 @@ def figure3(*, quick=False, random_state=0, progress=False):
         f"Simulated ({describe_trials(table['n_trials'])} paired trials per point): R "
         f"{_beta_agreement(table, 'R', 'pwh')}; r {_beta_agreement(table, 'r', 'pwh')}."
     )
-    panels = _beta_panels(table, "R", "pwh", ylabel="R(E_PWH)") + _beta_panels(
+    panels = _beta_panels(table, "R", "pwh", ylabel="R(E_PWH)", reference="kvh") + _beta_panels(
         table, "r", "pwh", ylabel="r(E_PWH)", yscale="log"
     )
     return Reproduction(
