@@ -925,7 +925,8 @@ class BlenderHeavyHitters(ValidatedParamsMixin, BaseEstimator):
 
     >>> queries = np.array(["weather", "news", "maps"], dtype=object)
     >>> labelled = np.column_stack([queries[X[:, 0] % 3], X[:, 1].astype(str)])
-    >>> est = BlenderHeavyHitters(max_records=3, random_state=0).fit(labelled)
+    >>> est = BlenderHeavyHitters(max_records=3, random_state=0)
+    >>> est = est.fit(labelled, trust_group=trust)
     >>> est.head_list_[0][0] in {"weather", "news", "maps"}
     True
     """
