@@ -183,8 +183,10 @@ def finite_float_rows(X):
     caller to scikit-learn's validation, which checks element by element and gives
     its messages.
     """
-    return (X.dtype == np.float64 and X.ndim == 2 and X.size > 0
-            and math.isfinite(np.add.reduce(X, axis=None)))
+    if not (X.dtype == np.float64 and X.ndim == 2 and X.size > 0):
+        return False
+    with np.errstate(over="ignore"):  # an overflowing sum only sends X the slow way
+        return math.isfinite(np.add.reduce(X, axis=None))
 
 
 def _validate_X(estimator, X, *, reset):

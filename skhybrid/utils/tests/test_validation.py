@@ -450,4 +450,4 @@ def test_nan_in_X_gives_this_librarys_advice_not_scikit_learns(bad, as_frame):
     fitted = HybridMeanEstimator(bounds=(0, 5), random_state=0).fit(
         np.ones((3, 1)), trust_group=["tcm", "lm", "lm"])
     with pytest.raises(ValueError, match="finite values"):
-        fitted.predict(X)
+        fitted.predict(np.array([[1.0], [bad], [3.0]]))
