@@ -1,7 +1,9 @@
 """Sphinx configuration of the skhybrid documentation.
 
 Build (as CI does): ``python -m sphinx -W --keep-going -b html docs docs/_build/html``.
-The build needs no network: no intersphinx inventories are fetched.
+The build needs no network: the intersphinx inventories of Python, numpy, scipy and
+scikit-learn are files in ``docs/_intersphinx/``, generated from the installed packages
+by ``docs/_intersphinx/make_inventories.py``; nothing is fetched.
 """
 
 import os
@@ -26,6 +28,7 @@ version = ".".join(release.split(".")[:2])
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
+    "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
@@ -36,6 +39,21 @@ exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
 root_doc = "index"
 default_role = "literal"
 nitpicky = False
+
+# -- intersphinx: links to the projects skhybrid builds on, from shipped inventories -------
+
+_INVENTORIES = Path(__file__).resolve().parent / "_intersphinx"
+intersphinx_mapping = {
+    name: (url, str(_INVENTORIES / f"{name}.inv"))
+    for name, url in [
+        ("python", "https://docs.python.org/3/"),
+        ("numpy", "https://numpy.org/doc/stable/"),
+        ("scipy", "https://docs.scipy.org/doc/scipy/"),
+        ("sklearn", "https://scikit-learn.org/stable/"),
+    ]
+}
+intersphinx_disabled_reftypes = ["std:doc"]
+intersphinx_timeout = 1  # never reached: the inventories are local files
 
 # -- autodoc / autosummary / numpydoc ------------------------------------------------
 
@@ -118,7 +136,19 @@ def _skip_member(app, what, name, obj, skip, options):
     return None
 
 
+# Docstrings name the documentation's pages by their path in the repository
+# ("docs/privacy.rst"), which reads well in help() and a terminal; in the HTML the path
+# becomes a link to the page.
+_DOCS_PATH = re.compile(r"(?<![`/\w])docs/([\w/]+)\.rst\b(?!`)")
+
+
+def _link_docs_paths(app, what, name, obj, options, lines):
+    for index, line in enumerate(lines):
+        lines[index] = _DOCS_PATH.sub(r":doc:`docs/\1.rst </\1>`", line)
+
+
 def setup(app):
-    # numpydoc's own handler runs at the default priority 500; this one first.
+    # numpydoc's own handler runs at the default priority 500; these first.
     app.connect("autodoc-process-docstring", _escape_type_references, priority=100)
+    app.connect("autodoc-process-docstring", _link_docs_paths, priority=100)
     app.connect("autodoc-skip-member", _skip_member)

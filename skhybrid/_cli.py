@@ -95,6 +95,9 @@ def _method_name(text):
 # sampling); run on the tcm users alone with one epsilon they all reduce to the Laplace
 # mean of those users, which is the tcm_only row. So the demo leaves them out.
 _DEMO_METHODS = ("kvh", "pwh", "naive", "tcm_only", "full_lm", "lm_only", "adpm")
+# Given the salaries' public variance, ADPMEstimator solves ADPM's program for it: a
+# variant of the paper's Algorithm 1 (which uses the worst case). The demo says so.
+_DEMO_DESCRIPTIONS = {"adpm": "ADPM variant: weights for the known variance (not Alg. 1)"}
 
 
 def _noise_line(seed):
@@ -122,6 +125,7 @@ def _use_matplotlib():
 
 
 def _demo(args):
+    from ._demo import RELEASE_PANEL, select_and_release
     from .datasets import load_salaries
     from .datasets._salaries import UC_SALARY_STD
 
@@ -142,17 +146,19 @@ def _demo(args):
         raise _CommandError(f"--tcm-fraction {args.tcm_fraction} leaves a trust group empty")
     trust_group = np.full(n_users, "lm", dtype="<U3")
     trust_group[np.random.default_rng(0).choice(n_users, size=n_tcm, replace=False)] = "tcm"
+    tcm_fraction = n_tcm / n_users
 
     # The population's standard deviation is public in the paper's setting (Sec. 4).
     variance = UC_SALARY_STD**2
+    seeds = _child_seeds(args.seed, len(_DEMO_METHODS) + 1)
     rows = []
-    for name, seed in zip(_DEMO_METHODS, _child_seeds(args.seed, len(_DEMO_METHODS))):
+    for name, seed in zip(_DEMO_METHODS, seeds):
         method = _METHODS[name]
         estimator = method.build(
             epsilon=args.epsilon, bounds=bounds, variance=variance, random_state=seed
         )
         estimator.fit(X, trust_group=trust_group)
-        rows.append({"estimator": name, "method": method.description,
+        rows.append({"estimator": name, "method": _DEMO_DESCRIPTIONS.get(name, method.description),
                      "estimate": float(estimator.mean_[0]),
                      "expected_mse": float(estimator.expected_mse_[0])})
     baseline = {row["estimator"]: row["expected_mse"] for row in rows}
@@ -162,46 +168,65 @@ def _demo(args):
         row["improvement_vs_tcm_only"] = baseline["tcm_only"] / row["expected_mse"]
         row["improvement_vs_full_lm"] = baseline["full_lm"] / row["expected_mse"]
         row["improvement_vs_better"] = better / row["expected_mse"]
+    # Shown only because the data are synthetic: a real release never prints this.
+    true_mean = float(X.mean())
 
     print("skhybrid demo: a private mean salary from a hybrid-trust population")
     print(
-        f"data: {n_users:,} salaries from skhybrid.datasets.load_salaries(): SYNTHETIC, "
-        "shaped like the 2010 University of California salaries (no real person's data)"
+        f"data: {n_users:,} salaries in US dollars from skhybrid.datasets.load_salaries(): "
+        "SYNTHETIC, shaped like the 2010 University of California salaries (no real "
+        "person's data)"
     )
     print(
         f"      bounds [{bounds[0]:,.0f}, {bounds[1]:,.0f}] and standard deviation "
-        f"{UC_SALARY_STD:,.0f}, both public"
+        f"{UC_SALARY_STD:,.0f} dollars, both public"
     )
     print(
-        f"users: {n_tcm:,} tcm ({n_tcm / n_users:.2%}, chosen at random: public metadata), "
+        f"users: {n_tcm:,} tcm ({tcm_fraction:.2%}, chosen at random: public metadata), "
         f"{n_users - n_tcm:,} lm; epsilon = {args.epsilon:g} for everyone"
     )
     print(_noise_line(args.seed))
     print(
-        f"non-private mean of the synthetic data: {X.mean():,.0f} (shown only because the "
+        f"true mean of the synthetic data: {true_mean:,.0f} dollars (shown only because the "
         "data are synthetic)"
     )
     print()
-    print("expected RMSE = sqrt(expected_mse_): the analytic error against the data's mean")
-    print("  for i.i.d. data with the public standard deviation (Avent et al. Lemmas 3.2-3.13).")
-    print("vs TCM-only, vs Full-LM, vs better = that baseline's (or the better one's)")
-    print("  expected_mse_ / this row's: > 1 means a smaller expected error than the baseline.")
+    print("1. This run's releases (one fit each; each is a release of every user's data):")
+    print("expected RMSE = sqrt(expected_mse_), in dollars: the analytic error against the")
+    print("  data's mean for i.i.d. data with the public standard deviation (Avent et al.")
+    print("  Lemmas 3.2-3.13). error = estimate - true mean. vs TCM-only, vs Full-LM, vs")
+    print("  better = that baseline's (or the better one's) expected_mse_ / this row's:")
+    print("  > 1 means a smaller expected error than the baseline.")
     print()
     width = max(len(row["method"]) for row in rows)
     print(
         f"{'estimator':<9} {'method':<{width}} {'estimate':>9} {'expected RMSE':>13} "
-        f"{'vs TCM-only':>11} {'vs Full-LM':>10} {'vs better':>9}"
+        f"{'vs TCM-only':>11} {'vs Full-LM':>10} {'vs better':>9} {'error':>8}"
     )
     for row in rows:
         print(
             f"{row['estimator']:<9} {row['method']:<{width}} {row['estimate']:>9,.0f} "
             f"{row['expected_rmse']:>13,.0f} {row['improvement_vs_tcm_only']:>11.3f} "
-            f"{row['improvement_vs_full_lm']:>10.3f} {row['improvement_vs_better']:>9.3f}"
+            f"{row['improvement_vs_full_lm']:>10.3f} {row['improvement_vs_better']:>9.3f} "
+            f"{row['estimate'] - true_mean:>+8,.0f}"
         )
-    landscapes = _demo_landscapes(n_users, bounds, variance, args)
+    within = sum(abs(row["estimate"] - true_mean) <= row["expected_rmse"] for row in rows)
+    print(f"{within} of {len(rows)} estimates are within one expected RMSE of the true mean "
+          "(about 2 in 3 are expected to be, for Laplace noise).")
+    hybrid, improvements, per_user = _demo_landscapes(n_users, bounds, variance, args)
     print()
-    for line in _demo_findings(rows, *landscapes, tcm_fraction=n_tcm / n_users,
-                               epsilon=args.epsilon):
+    kvh = next(row for row in rows if row["estimator"] == "kvh")
+    for line in _demo_findings(kvh["improvement_vs_better"], hybrid, improvements,
+                               per_user, tcm_fraction=tcm_fraction, epsilon=args.epsilon):
+        print(line)
+
+    user_id = np.arange(n_users)
+    selection = select_and_release(
+        X.reshape(-1, 1), trust_group=trust_group, user_id=user_id, bounds=bounds,
+        variance=variance, epsilon=args.epsilon, random_state=seeds[-1],
+    )
+    print()
+    for line in _demo_selection_lines(selection, trust_group, n_releases=len(rows)):
         print(line)
 
     output = Path(args.output)
@@ -220,12 +245,21 @@ def _demo(args):
         return 0
     import matplotlib.pyplot as plt
 
-    from ._demo import plot_landscapes
+    from ._demo import plot_demo
 
-    figure = plot_landscapes(*landscapes, tcm_fraction=n_tcm / n_users, epsilon=args.epsilon,
-                             n=n_users)
+    labels = {"kvh": "hybrid, KVH", "pwh": "hybrid, PWH", "tcm_only": "TCM-only",
+              "full_lm": "Full-LM", "adpm": "ADPM variant\n(known variance)"}
+    releases = [{"name": row["estimator"], "label": labels[row["estimator"]],
+                 "estimate": row["estimate"], "expected_rmse": row["expected_rmse"]}
+                for row in rows if row["estimator"] in RELEASE_PANEL]
+    figure = plot_demo(
+        releases=releases, true_mean=true_mean, hybrid=hybrid, improvements=improvements,
+        per_user=per_user, selection=selection, trust_group=trust_group,
+        tcm_fraction=tcm_fraction, epsilon=args.epsilon, n=n_users,
+        run_gain=kvh["improvement_vs_better"],
+    )
     png_path = output / "skhybrid-demo.png"
-    figure.savefig(png_path, dpi=110)
+    figure.savefig(png_path, dpi=100)
     plt.close(figure)
     print(f"wrote {png_path}")
     return 0
@@ -242,7 +276,7 @@ def _demo_landscapes(n_users, bounds, variance, args):
     levels = sorted({*EPSILONS, args.epsilon})
     improvements = {level: hybrid_landscape(epsilon=level, **common) for level in levels}
     eps1 = args.epsilon / 10
-    # eps2 from eps1 to 100 eps1, and at least 3 times past ADPM's saturation point.
+    # eps2 from eps1 to 100 eps1, and at least 3 times past the saturation points.
     ratio = saturation_ratio(n_users, 0.5, eps1, data_range=data_range, variance=variance)
     top = max(100.0, 3.0 * ratio)
     per_user = per_user_landscape(eps1=eps1, eps2=eps1 * np.logspace(0, np.log10(top), 41),
@@ -250,37 +284,65 @@ def _demo_landscapes(n_users, bounds, variance, args):
     return hybrid, improvements, per_user
 
 
-def _demo_findings(rows, hybrid, improvements, per_user, *, tcm_fraction, epsilon):
-    """The figure's points in words, with the ratios."""
-    best = hybrid.best
+def _demo_findings(run_gain, hybrid, improvements, per_user, *, tcm_fraction, epsilon):
+    """The theory panels' points in words, with the ratios the figure draws."""
     strong = hybrid.fractions[hybrid.improvement > 1.5]
-    kvh = next(row for row in rows if row["estimator"] == "kvh")
-    lines = [
-        "Where the hybrid model pays (closed forms; skhybrid-demo.png draws them):",
+    last = -1
+
+    def ratio(curve):
+        return f"{curve[last] / per_user.adpm[last]:.2f}"
+
+    return [
+        "2. Theory (closed-form expected errors; the figure's \"Theory\" panels, with this "
+        "run marked):",
         f"  this run ({tcm_fraction:.2%} tcm, epsilon {epsilon:g}): KVH's expected MSE is "
-        f"{kvh['improvement_vs_better']:.2f}x smaller than the better baseline's.",
-        f"  at epsilon {epsilon:g} the gain peaks at R = {hybrid.improvement[best]:.2f}x with "
-        f"{hybrid.fractions[best]:.2%} of the users in tcm, where TCM-only and Full-LM are "
+        f"{run_gain:.3f}x smaller than the better baseline's (R = {run_gain:.3f}).",
+        f"  at epsilon {epsilon:g} the gain peaks at R = {hybrid.peak_improvement:.3f} with "
+        f"{hybrid.peak_fraction:.3%} of the users in tcm, where TCM-only and Full-LM are "
         "equally good; "
         + (f"R > 1.5 from {strong.min():.2%} to {strong.max():.2%} tcm." if strong.size
            else "R stays below 1.5."),
-        "  the peak by epsilon: " + ", ".join(
-            f"{level:g}: R = {landscape.improvement[landscape.best]:.2f} at "
-            f"{landscape.fractions[landscape.best]:.2%} tcm"
+        "  the peak by epsilon (computed at the baselines' crossing): " + ", ".join(
+            f"{level:g}: R = {landscape.peak_improvement:.3f} at "
+            f"{landscape.peak_fraction:.3%} tcm"
             for level, landscape in improvements.items()) + ".",
         "  far from the peak one group carries the estimate and the hybrid matches the "
         "better baseline (R -> 1): with many tcm users TCM-only is enough.",
+        f"  a different epsilon per user, half the users at {per_user.eps1:g} and half at "
+        f"{per_user.eps2[last]:.3g} (expected MSE at the salaries' known standard "
+        "deviation):",
+        f"    the paper's ADPM (Chaudhuri and Courtade, Algorithm 1: minimax weights for the "
+        f"worst-case variance) saturates at eps2 = {per_user.saturation:.2g}; UNI's "
+        f"expected MSE / its own = {ratio(per_user.uni)}, PropDPM's / its own = "
+        f"{ratio(per_user.propdpm)} (minimax weights guard against the worst-case "
+        "variance, not the salaries').",
+        f"    a variant not in the paper, ADPM's program solved with the known variance, "
+        f"saturates at eps2 = {per_user.saturation_known_variance:.2g}; its expected MSE "
+        f"is {per_user.uni[last] / per_user.adpm_known_variance[last]:.2f}x smaller than "
+        f"UNI's and {per_user.propdpm[last] / per_user.adpm_known_variance[last]:.2f}x "
+        "smaller than PropDPM's.",
     ]
-    last = -1
-    lines.append(
-        f"A different epsilon per user (ADPM, Chaudhuri and Courtade): with half the users "
-        f"at {per_user.eps1:g} and half at {per_user.eps2[last]:.3g}, ADPM's expected MSE is "
-        f"{per_user.uni[last] / per_user.adpm[last]:.2f}x smaller than UNI's (everyone at "
-        f"{per_user.eps1:g}) and {per_user.propdpm[last] / per_user.adpm[last]:.2f}x smaller "
-        f"than PropDPM's; beyond eps2 = {per_user.saturation:.2g} more epsilon buys "
-        "nothing (saturation), so those users' extra privacy is free."
-    )
-    return lines
+
+
+def _demo_selection_lines(selection, trust_group, *, n_releases):
+    """The model selection and the ledger's per-user spend in words."""
+    scores = ", ".join(f"{name} {value:,.0f}" for name, value in selection.scores.items())
+    released = float(selection.estimator.mean_[0])
+    rmse = math.sqrt(float(selection.estimator.expected_mse_[0]))
+    spends = ", ".join(
+        f"{group} users {np.min(selection.spent[trust_group == group]):g} to "
+        f"{np.max(selection.spent[trust_group == group]):g}" for group in ("tcm", "lm"))
+    return [
+        f"3. Model selection on a privacy ledger (every user's budget: epsilon "
+        f"{selection.budget:g}):",
+        f"  candidates by {selection.criterion}, in dollars: {scores}.",
+        f"  chose {selection.best}; released {released:,.0f} +- {rmse:,.0f} dollars "
+        "(expected RMSE).",
+        f"  epsilon spent per user on the ledger: {spends} (the selection: "
+        f"{selection.selection_cost}; the release: its epsilon).",
+        f"  the {n_releases} releases of part 1 are not on this ledger; with real data each "
+        f"would spend every user's epsilon too.",
+    ]
 
 
 # -- skhybrid estimate --------------------------------------------------------------------
@@ -297,6 +359,7 @@ class _Table:
     header: list
     rows: list  # one list of fields per data row
     lines: list  # the file line on which each data row starts (the header is line 1)
+    decimal: str = "."  # the decimal mark of the numbers (--decimal)
 
     def column(self, name, option):
         if name not in self.header:
@@ -310,24 +373,52 @@ class _Table:
     def where(self, row):
         return f"{self.path}, line {self.lines[row]}"
 
+    def complete_rows(self, columns):
+        """This table without the rows that miss a value in one of ``columns``.
 
-def _read_csv(path, sep=None):
+        Returns the table and the line numbers of the rows left out.
+        """
+        indices = [self.header.index(name) for name in columns if name in self.header]
+        keep = [not any(_is_missing(row[index]) for index in indices) for row in self.rows]
+        dropped = [line for line, kept in zip(self.lines, keep) if not kept]
+        return _Table(
+            self.path, self.header, [row for row, kept in zip(self.rows, keep) if kept],
+            [line for line, kept in zip(self.lines, keep) if kept], self.decimal,
+        ), dropped
+
+
+# What spreadsheets and pandas write for a missing value (pandas' default NA strings).
+_MISSING = {"", "na", "n/a", "nan", "-nan", "null", "none", "#n/a", "<na>"}
+
+
+def _is_missing(text):
+    return (text or "").strip().lower() in _MISSING
+
+
+def _read_csv(path, sep=None, decimal="."):
     """A CSV file as spreadsheets and pandas write them, with readable errors.
 
     UTF-8 with or without a byte-order mark (as Excel writes it); the delimiter is
-    ``sep``, or sniffed among ``, ; tab |`` from the start of the file; quoted fields
-    may hold delimiters and line breaks. Python's csv module does the parsing.
+    ``sep``, or sniffed among ``, ; tab |`` from the start of the file (not ``,`` when
+    it is the ``decimal`` mark, as in European CSVs: ``62,51;tcm``); quoted fields may
+    hold delimiters and line breaks. Python's csv module does the parsing.
     """
     delimiter = _SEPARATORS.get(sep, sep)
+    if delimiter is not None and delimiter == decimal:
+        raise _CommandError(
+            f"--sep {sep!r} and --decimal {decimal!r} are the same character; a European "
+            "CSV is --sep ';' --decimal ','"
+        )
+    candidates = ",;\t|".replace(decimal, "")
     try:
         with open(path, newline="", encoding="utf-8-sig") as handle:
             if delimiter is None:
                 sample = handle.read(64 * 1024)
                 handle.seek(0)
                 try:
-                    delimiter = csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
+                    delimiter = csv.Sniffer().sniff(sample, delimiters=candidates).delimiter
                 except csv.Error:  # one column, or nothing to tell the delimiter by
-                    delimiter = ","
+                    delimiter = candidates[0]
             reader = csv.reader(handle, delimiter=delimiter)
             header = next(reader, None)
             rows, lines, start = [], [], reader.line_num + 1
@@ -356,20 +447,28 @@ def _read_csv(path, sep=None):
                 f"{path}, line {line}: {len(row)} fields where the header has "
                 f"{len(header)} (delimiter {delimiter!r}; use --sep to set it)"
             )
-    return _Table(str(path), header, rows, lines)
+    return _Table(str(path), header, rows, lines, decimal)
 
 
 def _numbers(texts, name, table, *, allow_inf=False):
     values = np.empty(len(texts))
     for index, text in enumerate(texts):
+        number = (text or "").strip()
+        if table.decimal != ".":
+            number = number.replace(table.decimal, ".")
         try:
-            value = float((text or "").strip())
+            value = float(number)
         except ValueError:
             value = math.nan
         if math.isnan(value) or (math.isinf(value) and not allow_inf):
             kind = "a number (inf allowed)" if allow_inf else "a finite number"
+            hint = ""
+            if _is_missing(text):
+                hint = "; --skip-missing leaves out the rows with a missing value"
+            elif table.decimal == "." and re.fullmatch(r"[+-]?\d*,\d+", number):
+                hint = "; for decimal commas give --decimal ','"
             raise _CommandError(
-                f"{table.where(index)}: column {name!r} must be {kind}; got {text!r}"
+                f"{table.where(index)}: column {name!r} must be {kind}; got {text!r}{hint}"
             )
         values[index] = value
     return values
@@ -383,23 +482,50 @@ def _trust_groups(texts, name, table):
     for index, text in enumerate(texts):
         group = _TRUST_VALUES.get((text or "").strip().lower())
         if group is None:
+            hint = ("; --skip-missing leaves out the rows with a missing value"
+                    if _is_missing(text) else "")
             raise _CommandError(
                 f"{table.where(index)}: column {name!r} must be tcm, lm, true, false, 1 or 0 "
-                f"(true / 1 = tcm, case-insensitive); got {text!r}"
+                f"(true / 1 = tcm, case-insensitive); got {text!r}{hint}"
             )
         groups[index] = group
     return groups
 
 
-def _in_user_words(message, estimator, name, table):
-    """A library message in the command's terms: ``--estimator NAME`` and line numbers."""
-    message = message.replace(type(estimator).__name__, f"--estimator {name}")
-    return re.sub(
-        r"\bindex (\d+)\b",
-        lambda match: f"line {table.lines[int(match.group(1))]}"
-        if int(match.group(1)) < len(table.lines) else match.group(0),
-        message,
-    )
+# Library words and the command's: the estimators' class and strategy names are
+# --estimator values, the metadata are options, parameters are options' values.
+_CLI_WORDS = [
+    (r"\bstrategy='(\w+)'", r"--estimator \1"),
+    (r"\bADPMEstimator with trust_group\b", "--estimator adpm"),
+    (r"\bADPMEstimator\b", "--estimator adpm"),
+    (r"\bHybridMeanEstimator\b", "--estimator kvh, pwh or naive"),
+    (r"\bPDPSampleEstimator\b", "--estimator pdp_sample"),
+    (r"\bMixedMeanEstimator\b", "--estimator mixed_mean"),
+    (r"call set_budget for them or give the ledger a default_budget",
+     "give --default-budget EPS, the budget of users new to the ledger"),
+    (r"\bdefault_budget\b", "--default-budget"),
+    (r"\btrust_group\b", "--trust"),
+    (r"\buser_id\b", "--user-id"),
+    (r"^(variance|epsilon|bounds) must", r"--\1 must"),
+    (r"\(upper - lower\)\*\*2 / 4", "(HI - LO)^2 / 4"),
+    (r" for every feature", ""),
+]
+
+
+def _in_user_words(message, *, estimator=None, name=None, table=None):
+    """A library message in the command's terms: options, their values, line numbers."""
+    if estimator is not None:
+        message = re.sub(rf"\b{type(estimator).__name__}\b", f"--estimator {name}", message)
+    for pattern, replacement in _CLI_WORDS:
+        message = re.sub(pattern, replacement, message)
+    if table is not None:
+        message = re.sub(
+            r"\bindex (\d+)\b",
+            lambda match: f"line {table.lines[int(match.group(1))]}"
+            if int(match.group(1)) < len(table.lines) else match.group(0),
+            message,
+        )
+    return message
 
 
 def _estimate(args):
@@ -415,11 +541,27 @@ def _estimate(args):
         )
     if args.variance is not None and not (args.variance > 0 and math.isfinite(args.variance)):
         raise _CommandError(f"--variance must be a finite number > 0; got {args.variance:g}")
-    table = _read_csv(args.file, args.sep)
+    if args.decimal not in (".", ","):
+        raise _CommandError(f"--decimal must be '.' or ','; got {args.decimal!r}")
+    table = _read_csv(args.file, args.sep, args.decimal)
+    if args.skip_missing:
+        used = [args.value, args.trust, args.user_id,
+                args.epsilon if args.epsilon in table.header else None]
+        table, skipped = table.complete_rows([name for name in used if name])
+        if skipped:
+            print(f"skipped {len(skipped):,} rows with a missing value (lines "
+                  f"{_line_list(skipped)}); {len(table.rows):,} users remain",
+                  file=sys.stderr)
+        if not table.rows:
+            raise _CommandError(f"--skip-missing: every row of {table.path} misses a value")
     X = _numbers(table.column(args.value, "--value"), args.value, table)
     trust_group = None
     if args.trust is not None:
         trust_group = _trust_groups(table.column(args.trust, "--trust"), args.trust, table)
+    else:
+        print("skhybrid estimate: warning: no --trust column, so every user is tcm (trusts "
+              "the curator with their raw value); give --trust COL if some users randomize "
+              "on their own device", file=sys.stderr)
     from .exceptions import BudgetExceededError, LedgerError
 
     epsilon_parameter, user_epsilon = _epsilon(args.epsilon, table)
@@ -434,15 +576,21 @@ def _estimate(args):
                       user_id=user_id)
     except (BudgetExceededError, LedgerError, KeyError) as error:
         message = error.args[0] if isinstance(error, KeyError) else str(error)
-        raise _CommandError(f"--ledger {args.ledger}: refused: {message}") from None
-    except (ValueError, TypeError) as error:  # the estimator's own checks of the metadata
         raise _CommandError(
-            f"--estimator {args.estimator}: "
-            f"{_in_user_words(str(error), estimator, args.estimator, table)}"
-        ) from None
+            f"--ledger {args.ledger}: refused: {_in_user_words(message)}") from None
+    except (ValueError, TypeError) as error:  # the estimator's own checks of the metadata
+        message = _in_user_words(str(error), estimator=estimator, name=args.estimator,
+                                 table=table)
+        if not message.startswith("--estimator"):
+            message = f"--estimator {args.estimator}: {message}"
+        raise _CommandError(message) from None
 
     n_tcm = len(X) if trust_group is None else int(np.count_nonzero(trust_group == "tcm"))
     expected_mse = float(estimator.expected_mse_[0])
+    charged = None
+    if ledger is not None:
+        charged = [{"epsilon": level["epsilon"], "delta": level["delta"],
+                    "n_users": level["n_users"]} for level in ledger.history()[-1]["levels"]]
     report = {
         "estimator": args.estimator,
         "estimate": float(estimator.mean_[0]),
@@ -456,6 +604,7 @@ def _estimate(args):
         "bounds": [lower, upper],
         "seeded": args.seed is not None,
         "ledger": args.ledger,
+        "charged": charged,
     }
     if args.json:
         print(json.dumps(report))
@@ -465,14 +614,25 @@ def _estimate(args):
     print(f"estimator:     {args.estimator}: {method.description}")
     print(f"users:         {report['n_users']:,} ({n_tcm:,} tcm, {report['n_lm']:,} lm); "
           f"epsilon {epsilon_text}")
-    print(f"estimate:      {report['estimate']:.6g}  (private mean of column {args.value!r})")
+    print(f"estimate:      {report['estimate']:.6g} +- {report['expected_rmse']:.3g}  "
+          f"(private mean of column {args.value!r} +- its expected RMSE)")
     print(f"expected RMSE: {report['expected_rmse']:.6g}  (analytic, against the data's mean)")
     print(_noise_line(args.seed))
     if ledger is not None:
-        release = ledger.history()[-1]
-        print(f"ledger:        {release['n_users']:,} users charged in {args.ledger}; "
-              f"see 'skhybrid ledger {args.ledger}'")
+        remaining = ledger.remaining(user_id)
+        levels = ", ".join(f"{level['n_users']:,} users epsilon {level['epsilon']:g}"
+                           + (f" delta {level['delta']:g}" if level["delta"] else "")
+                           for level in charged)
+        print(f"charged:       {levels} (in {args.ledger})")
+        print(f"remaining:     epsilon {np.min(remaining):g} to {np.max(remaining):g} per "
+              f"user; see 'skhybrid ledger {args.ledger}'")
     return 0
+
+
+def _line_list(lines, shown=10):
+    """``2, 5, 9`` or ``2, 5, ... (12 in all)``: line numbers for a message."""
+    text = ", ".join(str(line) for line in lines[:shown])
+    return text if len(lines) <= shown else f"{text}, ... ({len(lines):,} in all)"
 
 
 def _ledger_and_ids(args, table):
@@ -652,19 +812,23 @@ def _build_parser():
         help="the main job: every mean estimator on the bundled synthetic salaries",
         description=(
             "Fit every mean estimator that applies to a hybrid population on the bundled\n"
-            "dataset (skhybrid.datasets.load_salaries: 252,540 SYNTHETIC salaries shaped\n"
-            "like the University of California 2010 salaries, bounds 0 to 2,349,033,\n"
-            "public standard deviation 53,254). A random --tcm-fraction of the users trusts\n"
-            "the curator (tcm), the others randomize locally (lm); everyone has --epsilon.\n"
-            "Prints each estimate, its expected RMSE and its improvement over the TCM-only\n"
-            "and Full-LM baselines, then where the hybrid model pays: the gain over the\n"
-            "tcm share and epsilon, and ADPM against UNI and PropDPM when users choose\n"
-            "their own epsilon. Writes DIR/skhybrid-demo.csv and DIR/skhybrid-demo.png\n"
-            "(the plot needs matplotlib: pip install \"skhybrid[plot]\")."
+            "dataset (skhybrid.datasets.load_salaries: 252,540 SYNTHETIC salaries in US\n"
+            "dollars, shaped like the University of California 2010 salaries, bounds 0 to\n"
+            "2,349,033, public standard deviation 53,254). A random --tcm-fraction of the\n"
+            "users trusts the curator (tcm), the others randomize locally (lm); everyone\n"
+            "has --epsilon. Prints and draws: 1. this run's releases (the hybrids, both\n"
+            "baselines, ADPM) with their expected errors against the true mean; 2. the\n"
+            "theory (closed-form expected errors, this run marked): the hybrid's gain over\n"
+            "the tcm share and epsilon with its computed peak, and a different epsilon per\n"
+            "user (the paper's ADPM, its known-variance variant, UNI, PropDPM); 3. a\n"
+            "budgeted model selection released on a privacy ledger, with each user's\n"
+            "spend. Writes DIR/skhybrid-demo.csv and DIR/skhybrid-demo.png (the plot\n"
+            "needs matplotlib: pip install \"skhybrid[plot]\")."
         ),
     )
-    demo.add_argument("--output", metavar="DIR", default=".",
-                      help="directory for skhybrid-demo.csv and .png (default: current)")
+    demo.add_argument("--output", metavar="DIR", default="skhybrid-demo",
+                      help="directory for skhybrid-demo.csv and .png, created if absent "
+                           "(default: ./skhybrid-demo)")
     demo.add_argument("--epsilon", type=float, default=1.0,
                       help="every user's privacy level (default: 1.0)")
     demo.add_argument("--tcm-fraction", type=float, default=0.002, metavar="FRACTION",
@@ -691,7 +855,7 @@ def _build_parser():
                           help="column of the values to average")
     estimate.add_argument("--trust", metavar="COL",
                           help="column of trust groups: tcm / lm or true / false (true = tcm); "
-                               "default: every user is tcm")
+                               "default: every user is tcm (with a warning)")
     estimate.add_argument("--epsilon", required=True, metavar="COL|FLOAT",
                           help="a column of per-user privacy levels (inf = public), or one "
                                "level for everyone")
@@ -707,13 +871,22 @@ def _build_parser():
     estimate.add_argument("--sep", metavar="SEP", default=None,
                           help="the CSV delimiter: a character, or tab / comma / semicolon / "
                                "pipe; default: sniffed from the file")
+    estimate.add_argument("--decimal", metavar="MARK", default=".",
+                          help="the decimal mark of the file's numbers: '.' (default) or ',' "
+                               "(European CSVs: --decimal , with ; or tab as the delimiter)")
+    estimate.add_argument("--skip-missing", action="store_true",
+                          help="leave out the rows with a missing value (empty, NA, NaN, "
+                               "null, None) in a column the command reads, and report how "
+                               "many; default: such a row is an error. The remaining users "
+                               "are the ones released on")
     estimate.add_argument("--clamp", action="store_true",
                           help="project the estimate onto --bounds (post-processing: the "
                                "error never grows, the estimate is no longer unbiased)")
     estimate.add_argument("--json", action="store_true",
                           help="print one JSON object: estimator, estimate, expected_rmse, "
                                "expected_mse, n_users, n_tcm, n_lm, epsilon (or null), "
-                               "epsilon_column (or null), bounds, seeded")
+                               "epsilon_column (or null), bounds, seeded, ledger, charged "
+                               "(with --ledger: the users charged per epsilon)")
     estimate.add_argument("--seed", type=_seed, default=None, metavar="N",
                           help="seed of the privacy noise (simulations and tests only); "
                                "default: the operating system's secure randomness")

@@ -1,20 +1,29 @@
-"""What ``skhybrid demo`` computes besides its releases: where the hybrid model pays.
+"""``skhybrid demo``: this run's releases against the truth, the theory behind them, a selection.
 
-Every number here is the papers' closed-form expected error (:mod:`skhybrid.theory`)
-for the bundled salaries' public parameters (n, the bounds, the standard deviation); no
-data are touched. The demo's figure draws these curves; its table states the same
-ratios.
+The demo fits the mean estimators on the bundled synthetic salaries (real noise: the
+operating system's secure randomness unless ``--seed``), draws each release with its
+expected error next to the data's true mean (shown only because the data are
+synthetic), draws the papers' closed-form expected errors (:mod:`skhybrid.theory`,
+labelled as theory) with this run's point marked on them, and runs a short budgeted
+model selection on a :class:`~skhybrid.accounting.PrivacyLedger` with each user's spend.
+
+:func:`select_and_release` is the selection step, one function with a small result
+(:class:`Selection`) so that a private grid search can replace it.
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from .theory import (
+    adpm_weights,
+    affine_mse,
     full_lm_mse,
     hybrid_mse,
     kvh_weight,
     laplace_noise_variances,
+    peak_fraction,
     propdpm_weights,
     pwh_weight,
     relative_improvement,
@@ -28,6 +37,16 @@ from .theory import (
 TCM_FRACTIONS = np.logspace(-4, np.log10(0.5), 121)
 #: The privacy levels of the improvement panel.
 EPSILONS = (0.25, 1.0, 4.0)
+#: The estimators of the release panel: the hybrids and both baselines (plus ADPM).
+RELEASE_PANEL = ("kvh", "pwh", "tcm_only", "full_lm", "adpm")
+#: The strategies the demo's model selection chooses among.
+SELECTION_CANDIDATES = ("kvh", "pwh", "naive", "tcm_only", "full_lm")
+#: Every user's budget on the demo's ledger.
+DEMO_BUDGET = 3.0
+_DOLLARS = "US$"
+
+
+# -- theory: the hybrid model over the tcm share --------------------------------------------
 
 
 @dataclass
@@ -38,9 +57,12 @@ class HybridLandscape:
     ----------
     fractions : ndarray of shape (n_fractions,)
     tcm_only, full_lm, kvh, pwh : ndarray of shape (n_fractions,)
-        Expected MSE about the population mean.
+        Expected squared error against the empirical mean of the users' values.
     improvement : ndarray of shape (n_fractions,)
         KVH's relative improvement over the better baseline (Def. 3.5).
+    peak_fraction, peak_improvement : float
+        Where the improvement peaks and its value there, computed (not read off the
+        grid): the tcm share where the two baselines' expected MSEs are equal.
     """
 
     fractions: np.ndarray
@@ -49,11 +71,37 @@ class HybridLandscape:
     kvh: np.ndarray
     pwh: np.ndarray
     improvement: np.ndarray
+    peak_fraction: float
+    peak_improvement: float
 
-    @property
-    def best(self):
-        """Index of the tcm share where KVH gains most over the better baseline."""
-        return int(np.argmax(self.improvement))
+
+def _hybrid_mses(*, n, data_range, variance, epsilon, fractions):
+    """``(tcm_only, full_lm, kvh, pwh, improvement)`` expected MSEs at each tcm share."""
+    c = np.asarray(fractions, dtype=float)
+    s_T2, s_L2 = laplace_noise_variances(n, c, data_range, epsilon)
+    problem = {"n": n, "c": c, "s_T2": s_T2, "s_L2": s_L2, "sigma_T2": variance,
+               "sigma_L2": variance}
+    kvh = hybrid_mse(kvh_weight(n=n, c=c, s_T2=s_T2, s_L2=s_L2, sigma2=variance), **problem)
+    pwh = hybrid_mse(pwh_weight(n=n, c=c, s_T2=s_T2, s_L2=s_L2), **problem)
+    tcm_only = tcm_only_mse(n=n, c=c, s_T2=s_T2, sigma_T2=variance, sigma_L2=variance)
+    full_lm = np.broadcast_to(full_lm_mse(n=n, s_L2=s_L2), c.shape).copy()
+    return tcm_only, full_lm, kvh, pwh, relative_improvement(kvh, **problem)
+
+
+def peak_improvement(*, n, data_range, variance, epsilon):
+    """The tcm share where KVH gains most over the better baseline, and that gain.
+
+    The peak is where the baselines cross (:func:`~skhybrid.theory.peak_fraction`,
+    Lemma 3.8 of Avent et al. 2020), computed rather than read off a grid.
+
+    Returns
+    -------
+    fraction, improvement : float
+    """
+    fraction = peak_fraction(n=n, m=data_range, epsilon=epsilon, sigma2=variance)
+    improvement = _hybrid_mses(n=n, data_range=data_range, variance=variance,
+                               epsilon=epsilon, fractions=[fraction])[-1]
+    return fraction, float(improvement[0])
 
 
 def hybrid_landscape(*, n, data_range, variance, epsilon, fractions=TCM_FRACTIONS):
@@ -74,48 +122,55 @@ def hybrid_landscape(*, n, data_range, variance, epsilon, fractions=TCM_FRACTION
     -------
     landscape : HybridLandscape
     """
-    c = np.asarray(fractions, dtype=float)
-    s_T2, s_L2 = laplace_noise_variances(n, c, data_range, epsilon)
-    problem = {"n": n, "c": c, "s_T2": s_T2, "s_L2": s_L2, "sigma_T2": variance,
-               "sigma_L2": variance}
-    kvh = hybrid_mse(kvh_weight(n=n, c=c, s_T2=s_T2, s_L2=s_L2, sigma2=variance), **problem)
-    pwh = hybrid_mse(pwh_weight(n=n, c=c, s_T2=s_T2, s_L2=s_L2), **problem)
+    tcm_only, full_lm, kvh, pwh, improvement = _hybrid_mses(
+        n=n, data_range=data_range, variance=variance, epsilon=epsilon, fractions=fractions)
+    fraction, peak = peak_improvement(n=n, data_range=data_range, variance=variance,
+                                      epsilon=epsilon)
     return HybridLandscape(
-        fractions=c,
-        tcm_only=tcm_only_mse(n=n, c=c, s_T2=s_T2, sigma_T2=variance, sigma_L2=variance),
-        full_lm=np.broadcast_to(full_lm_mse(n=n, s_L2=s_L2), c.shape).copy(),
-        kvh=kvh, pwh=pwh,
-        improvement=relative_improvement(kvh, **problem),
+        fractions=np.asarray(fractions, dtype=float), tcm_only=tcm_only, full_lm=full_lm,
+        kvh=kvh, pwh=pwh, improvement=improvement, peak_fraction=fraction,
+        peak_improvement=peak,
     )
+
+
+# -- theory: a different epsilon per user ---------------------------------------------------
 
 
 @dataclass
 class PerUserLandscape:
-    """Expected MSEs when half the users choose epsilon_1 and half a larger epsilon_2.
+    """Expected MSEs when a share of the users chooses epsilon_1 and the rest epsilon_2.
 
-    ADPM from Theorem 1 of Chaudhuri and Courtade (:func:`~skhybrid.theory.two_group_mse`),
-    UNI (everyone at epsilon_1) and PropDPM (weights proportional to epsilon) from their
-    weights (:func:`~skhybrid.theory.uni_weights`, :func:`~skhybrid.theory.propdpm_weights`).
+    Every curve is the expected squared error at the data's known variance.
+    ``adpm`` is the paper's ADPM: Algorithm 1 of Chaudhuri and Courtade, the minimax
+    weights for the worst-case variance ``data_range**2 / 4``
+    (:func:`~skhybrid.theory.adpm_weights`). ``adpm_known_variance`` is a variant that is
+    not in the paper: the same program solved with the known variance (Theorem 1 with a
+    variance bound, :func:`~skhybrid.theory.two_group_mse`). UNI (everyone at
+    epsilon_1) and PropDPM (weights proportional to epsilon) from their weights
+    (:func:`~skhybrid.theory.uni_weights`, :func:`~skhybrid.theory.propdpm_weights`).
 
     Attributes
     ----------
     eps1 : float
     eps2 : ndarray of shape (n_points,)
-    adpm, uni, propdpm : ndarray of shape (n_points,)
-    saturation : float
-        ``R eps1`` (Eq. (4)): past it ADPM's error stops falling.
+    adpm, adpm_known_variance, uni, propdpm : ndarray of shape (n_points,)
+    saturation, saturation_known_variance : float
+        ``R eps1`` (Eq. (4)) for the paper's ADPM and for the variant: past it their
+        error stops falling.
     """
 
     eps1: float
     eps2: np.ndarray
     adpm: np.ndarray
+    adpm_known_variance: np.ndarray
     uni: np.ndarray
     propdpm: np.ndarray
     saturation: float
+    saturation_known_variance: float
 
 
 def per_user_landscape(*, n, data_range, variance, eps1, eps2, fraction=0.5):
-    """ADPM, UNI and PropDPM for two privacy levels, over the second level.
+    """The paper's ADPM, its known-variance variant, UNI and PropDPM over epsilon_2.
 
     Parameters
     ----------
@@ -134,17 +189,108 @@ def per_user_landscape(*, n, data_range, variance, eps1, eps2, fraction=0.5):
     """
     eps2 = np.asarray(eps2, dtype=float)
     n_first = int(round(fraction * n))
-    adpm, uni, propdpm = (np.empty(eps2.size) for _ in range(3))
+    counts = np.array([n_first, n - n_first])
+    curves = {name: np.empty(eps2.size) for name in ("adpm", "variant", "uni", "propdpm")}
+    common = {"data_range": data_range, "counts": counts}
     for index, level in enumerate(eps2):
-        epsilon = np.repeat([eps1, level], [n_first, n - n_first])
-        adpm[index] = two_group_mse(n, fraction, eps1, level, data_range=data_range,
-                                    variance=variance)
-        uni[index] = uni_weights(epsilon, data_range=data_range, variance=variance).expected_mse
-        propdpm[index] = propdpm_weights(epsilon, data_range=data_range,
-                                         variance=variance).expected_mse
-    ratio = saturation_ratio(n, fraction, eps1, data_range=data_range, variance=variance)
-    return PerUserLandscape(eps1=eps1, eps2=eps2, adpm=adpm, uni=uni, propdpm=propdpm,
-                            saturation=ratio * eps1)
+        levels = np.array([eps1, level])
+        paper = adpm_weights(levels, **common)  # Algorithm 1: worst-case variance
+        curves["adpm"][index] = affine_mse(paper.weights, variance=variance,
+                                           noise_scale=paper.noise_scale, counts=counts)
+        curves["variant"][index] = two_group_mse(n, fraction, eps1, level,
+                                                 data_range=data_range, variance=variance)
+        curves["uni"][index] = uni_weights(levels, variance=variance, **common).expected_mse
+        curves["propdpm"][index] = propdpm_weights(levels, variance=variance,
+                                                   **common).expected_mse
+    return PerUserLandscape(
+        eps1=eps1, eps2=eps2, adpm=curves["adpm"], adpm_known_variance=curves["variant"],
+        uni=curves["uni"], propdpm=curves["propdpm"],
+        saturation=saturation_ratio(n, fraction, eps1, data_range=data_range) * eps1,
+        saturation_known_variance=saturation_ratio(
+            n, fraction, eps1, data_range=data_range, variance=variance) * eps1,
+    )
+
+
+# -- the model selection ----------------------------------------------------------------------
+
+
+@dataclass
+class Selection:
+    """A budgeted model selection and its one release.
+
+    Attributes
+    ----------
+    scores : dict of str to float
+        Each candidate's selection criterion (here the expected RMSE, in the data's
+        units; smaller is better).
+    criterion : str
+        What `scores` are, in words.
+    best : str
+        The chosen candidate.
+    estimator : estimator
+        The chosen estimator, fitted once on the ledger.
+    ledger : PrivacyLedger
+    spent : ndarray of shape (n_users,)
+        Each user's epsilon spent on the ledger after the selection, in ``user_id`` order.
+    budget : float
+        Each user's budget.
+    selection_cost : str
+        What choosing cost the users, in words.
+    """
+
+    scores: dict
+    criterion: str
+    best: str
+    estimator: object
+    ledger: object
+    spent: np.ndarray
+    budget: float
+    selection_cost: str
+
+
+def select_and_release(X, *, trust_group, user_id, bounds, variance, epsilon,
+                       budget=DEMO_BUDGET, candidates=SELECTION_CANDIDATES,
+                       random_state=None):
+    """Choose a strategy of HybridMeanEstimator and release the chosen one on a ledger.
+
+    The candidates are compared by ``expected_mse_``, which depends on public quantities
+    only (the group sizes, epsilon, the bounds and the public variance): each is fitted
+    on a constant stand-in for the data with the real public structure, which charges
+    nobody and reads no private value. The chosen estimator is then fitted once on the
+    data, charged to an in-memory :class:`~skhybrid.accounting.PrivacyLedger` in which
+    every user has ``budget``. (A private grid search over validation scores, which
+    spends budget on the selection itself, can replace this function: it returns the
+    same :class:`Selection`.)
+
+    Returns
+    -------
+    selection : Selection
+    """
+    from sklearn.base import clone
+
+    from .accounting import PrivacyLedger
+    from .mean import HybridMeanEstimator
+
+    template = HybridMeanEstimator(epsilon=epsilon, bounds=bounds, variance=variance,
+                                   random_state=random_state)
+    stand_in = np.full_like(np.asarray(X, dtype=float), float(bounds[0]))
+    scores = {}
+    for strategy in candidates:
+        fitted = clone(template).set_params(strategy=strategy).fit(stand_in,
+                                                                   trust_group=trust_group)
+        scores[strategy] = math.sqrt(float(fitted.expected_mse_[0]))
+    best = min(scores, key=scores.get)
+    ledger = PrivacyLedger(None, default_budget=budget)
+    estimator = clone(template).set_params(strategy=best, ledger=ledger)
+    estimator.fit(X, trust_group=trust_group, user_id=user_id)
+    return Selection(
+        scores=scores, criterion="expected RMSE (public quantities only)", best=best,
+        estimator=estimator, ledger=ledger, spent=ledger.spent(user_id), budget=budget,
+        selection_cost="0 (the comparison reads public quantities only)",
+    )
+
+
+# -- the figure -------------------------------------------------------------------------------
 
 
 def _dashed(display, label):
@@ -152,19 +298,120 @@ def _dashed(display, label):
     display.lines_[label].lines[0].set_linestyle("--")
 
 
-def plot_landscapes(hybrid, improvements, per_user, *, tcm_fraction, epsilon, n):
-    """The demo's figure: three panels that show where each estimator pays off.
+def _plot_release(ax, releases, true_mean):
+    """This run's estimates with +- one expected RMSE against the true mean."""
+    from matplotlib.ticker import MaxNLocator
 
-    Parameters
-    ----------
-    hybrid : HybridLandscape
-        At the demo's epsilon.
-    improvements : dict of float to HybridLandscape
-        One landscape per epsilon of the improvement panel.
-    per_user : PerUserLandscape
-    tcm_fraction, epsilon : float
-        The demo's population, marked on the first two panels.
-    n : int
+    names = [release["label"] for release in releases]
+    positions = np.arange(len(releases))[::-1]
+    ax.errorbar([release["estimate"] for release in releases], positions,
+                xerr=[release["expected_rmse"] for release in releases], fmt="o",
+                color="tab:blue", ecolor="tab:blue", capsize=4, label="this run's release")
+    ax.axvline(true_mean, color="tab:red", linewidth=1.5,
+               label="true mean (synthetic data only)")
+    ax.set_yticks(positions, names)
+    ax.set_ylim(positions.min() - 1.4, positions.max() + 0.6)  # room for the legend
+    ax.set_xlabel(f"mean salary ({_DOLLARS}); bars: +-1 expected RMSE")
+    ax.set_ylabel("estimator")
+    ax.set_title("This run: the releases against the truth")
+    ax.legend(fontsize="small", loc="lower center", ncols=2)
+    ax.ticklabel_format(axis="x", style="plain", useOffset=False)
+    ax.xaxis.set_major_locator(MaxNLocator(4))
+
+
+def _plot_theory_error(ax, hybrid, *, tcm_fraction, epsilon, run):
+    from .plotting import CurveDisplay
+
+    percent = 100 * hybrid.fractions
+    display = CurveDisplay(
+        x=percent,
+        curves={"TCM-only": np.sqrt(hybrid.tcm_only), "Full-LM": np.sqrt(hybrid.full_lm),
+                "hybrid, KVH": np.sqrt(hybrid.kvh), "hybrid, PWH": np.sqrt(hybrid.pwh)},
+        xlabel="users who trust the curator (%)",
+        ylabel=f"expected RMSE of the mean ({_DOLLARS})",
+        title=f"Theory: error against the tcm share, eps = {epsilon:g}",
+    ).plot(ax=ax, xscale="log", yscale="log", marker="", linewidth=2)
+    _dashed(display, "hybrid, PWH")  # PWH is within a few % of KVH: keep KVH visible
+    for name, color in (("tcm_only", "C0"), ("full_lm", "C1"), ("kvh", "C2")):
+        ax.plot(100 * tcm_fraction, run[name], marker="o", markersize=8, color=color,
+                markeredgecolor="black", linestyle="none")
+    ax.plot([], [], marker="o", color="white", markeredgecolor="black", linestyle="none",
+            label="this run (expected RMSE)")
+    ax.legend(fontsize="small", loc="upper right")
+
+
+def _plot_theory_gain(ax, improvements, *, tcm_fraction, epsilon, run_gain):
+    from .plotting import CurveDisplay
+
+    curves = {f"eps = {level:g}": landscape.improvement
+              for level, landscape in improvements.items()}
+    first = next(iter(improvements.values()))
+    CurveDisplay(
+        x=100 * first.fractions, curves=curves,
+        xlabel="users who trust the curator (%)",
+        ylabel="R = better baseline's MSE / KVH's MSE",
+        title="Theory: the hybrid's gain, up to 2x",
+    ).plot(ax=ax, xscale="log", marker="", linewidth=2)
+    ours = improvements[epsilon]
+    ax.plot(100 * ours.peak_fraction, ours.peak_improvement, marker="^", color="0.3",
+            linestyle="none", label=f"peak at eps {epsilon:g}: R = {ours.peak_improvement:.3f}")
+    ax.plot(100 * tcm_fraction, run_gain, marker="o", markersize=8, color="white",
+            markeredgecolor="black", linestyle="none", label=f"this run: R = {run_gain:.3f}")
+    ax.axhline(1.0, color="0.7", linewidth=0.8)
+    ax.set_ylim(0.9, 2.4)
+    ax.legend(fontsize="small", loc="upper right", ncols=2)
+
+
+def _plot_per_user(ax, per_user):
+    from .plotting import CurveDisplay
+
+    paper = "ADPM, paper (Alg. 1, worst-case var.)"
+    variant = "ADPM variant: known variance"
+    display = CurveDisplay(
+        x=per_user.eps2,
+        curves={paper: np.sqrt(per_user.adpm),
+                variant: np.sqrt(per_user.adpm_known_variance),
+                "UNI (everyone at eps1)": np.sqrt(per_user.uni),
+                "PropDPM (weights ~ epsilon)": np.sqrt(per_user.propdpm)},
+        xlabel="epsilon of the other half of the users (eps2)",
+        ylabel=f"expected RMSE of the mean ({_DOLLARS})",
+        title=f"Theory: a different epsilon per user (half at {per_user.eps1:g})",
+    ).plot(ax=ax, xscale="log", marker="", linewidth=2)
+    _dashed(display, variant)
+    ax.axvline(per_user.saturation_known_variance, color="0.4", linestyle=":", linewidth=1)
+    ax.legend(fontsize="x-small", loc="center right")
+
+
+def _plot_selection(ax, selection):
+    names = list(selection.scores)
+    colors = ["tab:green" if name == selection.best else "0.65" for name in names]
+    ax.barh(np.arange(len(names))[::-1], [selection.scores[name] for name in names],
+            color=colors)
+    ax.set_yticks(np.arange(len(names))[::-1], names)
+    ax.set_xlabel(f"expected RMSE ({_DOLLARS}): the selection's criterion")
+    ax.set_ylabel("candidate strategy")
+    ax.set_title(f"Model selection: chose {selection.best} (green)")
+
+
+def _plot_spend(ax, selection, trust_group):
+    groups = ("tcm", "lm")
+    spent = [float(np.mean(selection.spent[trust_group == group])) for group in groups]
+    positions = np.arange(len(groups))
+    ax.bar(positions, spent, color="tab:purple", label="spent on the ledger")
+    ax.bar(positions, [selection.budget - value for value in spent], bottom=spent,
+           color="0.85", label="remaining")
+    ax.set_xticks(positions, [f"{group} users" for group in groups])
+    ax.set_xlabel("trust group (mean over its users)")
+    ax.set_ylabel("epsilon per user")
+    ax.set_ylim(0, selection.budget * 1.25)
+    ax.axhline(selection.budget, color="0.3", linestyle=":", linewidth=1)
+    ax.set_title(f"Ledger: per-user spend, budget {selection.budget:g}")
+    ax.legend(fontsize="small", loc="upper right", ncols=2)
+
+
+def plot_demo(*, releases, true_mean, hybrid, improvements, per_user, selection,
+              trust_group, tcm_fraction, epsilon, n, run_gain):
+    """The demo's figure: this run's releases, the theory with this run marked, a selection.
 
     Returns
     -------
@@ -172,66 +419,23 @@ def plot_landscapes(hybrid, improvements, per_user, *, tcm_fraction, epsilon, n)
     """
     import matplotlib.pyplot as plt
 
-    from .plotting import CurveDisplay
-
-    figure, (left, middle, right) = plt.subplots(1, 3, figsize=(15, 4.9), layout="constrained")
-    percent = 100 * hybrid.fractions
-    curve = {"marker": "", "linewidth": 2}
-
-    display = CurveDisplay(
-        x=percent,
-        curves={"TCM-only": np.sqrt(hybrid.tcm_only), "Full-LM": np.sqrt(hybrid.full_lm),
-                "hybrid, KVH": np.sqrt(hybrid.kvh), "hybrid, PWH": np.sqrt(hybrid.pwh)},
-        xlabel="users who trust the curator (%)", ylabel="expected RMSE of the mean",
-        title=f"Error against the tcm share, epsilon = {epsilon:g}",
-    ).plot(ax=left, xscale="log", yscale="log", **curve)
-    _dashed(display, "hybrid, PWH")  # PWH is within a few % of KVH: keep KVH visible
-    best = hybrid.best
-    strong = hybrid.improvement > 1.5
-    if strong.any():
-        left.axvspan(percent[strong].min(), percent[strong].max(), color="tab:green",
-                     alpha=0.12, linewidth=0)
-    left.axvline(100 * tcm_fraction, color="0.4", linestyle="--", linewidth=1)
-    left.annotate(
-        f"hybrid MSE {hybrid.improvement[best]:.2f}x smaller\nthan both baselines'"
-        "\n(shaded: more than 1.5x)",
-        xy=(percent[best], np.sqrt(hybrid.kvh[best])), xytext=(0.03, 0.1),
-        textcoords="axes fraction", fontsize="small",
-        arrowprops={"arrowstyle": "->", "color": "0.3"},
-    )
-
-    CurveDisplay(
-        x=percent,
-        curves={f"epsilon = {level:g}": landscape.improvement
-                for level, landscape in improvements.items()},
-        xlabel="users who trust the curator (%)",
-        ylabel="R = better baseline's MSE / KVH's MSE",
-        title="Hybrid gain: up to 2x where the baselines cross",
-    ).plot(ax=middle, xscale="log", **curve)
-    middle.axhline(2.0, color="0.4", linestyle=":", linewidth=1)
-    middle.axhline(1.0, color="0.7", linewidth=0.8)
-    middle.axvline(100 * tcm_fraction, color="0.4", linestyle="--", linewidth=1)
-    middle.set_ylim(0.9, 2.15)
-
-    display = CurveDisplay(
-        x=per_user.eps2,
-        curves={"ADPM": np.sqrt(per_user.adpm),
-                "UNI (everyone at eps1)": np.sqrt(per_user.uni),
-                "PropDPM (weights ~ epsilon)": np.sqrt(per_user.propdpm)},
-        xlabel="epsilon of the other half of the users (eps2)",
-        ylabel="expected RMSE of the mean",
-        title=f"A different epsilon per user: half at eps1 = {per_user.eps1:g}",
-    ).plot(ax=right, xscale="log", yscale="log", **curve)
-    _dashed(display, "PropDPM (weights ~ epsilon)")  # equal to ADPM below saturation
-    right.legend(fontsize="small", loc="center right")
-    right.axvline(per_user.saturation, color="0.4", linestyle=":", linewidth=1)
-    right.annotate(f"ADPM saturates at eps2 = {per_user.saturation:.2g}:\n"
-                   "more epsilon buys nothing",
-                   xy=(per_user.saturation, np.sqrt(per_user.adpm[-1])),
-                   xytext=(0.45, 0.1), textcoords="axes fraction", fontsize="small",
-                   arrowprops={"arrowstyle": "->", "color": "0.3"})
+    figure, axes = plt.subplots(2, 3, figsize=(16, 9))
+    # Fixed margins (constrained layout costs a second of the demo's 10): room for the
+    # release panel's estimator names on the left and the title on top.
+    figure.subplots_adjust(left=0.1, right=0.985, bottom=0.065, top=0.93, wspace=0.32,
+                           hspace=0.3)
+    run = {release["name"]: release["expected_rmse"] for release in releases}
+    _plot_release(axes[0, 0], releases, true_mean)
+    _plot_theory_error(axes[0, 1], hybrid, tcm_fraction=tcm_fraction, epsilon=epsilon,
+                       run=run)
+    _plot_theory_gain(axes[0, 2], improvements, tcm_fraction=tcm_fraction, epsilon=epsilon,
+                      run_gain=run_gain)
+    _plot_per_user(axes[1, 0], per_user)
+    _plot_selection(axes[1, 1], selection)
+    _plot_spend(axes[1, 2], selection, trust_group)
     figure.suptitle(
-        f"skhybrid demo: {n:,} synthetic salaries (dashed: this run's "
-        f"{100 * tcm_fraction:.2g}% tcm users)", fontsize="medium",
+        f"skhybrid demo: {n:,} synthetic salaries, {100 * tcm_fraction:.2g}% tcm users, "
+        f"epsilon {epsilon:g} (\"Theory\" panels: closed-form expected errors; "
+        "circles: this run)", fontsize="medium",
     )
     return figure

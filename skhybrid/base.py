@@ -183,8 +183,10 @@ def finite_float_rows(X):
     caller to scikit-learn's validation, which checks element by element and gives
     its messages.
     """
-    return (X.dtype == np.float64 and X.ndim == 2 and X.size > 0
-            and math.isfinite(np.add.reduce(X, axis=None)))
+    if not (X.dtype == np.float64 and X.ndim == 2 and X.size > 0):
+        return False
+    with np.errstate(over="ignore"):  # an overflowing sum only sends X the slow way
+        return math.isfinite(np.add.reduce(X, axis=None))
 
 
 def _validate_X(estimator, X, *, reset):
@@ -201,7 +203,31 @@ def _validate_X(estimator, X, *, reset):
         estimator.__dict__.pop("feature_names_in_", None)
         estimator.n_features_in_ = X.shape[1]
         return X
-    return validate_data(estimator, X, dtype=np.float64, reset=reset)
+    return validate_values(estimator, X, reset=reset)
+
+
+def validate_values(estimator, X, *, reset):
+    """``validate_data(estimator, X, dtype=np.float64)`` with this library's advice on NaN.
+
+    scikit-learn's message for a NaN recommends estimators that accept missing values;
+    here the values must be finite (clipped to the public bounds), so the message says
+    what this library expects instead.
+    """
+    try:
+        return validate_data(estimator, X, dtype=np.float64, reset=reset)
+    except ValueError as error:
+        text = str(error)
+        if "contains NaN" not in text and "contains infinity" not in text:
+            raise
+        found = "NaN" if "contains NaN" in text else "infinity"
+        raise ValueError(
+            f"Input X contains {found}. {type(estimator).__name__} expects finite values "
+            "(values outside its public bounds are clipped to them): drop the rows with "
+            "missing values, with their trust_group, epsilon and user_id, or fill them "
+            "with a constant chosen without looking at the data (an imputer fitted on the "
+            "private data, such as SimpleImputer(strategy='mean'), is a release that no "
+            "privacy guarantee covers)"
+        ) from None
 
 
 def validate_fit_input(estimator, X, trust_group, epsilon, *, allow_inf=False, reset=True):
@@ -264,7 +290,7 @@ class MeanEstimatorMixin:
         y : ndarray of shape (n_samples,) for one feature, else (n_samples, n_features)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_values(self, X, reset=False)
         estimate = np.tile(getattr(self, self._estimate_attribute), (X.shape[0], 1))
         return estimate[:, 0] if self.n_features_in_ == 1 else estimate
 
@@ -285,7 +311,7 @@ class MeanEstimatorMixin:
         """
         check_is_fitted(self)
         warn_score_leak(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_values(self, X, reset=False)
         estimate = getattr(self, self._estimate_attribute)
         return -float(np.mean((estimate - self._empirical_statistic(X)) ** 2))
 

@@ -120,19 +120,21 @@ def test_demo_prints_every_estimator_and_writes_the_csv_and_plot(tmp_path):
     printed = {}
     for name in DEMO_ESTIMATORS:
         match = re.search(
-            rf"^{name}\s.*?\s({NUMBER})\s+({NUMBER})\s+({NUMBER})\s+({NUMBER})\s+({NUMBER})\s*$",
+            rf"^{name}\s.*?\s({NUMBER})\s+({NUMBER})\s+({NUMBER})\s+({NUMBER})\s+({NUMBER})"
+            rf"\s+([+-][\d,]+)\s*$",
             out, re.M,
         )
         assert match, f"no row for {name} in:\n{out}"
         printed[name] = [float(value.replace(",", "")) for value in match.groups()]
-    for name, (estimate, expected_rmse, *_) in printed.items():
+    for name, (estimate, expected_rmse, *_, error) in printed.items():
         # Seeded noise: each estimate is within 5 expected RMSEs of the data's mean.
         assert abs(estimate - true_mean) < 5 * expected_rmse, name
+        assert error == pytest.approx(estimate - true_mean, abs=1.5)
 
     with open(tmp_path / "out" / "skhybrid-demo.csv", newline="") as handle:
         rows = {row["estimator"]: row for row in csv.DictReader(handle)}
     assert list(rows) == DEMO_ESTIMATORS
-    for name, (estimate, expected_rmse, vs_tcm, vs_full, vs_better) in printed.items():
+    for name, (estimate, expected_rmse, vs_tcm, vs_full, vs_better, _) in printed.items():
         row = rows[name]
         assert float(row["improvement_vs_better"]) == pytest.approx(vs_better, abs=1e-3)
         assert vs_better == pytest.approx(min(vs_tcm, vs_full), abs=2e-3)
@@ -149,7 +151,7 @@ def test_demo_prints_every_estimator_and_writes_the_csv_and_plot(tmp_path):
     assert float(rows["kvh"]["improvement_vs_full_lm"]) >= 1.0
     # The default population sits near the crossing of the baselines: the demo's point.
     assert float(rows["kvh"]["improvement_vs_better"]) > 1.5
-    assert "Where the hybrid model pays" in out and "saturation" in out
+    assert "Theory (closed-form" in out and "saturates" in out
 
     png = tmp_path / "out" / "skhybrid-demo.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -422,7 +424,10 @@ def test_estimate_charges_the_ledger_and_refuses_when_a_budget_is_spent(tmp_path
 
     path, ledger = _ledger_csv(tmp_path), tmp_path / "budget.sqlite"
     assert _estimate_with_ledger(path, ledger, "--default-budget", "2") == 0
-    assert "8 users charged" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # What each user was charged, and what they have left.
+    assert re.search(r"^charged:\s+8 users epsilon 1 \(in ", out, re.M)
+    assert re.search(r"^remaining:\s+epsilon 1 to 1 per user", out, re.M)
     assert _estimate_with_ledger(path, ledger) == 0
     capsys.readouterr()
     assert _estimate_with_ledger(path, ledger) == 2
@@ -466,3 +471,102 @@ def test_ledger_command_refuses_a_file_that_is_not_a_ledger(tmp_path, capsys):
     assert "file is not a database" in capsys.readouterr().err
     assert main(["ledger", str(tmp_path / "absent.sqlite")]) == 2
     assert "no ledger at" in capsys.readouterr().err
+
+
+# -- the command line in its own words (issue 29) ----------------------------------------------
+
+# Names a command-line user never typed: classes, parameters, methods, Python syntax.
+PYTHON_WORDS = re.compile(
+    r"[A-Z]\w*Estimator|HybridKMeans|strategy=|set_budget|default_budget|trust_group|"
+    r"user_id|\*\*2|\bindex \d")
+
+
+@pytest.mark.parametrize("args, option", [
+    (["--estimator", "uni"], "--estimator uni"),
+    (["--estimator", "pdp_sample"], "--estimator pdp_sample"),
+    (["--estimator", "mixed_mean"], "--estimator mixed_mean"),
+    (["--estimator", "kvh", "--epsilon", "mixed"], "--estimator adpm"),
+    (["--estimator", "kvh", "--variance", "1e9"], "--variance"),
+    (["--estimator", "kvh", "--ledger", "L", "--user-id", "id"], "--default-budget"),
+])
+def test_estimate_errors_name_options_and_values_not_python_names(users_csv, tmp_path, capsys,
+                                                                   args, option):
+    path, _, _ = users_csv
+    with_id = tmp_path / "users.csv"
+    lines = path.read_text().splitlines()
+    # ids, and an epsilon that differs within each trust group
+    with_id.write_text("\n".join([f"id,{lines[0]},mixed"] + [
+        f"{i},{line},{1 + i % 2}" for i, line in enumerate(lines[1:])]) + "\n")
+    args = [str(tmp_path / "budget.sqlite") if arg == "L" else arg for arg in args]
+    status = main(["estimate", str(with_id), "--value", "salary", "--trust", "group",
+                   "--epsilon", "1", "--bounds", "0", "100", *args])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert option in err
+    assert not PYTHON_WORDS.search(err), err
+    assert not re.search(r"(--estimator \w+): \1", err), err  # no repeated prefix
+
+
+def test_estimate_without_a_trust_column_warns_that_every_user_is_tcm(users_csv, capsys):
+    path, _, _ = users_csv
+    args = ["estimate", str(path), "--value", "salary", "--epsilon", "1", "--bounds", "0",
+            "100", "--estimator", "tcm_only", "--seed", "0", "--json"]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert "no --trust column, so every user is tcm" in captured.err
+    assert json.loads(captured.out)["n_tcm"] == 2000
+    assert main([*args, "--trust", "group"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def _european(path, rows, header="salary;group"):
+    """A CSV as European spreadsheets write it: semicolons and decimal commas."""
+    path.write_text(header + "\n" + "".join(
+        f"{str(value).replace('.', ',')};{group}\n" for value, group in rows))
+    return path
+
+
+def test_estimate_reads_european_csvs_with_decimal_comma(tmp_path, capsys):
+    rows = [(62.51, "tcm"), (12.25, "lm"), (80.5, "tcm"), (33.75, "lm")]
+    european = _european(tmp_path / "eu.csv", rows)
+    plain = tmp_path / "plain.csv"
+    plain.write_text("salary,group\n" + "".join(f"{v},{g}\n" for v, g in rows))
+    common = ["--value", "salary", "--trust", "group", "--epsilon", "1", "--bounds", "0",
+              "100", "--estimator", "kvh", "--seed", "5", "--json"]
+    # Without --decimal the error says what to do.
+    assert main(["estimate", str(european), *common]) == 2
+    assert "--decimal ','" in capsys.readouterr().err
+    assert main(["estimate", str(european), *common, "--decimal", ","]) == 0
+    from_european = json.loads(capsys.readouterr().out)
+    assert main(["estimate", str(plain), *common]) == 0
+    assert from_european == json.loads(capsys.readouterr().out)
+    assert main(["estimate", str(european), *common, "--decimal", ";"]) == 2
+    assert "--decimal must be '.' or ','" in capsys.readouterr().err
+
+
+def test_estimate_skip_missing_leaves_out_incomplete_rows_and_says_how_many(tmp_path, capsys):
+    path = tmp_path / "gaps.csv"
+    path.write_text("salary,group\n10,tcm\n,lm\n30,NA\n40,lm\nNaN,tcm\n60,tcm\n")
+    complete = tmp_path / "complete.csv"
+    complete.write_text("salary,group\n10,tcm\n40,lm\n60,tcm\n")
+    common = ["--value", "salary", "--trust", "group", "--epsilon", "1", "--bounds", "0",
+              "100", "--estimator", "kvh", "--seed", "2", "--json"]
+    assert main(["estimate", str(path), *common]) == 2
+    err = capsys.readouterr().err
+    assert "line 3" in err and "--skip-missing" in err
+    assert main(["estimate", str(path), *common, "--skip-missing"]) == 0
+    captured = capsys.readouterr()
+    assert "skipped 3 rows with a missing value (lines 3, 4, 6); 3 users remain" in captured.err
+    skipped = json.loads(captured.out)
+    assert skipped["n_users"] == 3
+    assert main(["estimate", str(complete), *common]) == 0
+    assert skipped == json.loads(capsys.readouterr().out)
+
+
+def test_estimate_prints_the_estimate_with_its_expected_error(users_csv, capsys):
+    path, _, _ = users_csv
+    assert main(_estimate_args(path, "--seed", "1")) == 0
+    out = capsys.readouterr().out
+    estimate, error = re.search(r"^estimate:\s+(\S+) \+- (\S+)", out, re.M).groups()
+    rmse = re.search(r"^expected RMSE:\s+(\S+)", out, re.M).group(1)
+    assert float(error) == pytest.approx(float(rmse), rel=1e-2)

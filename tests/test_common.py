@@ -82,14 +82,13 @@ def test_published_expected_failures_are_exactly_the_failures():
 ])
 def test_the_array_fast_path_validates_like_validate_data(X):
     """Fits on plain float64 arrays skip scikit-learn's validate_data; every input it
-    does not take must get validate_data's answer (the same error, or acceptance)."""
-    from sklearn.utils.validation import validate_data
-
-    from skhybrid.base import _validate_X
+    does not take must get the slow path's answer (the same error, or acceptance): the
+    library's validate_values, which is validate_data with its own advice on NaN."""
+    from skhybrid.base import _validate_X, validate_values
 
     expected_error = None
     try:
-        validate_data(HybridMeanEstimator(), X, dtype=np.float64)
+        validate_values(HybridMeanEstimator(), X, reset=True)
     except ValueError as error:
         expected_error = str(error)
     if expected_error is None:
@@ -197,3 +196,12 @@ def test_parameters_read_for_validation_are_get_params(monkeypatch):
     stored = Stored("tcm_only", epsilon=0.75, bounds=(0.0, 1.0), delta=0.125)
     stored._validate_params()
     assert seen == [stored.get_params(deep=False)] and seen[0]["delta"] == 0.125
+
+
+def test_the_ledger_is_importable_from_the_package():
+    import skhybrid
+    from skhybrid import PrivacyLedger
+    from skhybrid.accounting import PrivacyLedger as FromAccounting
+
+    assert PrivacyLedger is FromAccounting
+    assert "PrivacyLedger" in skhybrid.__all__ and "accounting" in skhybrid.__all__

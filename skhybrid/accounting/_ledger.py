@@ -142,9 +142,9 @@ class PrivacyLedger:
     Each user (keyed by an id: integers or strings, one kind per ledger) has a budget
     ``(epsilon, delta)`` and running totals of what the releases they took part in
     cost them. An estimator given ``ledger=`` charges each user of a release their own
-    cost (see :doc:`/user_guide/accounting`) in one transaction, before any noise is drawn: if any
+    cost (see docs/user_guide/accounting.rst) in one transaction, before any noise is drawn: if any
     user would exceed their budget, it raises
-    :class:`~skhybrid.exceptions.BudgetExceededError` and nothing is charged.
+    ``skhybrid.exceptions.BudgetExceededError`` and nothing is charged.
 
     ``clone``, ``GridSearchCV`` and ``cross_validate`` share the ledger (a copy of an
     estimator holds the same ledger object). A file ledger is also shared across
@@ -158,11 +158,11 @@ class PrivacyLedger:
         ``None`` keeps the ledger in memory, for this process only.
     default_budget : float or (float, float), default=None
         The budget ``epsilon`` (or ``(epsilon, delta)``) of users charged before any
-        :meth:`set_budget`; stored in the file, so later openings with ``None`` use
+        ``set_budget``; stored in the file, so later openings with ``None`` use
         it. ``None`` (and none stored): charging an unknown user raises.
     timeout : float, default=30.0
         Seconds to wait for another process's transaction on the file before raising
-        :class:`~skhybrid.exceptions.LedgerError`.
+        ``skhybrid.exceptions.LedgerError``.
 
     See Also
     --------
@@ -170,7 +170,7 @@ class PrivacyLedger:
 
     Notes
     -----
-    Composition (:mod:`skhybrid.accounting._composition`): pure epsilons and the parts
+    Composition (``skhybrid.accounting._composition``): pure epsilons and the parts
     of (epsilon, delta) releases add (basic composition); Gaussian releases compose
     exactly into one Gaussian mechanism, converted to epsilon at the user's remaining
     delta with the analytic Gaussian curve. Totals are kept exactly enough that ``k``
@@ -636,7 +636,7 @@ class PrivacyLedger:
         }
 
     def to_frame(self):
-        """:meth:`users` as a pandas DataFrame indexed by ``user_id``.
+        """``users()`` as a pandas DataFrame indexed by ``user_id``.
 
         Returns
         -------

@@ -1019,7 +1019,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedP
     user spends exactly their ``epsilon`` over the whole fit (see Notes for the budget
     and for where this differs from the paper's pseudocode).
 
-    Read more in :doc:`/privacy` about the guarantee and its neighbouring relation.
+    Read more in docs/privacy.rst about the guarantee and its neighbouring relation.
 
     Parameters
     ----------
@@ -1050,7 +1050,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedP
 
     ledger : PrivacyLedger, default=None
         Charge every release to this :class:`~skhybrid.accounting.PrivacyLedger`:
-        each user pays their own privacy cost (:doc:`/user_guide/accounting`) before
+        each user pays their own privacy cost (docs/user_guide/accounting.rst) before
         any noise is drawn, or the fit raises
         :class:`~skhybrid.exceptions.BudgetExceededError` and releases nothing. Needs
         ``user_id`` in ``fit``. Shared, never copied, by ``clone`` and model selection.

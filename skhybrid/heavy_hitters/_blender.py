@@ -789,7 +789,7 @@ class BlenderHeavyHitters(ValidatedParamsMixin, BaseEstimator):
     their record against that head list on their devices (:class:`BlenderClient`).
     The two groups' estimates are blended per record with inverse-variance weights.
 
-    Read more in :doc:`/privacy` about the guarantee and its neighbouring relation.
+    Read more in docs/privacy.rst about the guarantee and its neighbouring relation.
 
     Parameters
     ----------
@@ -819,7 +819,7 @@ class BlenderHeavyHitters(ValidatedParamsMixin, BaseEstimator):
 
     ledger : PrivacyLedger, default=None
         Charge every release to this :class:`~skhybrid.accounting.PrivacyLedger`:
-        each user pays their own privacy cost (:doc:`/user_guide/accounting`) before
+        each user pays their own privacy cost (docs/user_guide/accounting.rst) before
         any noise is drawn, or the fit raises
         :class:`~skhybrid.exceptions.BudgetExceededError` and releases nothing. Needs
         ``user_id`` in ``fit``. Shared, never copied, by ``clone`` and model selection.
@@ -935,7 +935,8 @@ class BlenderHeavyHitters(ValidatedParamsMixin, BaseEstimator):
 
     >>> queries = np.array(["weather", "news", "maps"], dtype=object)
     >>> labelled = np.column_stack([queries[X[:, 0] % 3], X[:, 1].astype(str)])
-    >>> est = BlenderHeavyHitters(max_records=3, random_state=0).fit(labelled)
+    >>> est = BlenderHeavyHitters(max_records=3, random_state=0)
+    >>> est = est.fit(labelled, trust_group=trust)
     >>> est.head_list_[0][0] in {"weather", "news", "maps"}
     True
     """

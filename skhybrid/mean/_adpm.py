@@ -55,12 +55,12 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
     beyond which more epsilon buys nothing ("some privacy can be free"). The noise scale
     ``b = D max_i w_i / epsilon_i`` (Lemma 1) protects every user at their own epsilon_i.
 
-    Hybrid extension (derived in :doc:`/adpm_solver`, in no paper): with ``trust_group``,
+    Hybrid extension (derived in docs/adpm_solver.rst, in no paper): with ``trust_group``,
     lm users randomize their value locally with Laplace noise of scale
     ``D / epsilon_i``; their weights enter the program with that noise variance and are
     exempt from the central noise constraint.
 
-    Read more in :doc:`/privacy`.
+    Read more in docs/privacy.rst.
 
     Parameters
     ----------
@@ -74,7 +74,7 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
         is the paper's worst case (upper - lower)**2 / 4.
     solver : {"auto", "exact", "cvxpy"}, default="auto"
         ``"exact"``: the closed-form KKT solution (sort and prefix sums, see
-        :doc:`/adpm_solver`); ``"cvxpy"``: the program solved by cvxpy with one variable
+        docs/adpm_solver.rst); ``"cvxpy"``: the program solved by cvxpy with one variable
         per privacy level; ``"auto"``: the exact solver.
     strategy : {"adpm", "uni", "propdpm", "ldpe", "stretching"}, default="adpm"
         ``"adpm"``, or one of the paper's baselines (Sec. IV-A): uniform weights
@@ -93,13 +93,13 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
     clamp : bool, default=False
         Whether to project the released estimate onto the bounds (post-processing;
         the error never grows, ``expected_mse_`` becomes an upper bound). ``False``
-        keeps the estimate unbiased; see :ref:`clamping`.
+        keeps the estimate unbiased; see the section on clamping in docs/privacy.rst.
     random_state : None, int or numpy.random.Generator, default=None
         ``None`` uses the operating system's secure randomness.
 
     ledger : PrivacyLedger, default=None
         Charge every release to this :class:`~skhybrid.accounting.PrivacyLedger`:
-        each user pays their own privacy cost (:doc:`/user_guide/accounting`) before
+        each user pays their own privacy cost (docs/user_guide/accounting.rst) before
         any noise is drawn, or the fit raises
         :class:`~skhybrid.exceptions.BudgetExceededError` and releases nothing. Needs
         ``user_id`` in ``fit``. Shared, never copied, by ``clone`` and model selection.

@@ -103,7 +103,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
     public quantities (group sizes, privacy levels, bounds and, for ``"kvh"``, a known
     variance); the baselines use one model only.
 
-    Read more in :doc:`/privacy` about the guarantee and its neighbouring relation.
+    Read more in docs/privacy.rst about the guarantee and its neighbouring relation.
 
     Parameters
     ----------
@@ -139,14 +139,14 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
     clamp : bool, default=False
         Whether to project the released estimate onto the bounds (post-processing;
         the error never grows, ``expected_mse_`` becomes an upper bound). ``False``
-        keeps the estimate unbiased; see :ref:`clamping`.
+        keeps the estimate unbiased; see the section on clamping in docs/privacy.rst.
     random_state : None, int or numpy.random.Generator, default=None
         ``None`` draws noise from the operating system's secure randomness; an int
         gives reproducible noise (simulations only).
 
     ledger : PrivacyLedger, default=None
         Charge every release to this :class:`~skhybrid.accounting.PrivacyLedger`:
-        each user pays their own privacy cost (:doc:`/user_guide/accounting`) before
+        each user pays their own privacy cost (docs/user_guide/accounting.rst) before
         any noise is drawn, or the fit raises
         :class:`~skhybrid.exceptions.BudgetExceededError` and releases nothing. Needs
         ``user_id`` in ``fit``. Shared, never copied, by ``clone`` and model selection.

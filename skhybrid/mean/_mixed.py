@@ -145,7 +145,7 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
     to 1 / (sigma^2 / n_g + 2 (R / (n_g epsilon_g))^2) (Ferrando et al. Sec. 2, after
     Rubin and Weisberg 1975).
 
-    Read more in :doc:`/privacy` about the guarantee and its neighbouring relation.
+    Read more in docs/privacy.rst about the guarantee and its neighbouring relation.
 
     Parameters
     ----------
@@ -161,14 +161,14 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
     clamp : bool, default=False
         Whether to project the released estimate onto the bounds (post-processing;
         the error never grows, ``expected_mse_`` becomes an upper bound). ``False``
-        keeps the estimate unbiased; see :ref:`clamping`.
+        keeps the estimate unbiased; see the section on clamping in docs/privacy.rst.
     random_state : None, int or numpy.random.Generator, default=None
         ``None`` draws noise from the operating system's secure randomness; an int
         gives reproducible noise (simulations only).
 
     ledger : PrivacyLedger, default=None
         Charge every release to this :class:`~skhybrid.accounting.PrivacyLedger`:
-        each user pays their own privacy cost (:doc:`/user_guide/accounting`) before
+        each user pays their own privacy cost (docs/user_guide/accounting.rst) before
         any noise is drawn, or the fit raises
         :class:`~skhybrid.exceptions.BudgetExceededError` and releases nothing. Needs
         ``user_id`` in ``fit``. Shared, never copied, by ``clone`` and model selection.
@@ -369,7 +369,7 @@ class MixedQuantileEstimator(MeanEstimatorMixin, _BaseMixedEstimator):
     group uses its exact quantile), and the group quantiles are mixed with the weights
     of :class:`MixedMeanEstimator`, as Ferrando et al. do (Sec. 2, "Quantiles").
 
-    Read more in :doc:`/privacy` about the guarantee and its neighbouring relation.
+    Read more in docs/privacy.rst about the guarantee and its neighbouring relation.
 
     Parameters
     ----------
@@ -391,7 +391,7 @@ class MixedQuantileEstimator(MeanEstimatorMixin, _BaseMixedEstimator):
 
     ledger : PrivacyLedger, default=None
         Charge every release to this :class:`~skhybrid.accounting.PrivacyLedger`:
-        each user pays their own privacy cost (:doc:`/user_guide/accounting`) before
+        each user pays their own privacy cost (docs/user_guide/accounting.rst) before
         any noise is drawn, or the fit raises
         :class:`~skhybrid.exceptions.BudgetExceededError` and releases nothing. Needs
         ``user_id`` in ``fit``. Shared, never copied, by ``clone`` and model selection.

@@ -153,7 +153,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
     baseline of Ferrando et al. and the SM baseline of Chaudhuri and Courtade;
     :class:`MixedMeanEstimator` usually has a smaller error.
 
-    Read more in :doc:`/privacy` about the guarantee and its neighbouring relation.
+    Read more in docs/privacy.rst about the guarantee and its neighbouring relation.
 
     Parameters
     ----------
@@ -188,14 +188,14 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
     clamp : bool, default=False
         Whether to project the released estimate onto the bounds (post-processing;
         the error never grows, ``expected_mse_`` becomes an upper bound). ``False``
-        keeps the estimate unbiased; see :ref:`clamping`.
+        keeps the estimate unbiased; see the section on clamping in docs/privacy.rst.
     random_state : None, int or numpy.random.Generator, default=None
         ``None`` draws the sampling coins and the noise from the operating system's
         secure randomness; an int gives reproducible results (simulations only).
 
     ledger : PrivacyLedger, default=None
         Charge every release to this :class:`~skhybrid.accounting.PrivacyLedger`:
-        each user pays their own privacy cost (:doc:`/user_guide/accounting`) before
+        each user pays their own privacy cost (docs/user_guide/accounting.rst) before
         any noise is drawn, or the fit raises
         :class:`~skhybrid.exceptions.BudgetExceededError` and releases nothing. Needs
         ``user_id`` in ``fit``. Shared, never copied, by ``clone`` and model selection.

@@ -31,7 +31,7 @@ class PDPQuantileEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimat
     cost function and the derivation of the guarantee are in
     :func:`skhybrid.mechanisms._exponential.personalized_quantile_costs`.
 
-    Read more in :doc:`/privacy` about the guarantee and its neighbouring relation.
+    Read more in docs/privacy.rst about the guarantee and its neighbouring relation.
 
     Parameters
     ----------
@@ -49,7 +49,7 @@ class PDPQuantileEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimat
         reproducible results (simulations only).
     ledger : PrivacyLedger, default=None
         Charge every release to this :class:`~skhybrid.accounting.PrivacyLedger`:
-        each user pays their own epsilon (:doc:`/user_guide/accounting`) before any
+        each user pays their own epsilon (docs/user_guide/accounting.rst) before any
         noise is drawn, or the fit raises
         :class:`~skhybrid.exceptions.BudgetExceededError` and releases nothing. Needs
         ``user_id`` in ``fit``. Shared, never copied, by ``clone`` and model selection.

@@ -387,7 +387,7 @@ class StatisticsFitMixin:
         """Drop the secret state of a ``partial_fit`` stream, keeping the last release.
 
         After ``partial_fit`` the estimator holds the stream's exact running statistics
-        and noise generator (see :doc:`/privacy`), so that later chunks can be added.
+        and noise generator (see docs/privacy.rst), so that later chunks can be added.
         Call this before shipping the estimator (pickling, ``joblib.dump``); a pending
         release (data added since the last read of ``mean_``) is dropped unreleased,
         and the next ``partial_fit`` starts a new stream.

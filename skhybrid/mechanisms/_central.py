@@ -55,7 +55,7 @@ class LaplaceMechanism(_CentralMechanism):
         L1 sensitivity of the statistic under the relation above.
     secure : bool, default=True
         Round to a power-of-two grid and add discrete Laplace noise, which protects
-        against floating-point attacks (see :doc:`/privacy`). ``False`` adds numpy's
+        against floating-point attacks (see docs/privacy.rst). ``False`` adds numpy's
         continuous Laplace noise: a fast path for simulations only.
 
     Attributes

@@ -96,7 +96,7 @@ class LocalLaplaceRandomizer(_LocalRandomizer):
     epsilon : float, default=1.0
         The default privacy level; ``privatize`` accepts one per user.
     secure : bool, default=True
-        Grid-rounded discrete noise (see :doc:`/privacy`); ``False`` for fast simulation.
+        Grid-rounded discrete noise (see docs/privacy.rst); ``False`` for fast simulation.
 
     Examples
     --------

@@ -14,10 +14,10 @@ data, not a result, and are left out.
 """
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import stats
 
 from ..datasets import load_salaries
-from ..theory import laplace_critical_values, max_relative_improvement
+from ..theory import laplace_critical_values, max_relative_improvement, peak_fraction
 from ._base import Panel, Reproduction
 from ._common_hybrid import (
     analytic_curves,
@@ -135,8 +135,12 @@ def _beta_sweep(strategy, *, quick, random_state, progress):
     return table
 
 
-def _beta_panels(table, quantity, strategy, ylabel, yscale="linear"):
-    """One panel per (epsilon, Beta shape): both c values, analytic and simulated."""
+def _beta_panels(table, quantity, strategy, ylabel, yscale="linear", reference=None):
+    """One panel per (epsilon, Beta shape): both c values, analytic and simulated.
+
+    ``reference``: a strategy whose analytic curves are drawn too (the summary
+    compares with them).
+    """
     panels = []
     for epsilon in _BETA_EPSILONS:
         for shape in _BETA_SHAPES:
@@ -149,6 +153,8 @@ def _beta_panels(table, quantity, strategy, ylabel, yscale="linear"):
                 label = f"c={_percent(c)} simulated"
                 series[label] = f"{quantity}_{strategy}_simulated_{key}"
                 errors[label] = f"{quantity}_{strategy}_simulated_se_{key}"
+                if reference is not None:
+                    series[f"c={_percent(c)} {reference.upper()}"] = f"{quantity}_{reference}_{key}"
             panels.append(Panel(
                 x="n", series=series, errors=errors, rows=rows,
                 title=f"Beta({shape:g},{shape:g}) (sigma={sigma:.3f}), eps={epsilon:g}",
@@ -249,7 +255,7 @@ def figure3(*, quick=False, random_state=0, progress=False):
         f"Simulated ({describe_trials(table['n_trials'])} paired trials per point): R "
         f"{_beta_agreement(table, 'R', 'pwh')}; r {_beta_agreement(table, 'r', 'pwh')}."
     )
-    panels = _beta_panels(table, "R", "pwh", ylabel="R(E_PWH)") + _beta_panels(
+    panels = _beta_panels(table, "R", "pwh", ylabel="R(E_PWH)", reference="kvh") + _beta_panels(
         table, "r", "pwh", ylabel="r(E_PWH)", yscale="log"
     )
     return Reproduction(
@@ -261,24 +267,13 @@ def figure3(*, quick=False, random_state=0, progress=False):
     )
 
 
-def _peak_fraction(n, m, epsilon, sigma2):
-    """The c > c_crit at which n_crit (Lemma 3.8) equals n: where R(c) peaks at fixed n."""
-    c_crit, _ = laplace_critical_values(c=0.5, m=m, epsilon=epsilon, sigma2=sigma2)
-
-    def gap(c):
-        return np.log(laplace_critical_values(c=c, m=m, epsilon=epsilon, sigma2=sigma2)[1] / n)
-
-    # n_crit decreases from +inf just above c_crit to about 1 near c = 1.
-    return optimize.brentq(gap, c_crit * (1 + 1e-9) + 1e-12, 1 - 1e-9, xtol=1e-14)
-
-
 def figure2(*, quick=False, random_state=0, progress=False):
     """Figure 2 (b): R(E_KVH) on the UC-salary statistics against c, for several epsilons.
 
     The paper's heatmap over c in [0.1%, 10%] and epsilon in [0.1, 10] is drawn as one
     curve per epsilon in {0.1, 0.3, 1, 3, 10} (13 log-spaced c plus each curve's peak,
-    where n_crit = n; 3 values of c with ``quick``); the summary gives its maximum over
-    a dense grid. n, m and sigma are those of the bundled salaries
+    where n_crit = n; 3 values of c plus the peaks with ``quick``); the summary gives
+    each drawn curve's peak, a point of the plot. n, m and sigma are those of the bundled salaries
     (:func:`skhybrid.datasets.load_salaries`, synthetic with the UC statistics). The
     simulation refits on that fixed data set with a random tcm group per trial, at
     epsilon = 0.1 and 10 (140 paired trials per point, 14 with ``quick``).
@@ -302,13 +297,11 @@ def figure2(*, quick=False, random_state=0, progress=False):
     m = salaries.bounds[1] - salaries.bounds[0]
     sigma2 = float(data.var())
     low, high = _SALARY_FRACTION_RANGE
-    if quick:
-        fractions = np.array([low, 0.01, high])
-    else:
-        peaks = [_peak_fraction(n, m, epsilon, sigma2) for epsilon in _SALARY_EPSILONS]
-        fractions = np.concatenate([np.geomspace(low, high, 13), peaks])
+    peaks = [peak_fraction(n=n, m=m, epsilon=epsilon, sigma2=sigma2)
+             for epsilon in _SALARY_EPSILONS]
+    grid = np.array([low, 0.01, high]) if quick else np.geomspace(low, high, 13)
     # c = k / n for a whole number k of tcm users, for the simulation.
-    fractions = round_to_multiple(fractions * n, 1) / n
+    fractions = np.unique(round_to_multiple(np.concatenate([grid, peaks]) * n, 1) / n)
 
     table = {"c": fractions}
     for epsilon in _SALARY_EPSILONS:
@@ -346,22 +339,21 @@ def figure2(*, quick=False, random_state=0, progress=False):
         for part in ("_simulated", "_simulated_se", "")
     ))
 
-    # The paper's heatmap: the largest R over c in [0.1%, 10%] and eps in [0.1, 10].
-    epsilons = np.geomspace(0.1, 10.0, 41)
-    peak_fractions = [_peak_fraction(n, m, eps, sigma2) for eps in epsilons]
-    dense = np.concatenate([np.geomspace(low, high, 201), peak_fractions])
-    dense = dense[(dense >= low) & (dense <= high)]
-    R = analytic_curves(
-        "kvh", n=n, c=dense[:, None], m=m, epsilon=epsilons[None, :], sigma2=sigma2
-    )["R"]
-    i, j = np.unravel_index(np.argmax(R), R.shape)
-    high_privacy = R[:, epsilons <= 1.0].max()
+    # Each drawn curve's peak: its largest point (the peak fraction is on the grid).
+    curves = {eps: table[f"R_kvh_eps{eps:g}"] for eps in _SALARY_EPSILONS}
+    best = {eps: int(np.argmax(curve)) for eps, curve in curves.items()}
+    top = max(curves, key=lambda eps: curves[eps][best[eps]])
+    high_privacy = max(curves[eps][best[eps]] for eps in curves if eps <= 1.0)
+    lowest = min(float(curve.min()) for curve in curves.values())
     summary = (
         f"UC-salary statistics (bundled synthetic data): n = {n}, m = {m:,.0f}, sigma = "
-        f"{np.sqrt(sigma2):,.0f}. Analytic R(E_KVH) over c in [0.1%, 10%], eps in [0.1, 10]: "
-        f"min {R.min():.3f}, max {R.max():.3f} at c = {_percent(dense[i])}, eps = "
-        f"{epsilons[j]:.3g}; max for eps <= 1: {high_privacy:.3f} (paper: peaks just above 2, "
-        "and the maximum carries into the low-privacy regime).\n"
+        f"{np.sqrt(sigma2):,.0f}. Analytic R(E_KVH), the curves of the first panel (c in "
+        f"[0.1%, 10%] plus each curve's peak, where the baselines cross): peak by eps: "
+        + ", ".join(f"{eps:g}: {curves[eps][best[eps]]:.3f} at c = {_percent(fractions[best[eps]])}"
+                    for eps in _SALARY_EPSILONS)
+        + f"; the largest {curves[top][best[top]]:.3f} (eps = {top:g}), the largest for "
+        f"eps <= 1 {high_privacy:.3f}, the smallest point {lowest:.3f} (paper: peaks just "
+        "above 2, and the maximum carries into the low-privacy regime).\n"
         f"Simulated at eps in {{{', '.join(f'{e:g}' for e in _SALARY_SIMULATED_EPSILONS)}}} "
         f"({n_trials} paired trials per point) against the analytic R: {agreement}."
     )

@@ -44,6 +44,7 @@ __all__ = [
     "lm_only_mse",
     "max_relative_improvement",
     "naive_weight",
+    "peak_fraction",
     "pwh_weight",
     "relative_improvement",
     "relative_improvement_over_worst",
@@ -600,6 +601,41 @@ def max_relative_improvement(*, c, m, epsilon, sigma2):
     r_max = np.where(above, np.maximum(r_peak, r_limit_tcm), r_limit_full_lm)
     n_argmax = np.where(peak_wins, n_crit, np.inf)
     return _broadcast(r_max, n_argmax)
+
+
+def peak_fraction(*, n, m, epsilon, sigma2):
+    """The tcm fraction where R(E_KVH) peaks for n users, Laplace noise (Lemma 3.8).
+
+    At fixed n, R(E_KVH) grows with c while Full-LM is the better baseline and falls
+    once TCM-only is (Dubey and Korolova: R peaks where the baselines cross). The
+    baselines cross where Lemma 3.8's ``n_crit(c)`` equals n, for a c above ``c_crit``;
+    this is that c, found as a root (``n_crit`` falls from +inf just above ``c_crit`` to
+    about 1 near c = 1).
+
+    Parameters
+    ----------
+    n : float
+        Number of users, > 0.
+    m : float
+        Width of the data range [0, m], > 0.
+    epsilon : float
+        Privacy level, > 0.
+    sigma2 : float
+        Data variance of both groups, > 0.
+
+    Returns
+    -------
+    c : float
+        In (c_crit, 1).
+    """
+    from scipy import optimize
+
+    c_crit, _ = laplace_critical_values(c=0.5, m=m, epsilon=epsilon, sigma2=sigma2)
+
+    def gap(c):
+        return np.log(laplace_critical_values(c=c, m=m, epsilon=epsilon, sigma2=sigma2)[1] / n)
+
+    return float(optimize.brentq(gap, c_crit * (1 + 1e-9) + 1e-12, 1 - 1e-9, xtol=1e-14))
 
 
 # --------------------------------------------------------------------------------------

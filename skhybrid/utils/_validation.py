@@ -15,6 +15,7 @@ _TRUST_GROUP_NAMES = {"tcm": True, "lm": False}
 
 
 def _as_1d(values, name, n_samples):
+    _refuse_column_name(values, name)
     if isinstance(values, (list, tuple)):
         # Keep each entry's own type: np.asarray would turn [True, 1.0] into floats and
         # [1.0, ""] into strings, hiding which entry is bad.
@@ -29,6 +30,16 @@ def _as_1d(values, name, n_samples):
             f"{name} must have one entry per sample: expected {n_samples}, got {array.shape[0]}"
         )
     return array
+
+
+def _refuse_column_name(values, name):
+    """A string is not per-sample metadata: say so, rather than report its shape ``()``."""
+    if isinstance(values, (str, bytes)):
+        raise ValueError(
+            f"{name} must hold one entry per sample (an array-like of shape (n_samples,)); "
+            f"got the string {values!r}. A column name is not accepted: pass the column "
+            f"itself, e.g. {name}=df[{values!r}] (and drop it from X)"
+        )
 
 
 def _first_bad(bad, array, name, expected):
@@ -74,6 +85,7 @@ def check_trust_group(trust_group, n_samples):
     """
     if trust_group is None:
         return np.ones(n_samples, dtype=bool)
+    _refuse_column_name(trust_group, "trust_group")
     pandas_column = _pandas_column(trust_group)
     if pandas_column is not None:
         _as_1d(np.empty(len(pandas_column)), "trust_group", n_samples)  # the length

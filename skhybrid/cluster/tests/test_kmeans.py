@@ -419,7 +419,8 @@ def test_without_noise_each_strategy_runs_lloyds_iterations(strategy):
 
 def test_hybrid_with_every_user_tcm_is_tcm_only():
     X, _ = _blobs(n=500)
-    hybrid = HybridKMeans(4, bounds=(0, 1), random_state=3).fit(X)
+    with pytest.warns(EmptyGroupWarning, match="without trust_group"):
+        hybrid = HybridKMeans(4, bounds=(0, 1), random_state=3).fit(X)
     tcm_only = HybridKMeans(4, strategy="tcm_only", bounds=(0, 1), random_state=3).fit(X)
     np.testing.assert_array_equal(hybrid.cluster_centers_, tcm_only.cluster_centers_)
     np.testing.assert_array_equal(hybrid.weight_, tcm_only.weight_)
@@ -590,9 +591,9 @@ def test_tcm_only_without_tcm_users_raises_and_hybrid_warns_about_a_missing_grou
     ],
 )
 def test_bad_parameters_raise_clear_errors(params, message):
-    X, _ = _blobs(n=50)
+    X, trust = _blobs(n=50)
     with pytest.raises(ValueError, match=message):
-        HybridKMeans(4, **{"bounds": (0, 1), **params}).fit(X)
+        HybridKMeans(4, **{"bounds": (0, 1), **params}).fit(X, trust_group=trust)
 
 
 def test_missing_bounds_warn_and_inputs_are_not_modified():

@@ -202,11 +202,12 @@ def test_bad_values_in_a_later_chunk_name_their_row_in_the_whole_input(client):
     bad_X = X.copy()
     bad_X[6_001, 1] = np.nan
     with pytest.raises(ValueError, match=r"got nan at row 6001, column 1"):
-        HybridKMeans(4, bounds=(0, 1)).fit(da.from_array(bad_X, chunks=(3_000, 2)))
+        HybridKMeans(4, bounds=(0, 1)).fit(da.from_array(bad_X, chunks=(3_000, 2)),
+                                           trust_group=trust)
     epsilon = np.ones(10_000)
     epsilon[9_999] = -1.0
     with pytest.raises(ValueError, match=r"epsilon must be > 0.*-1.0\)? at index 9999"):
-        HybridKMeans(4, bounds=(0, 1)).fit(chunks, epsilon=epsilon)
+        HybridKMeans(4, bounds=(0, 1)).fit(chunks, trust_group=trust, epsilon=epsilon)
 
 
 def test_a_groups_epsilon_that_changes_in_a_later_chunk_names_the_first_row_with_it(client):
@@ -220,20 +221,24 @@ def test_a_groups_epsilon_that_changes_in_a_later_chunk_names_the_first_row_with
 
 
 def test_bounds_from_a_dask_input_warn_and_match_the_in_memory_bounds(client):
+    # TCM-only: the central noise is the same for both paths (the lm users' local
+    # noise is drawn chunk by chunk); every user is tcm without trust_group.
     X, _ = _blobs(50_000, seed=10)
     with pytest.warns(PrivacyLeakWarning):
-        in_memory = HybridKMeans(4, random_state=8).fit(X)
+        in_memory = HybridKMeans(4, strategy="tcm_only", random_state=8).fit(X)
     with pytest.warns(PrivacyLeakWarning):
-        chunked = HybridKMeans(4, random_state=8).fit(da.from_array(X, chunks=(12_000, 2)))
+        chunked = HybridKMeans(4, strategy="tcm_only", random_state=8).fit(
+            da.from_array(X, chunks=(12_000, 2)))
     np.testing.assert_allclose(chunked.cluster_centers_, in_memory.cluster_centers_,
                                rtol=0, atol=1e-9)
 
 
 def test_data_independent_bounds_do_not_warn_on_dask_input(client):
-    X, _ = _blobs(5_000, seed=11)
+    X, trust = _blobs(5_000, seed=11, tcm_fraction=0.5)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
-        HybridKMeans(4, bounds=(0, 1), random_state=0).fit(da.from_array(X, chunks=(2_000, 2)))
+        HybridKMeans(4, bounds=(0, 1), random_state=0).fit(da.from_array(X, chunks=(2_000, 2)),
+                                                           trust_group=trust)
 
 
 def test_the_core_does_not_import_dask():

@@ -37,6 +37,11 @@ AUDIT_HEAD_LIST = [(0, url) for url in range(6)] + [(1, 0)]
 SMALL_LOG = {"n_queries": 10, "urls_per_query": 2, "zipf_exponent": 1.0, "url_zipf_exponent": 1.0}
 
 
+def _opt_in(X):
+    """Every user opt-in (tcm): fits of opt-in data alone, said explicitly."""
+    return np.ones(len(X), dtype=bool)
+
+
 def _within(sample, expected, n_se=4.0):
     """Each column's mean is within n_se standard errors of ``expected``."""
     se = sample.std(axis=0, ddof=1) / np.sqrt(sample.shape[0])
@@ -198,7 +203,8 @@ def test_record_held_by_one_opt_in_user_enters_the_candidates_with_probability_d
     est = BlenderHeavyHitters(epsilon=1.0, delta=delta, headlist_fraction=0.999)
     rng = np.random.default_rng(4)
     fractions = np.array([
-        est.set_params(random_state=rng).fit(X).n_candidates_ / est.n_headlist_users_
+        est.set_params(random_state=rng).fit(X, trust_group=_opt_in(X)).n_candidates_
+        / est.n_headlist_users_
         for _ in range(n_fits)
     ])
     assert est.n_headlist_users_ == n_users - 2  # two users always left for estimation
@@ -410,7 +416,7 @@ def _two_phase_population(seed):
 
 def test_clients_reports_are_blended_with_the_opt_in_estimates_of_the_first_fit():
     optin, clients, rng = _two_phase_population(14)
-    est = BlenderHeavyHitters(random_state=rng).fit(optin)
+    est = BlenderHeavyHitters(random_state=rng).fit(optin, trust_group=_opt_in(optin))
     assert est.n_clients_ == 0 and np.all(est.weights_ == 1.0)
     published = list(est.head_list_)
     before = dict(zip(est.head_list_, est.optin_probabilities_))
@@ -444,7 +450,8 @@ def test_denoised_client_reports_are_unbiased_observation_1():
 
 def test_reports_for_another_head_list_are_rejected():
     optin, clients, rng = _two_phase_population(16)
-    est = BlenderHeavyHitters(max_records=5, random_state=rng).fit(optin)
+    est = BlenderHeavyHitters(max_records=5, random_state=rng).fit(optin,
+                                                                   trust_group=_opt_in(optin))
     other = BlenderClient([(0, 0), (123, 4)], epsilon=4.0, delta=1e-5)
     reports = other.privatize(np.tile([123, 4], (100, 1)), random_state=0)
     first_foreign = next(tuple(r) for r in reports.tolist() if r[0] == 123)
@@ -454,7 +461,7 @@ def test_reports_for_another_head_list_are_rejected():
 
 def test_no_clients_means_the_opt_in_estimates_alone():
     X = make_search_logs(20_000, random_state=17, **SMALL_LOG)
-    est = BlenderHeavyHitters(random_state=18).fit(X)
+    est = BlenderHeavyHitters(random_state=18).fit(X, trust_group=_opt_in(X))
     assert est.n_clients_ == 0
     assert np.all(np.isnan(est.client_probabilities_)) and np.all(est.weights_ == 1.0)
     np.testing.assert_array_equal(est.variances_, est.optin_variances_)
@@ -537,13 +544,13 @@ def test_score_is_the_list_of_lists_ndcg_of_the_head_list(million_users):
 )
 def test_bad_records_raise_clear_errors(X, message):
     with pytest.raises(ValueError, match=message):
-        BlenderHeavyHitters().fit(X)
+        BlenderHeavyHitters().fit(X, trust_group=_opt_in(X))
 
 
 def test_integer_valued_floats_and_any_integer_dtype_give_the_same_fit():
     X = make_search_logs(20_000, random_state=23, **SMALL_LOG)
     fits = [
-        BlenderHeavyHitters(random_state=24).fit(X.astype(dtype))
+        BlenderHeavyHitters(random_state=24).fit(X.astype(dtype), trust_group=_opt_in(X))
         for dtype in (np.int64, np.int32, np.uint16, np.float64)
     ]
     for fit in fits[1:]:

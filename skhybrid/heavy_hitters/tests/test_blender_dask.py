@@ -209,10 +209,12 @@ def test_bad_values_in_a_later_chunk_name_their_row_in_the_whole_input(client):
     bad_X = X.copy()
     bad_X[6_543, 0] = -3
     with pytest.raises(ValueError, match=r"got -3 at row 6543, column 0"):
-        BlenderHeavyHitters().fit(da.from_array(bad_X, chunks=(3_000, 2)))
+        BlenderHeavyHitters().fit(da.from_array(bad_X, chunks=(3_000, 2)),
+                                  trust_group=np.ones(10_000, dtype=bool))
 
 
 def test_records_with_other_than_two_columns_raise(client):
     X = np.zeros((100, 3), dtype=int)
     with pytest.raises(ValueError, match="must have two columns.*got n_features = 3"):
-        BlenderHeavyHitters().fit(da.from_array(X, chunks=(50, 3)))
+        BlenderHeavyHitters().fit(da.from_array(X, chunks=(50, 3)),
+                                  trust_group=np.ones(100, dtype=bool))

@@ -111,4 +111,4 @@ def test_missing_labels_are_named():
     X = LABELS[:100].copy()
     X[7, 1] = None
     with pytest.raises(ValueError, match="missing records; got None at row 7, column 1"):
-        BlenderHeavyHitters().fit(X)
+        BlenderHeavyHitters().fit(X, trust_group=np.ones(len(X), dtype=bool))

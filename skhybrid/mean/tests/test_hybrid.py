@@ -160,7 +160,8 @@ def test_local_reports_are_used_as_sent_and_not_clipped():
 
 def test_no_lm_users_gives_the_tcm_estimate_without_sampling_error():
     X, _ = _population(n=500)
-    est = HybridMeanEstimator(bounds=(0, 1), random_state=0).fit(X)
+    with pytest.warns(EmptyGroupWarning, match="without trust_group"):
+        est = HybridMeanEstimator(bounds=(0, 1), random_state=0).fit(X)
     assert est.n_lm_ == 0 and est.weight_[0] == 1.0
     assert est.expected_mse_[0] == pytest.approx(est.noise_variance_tcm_)
     with pytest.warns(EmptyGroupWarning, match="every user is tcm"):
@@ -184,7 +185,9 @@ def test_baseline_that_needs_an_empty_group_raises(strategy, group):
 
 
 def test_one_user_is_supported():
-    est = HybridMeanEstimator(bounds=(0, 1), random_state=0).fit([[0.3]])
+    with pytest.warns(EmptyGroupWarning, match="every user is tcm"):  # one user: one group
+        est = HybridMeanEstimator(bounds=(0, 1), random_state=0).fit([[0.3]],
+                                                                     trust_group=["tcm"])
     assert est.mean_.shape == (1,) and np.isfinite(est.mean_[0])
 
 

@@ -148,9 +148,11 @@ def test_partial_fit_with_another_number_of_features_raises():
 
 def test_a_group_changing_its_epsilon_between_chunks_raises_before_any_release():
     estimator = HybridMeanEstimator(bounds=BOUNDS)
-    estimator.partial_fit(np.zeros((10, 1)), epsilon=np.full(10, 1.0))
+    trust_group = ["tcm"] * 5 + ["lm"] * 5
+    estimator.partial_fit(np.zeros((10, 1)), trust_group=trust_group, epsilon=np.full(10, 1.0))
     with pytest.raises(ValueError, match="one epsilon per trust group"):
-        estimator.partial_fit(np.zeros((10, 1)), epsilon=np.full(10, 2.0))
+        estimator.partial_fit(np.zeros((10, 1)), trust_group=trust_group,
+                              epsilon=np.full(10, 2.0))
 
 
 def test_an_empty_group_is_an_error_when_the_estimate_is_read():

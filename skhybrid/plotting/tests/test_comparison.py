@@ -30,7 +30,7 @@ def _data(n_users=500, seed=0):
 def _result():
     X, _ = _data()  # everyone tcm: the quantile estimator is a trusted-curator one
     estimators = {
-        "kvh": HybridMeanEstimator("kvh", bounds=(0, 1)),
+        "tcm_only": HybridMeanEstimator("tcm_only", bounds=(0, 1)),
         "full_lm": HybridMeanEstimator("full_lm", bounds=(0, 1)),
         "median": MixedQuantileEstimator(bounds=(0, 1)),  # no expected_mse_
     }
@@ -51,7 +51,7 @@ def test_bars_are_the_table_values_with_standard_error_bars(metric):
     np.testing.assert_allclose(heights, result.table[metric])
     np.testing.assert_allclose(_error_bar_half_widths(display), result.table[f"{metric}_se"])
     labels = [label.get_text() for label in display.ax_.get_xticklabels()]
-    assert labels == ["kvh", "full_lm", "median"]
+    assert labels == ["tcm_only", "full_lm", "median"]
     assert display.ax_.get_ylabel().startswith(metric.upper())
     assert display.figure_ is display.ax_.figure
 

@@ -576,3 +576,19 @@ def test_functions_broadcast_like_elementwise_calls():
                                      sigma_T2=0.1, sigma_L2=0.1)
     assert c_crit.shape == n_crit.shape == (2,)
     assert np.ndim(kvh_weight(n=100, c=0.1, s_T2=1e-3, s_L2=1.0, sigma2=0.1)) == 0
+
+
+def test_peak_fraction_inverts_lemma_3_8s_n_crit_and_is_where_the_baselines_cross():
+    """Dubey and Korolova's setting (c = 0.01, eps = 0.1, sigma = m / 6): n_critical
+    is about 10,139 (Lemma 3.8), so at that n the peak fraction is c = 0.01; there the
+    TCM-only and Full-LM MSEs are equal."""
+    from skhybrid.theory import laplace_critical_values, peak_fraction
+
+    _, n_crit = laplace_critical_values(c=0.01, m=1.0, epsilon=0.1, sigma2=1 / 36)
+    assert float(n_crit) == pytest.approx(10_139.42, abs=0.01)
+    c = peak_fraction(n=float(n_crit), m=1.0, epsilon=0.1, sigma2=1 / 36)
+    assert c == pytest.approx(0.01, rel=1e-9)
+    s_T2, s_L2 = laplace_noise_variances(float(n_crit), c, 1.0, 0.1)
+    assert tcm_only_mse(n=float(n_crit), c=c, s_T2=s_T2, sigma_T2=1 / 36,
+                        sigma_L2=1 / 36) == pytest.approx(
+        full_lm_mse(n=float(n_crit), s_L2=s_L2), rel=1e-9)

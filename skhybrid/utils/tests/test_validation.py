@@ -412,3 +412,42 @@ def test_in_parts_covers_the_rows_once_in_order(monkeypatch):
         assert len(parts) == n_parts
         assert [start for start, _ in parts][0] == 0 and parts[-1][1] == n_rows
         assert all(stop == start for (_, stop), (start, _) in zip(parts, parts[1:]))
+
+
+@pytest.mark.parametrize("name", ["trust_group", "epsilon"])
+def test_a_column_name_as_metadata_says_to_pass_the_column(name):
+    """The CLI takes column names; the Python API takes the columns. The message says so
+    instead of reporting the string's shape ()."""
+    import pandas as pd
+
+    from skhybrid import HybridMeanEstimator
+
+    frame = pd.DataFrame({"salary": [1.0, 2.0, 3.0], "trust": ["tcm", "lm", "lm"]})
+    with pytest.raises(ValueError, match=re.escape(f"{name}=df['trust']")) as error:
+        HybridMeanEstimator(bounds=(0, 5)).fit(frame[["salary"]], **{name: "trust"},
+                                               **({} if name == "trust_group" else
+                                                  {"trust_group": frame["trust"]}))
+    assert "column name is not accepted" in str(error.value)
+    assert "shape ()" not in str(error.value)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+@pytest.mark.parametrize("as_frame", [False, True])
+def test_nan_in_X_gives_this_librarys_advice_not_scikit_learns(bad, as_frame):
+    import pandas as pd
+
+    from skhybrid import ADPMEstimator, HybridMeanEstimator
+
+    X = np.array([[1.0], [bad], [3.0]])
+    X = pd.DataFrame(X, columns=["salary"]) if as_frame else X
+    for estimator in (HybridMeanEstimator(bounds=(0, 5)), ADPMEstimator(bounds=(0, 5))):
+        with pytest.raises(ValueError) as error:
+            estimator.fit(X, trust_group=["tcm", "lm", "lm"])
+        message = str(error.value)
+        assert "HistGradientBoosting" not in message
+        assert "finite values" in message and "drop the rows" in message
+        assert ("NaN" if np.isnan(bad) else "infinity") in message
+    fitted = HybridMeanEstimator(bounds=(0, 5), random_state=0).fit(
+        np.ones((3, 1)), trust_group=["tcm", "lm", "lm"])
+    with pytest.raises(ValueError, match="finite values"):
+        fitted.predict(np.array([[1.0], [bad], [3.0]]))
