@@ -17,7 +17,6 @@ the release is recorded, or nothing is. How the totals compose is in
 """
 
 import datetime
-import io
 import json
 import math
 import threading
@@ -30,6 +29,7 @@ import numpy as np
 
 from ..exceptions import BudgetExceededError
 from ._composition import gaussian_epsilon
+from ._kernels import epsilon_totals, no_codes, scatter_pair
 from ._stores import open_store
 
 #: Event kinds: ``budget`` sets budgets; the others are rows of the history.
@@ -137,17 +137,9 @@ def _check_budget(budget):
     return epsilon, delta
 
 
-def _epsilon_sum(high, low, cost):
-    """Add ``cost`` to double-double totals ``high + low`` (Knuth's TwoSum, renormalised).
-
-    ``high`` stays the float64 rounding of the exact sum of the costs, so ``k`` charges
-    of ``epsilon`` read back as exactly ``k * epsilon`` (see :mod:`._composition`).
-    """
-    total = high + cost
-    back = total - high
-    low = low + ((high - (total - back)) + (cost - back))
-    new_high = total + low
-    return new_high, low - (new_high - total)
+def _positive(column):
+    """``column > 0``, as one bool when the column is one value broadcast to every user."""
+    return column[0] > 0 if column.strides[0] == 0 and column.size else column > 0
 
 
 def _distinct_rows(columns):
@@ -159,7 +151,8 @@ def _distinct_rows(columns):
     n = columns[0].shape[0]
     if n == 0:
         return np.zeros((0, len(columns))), None, np.zeros(0, dtype=np.int64)
-    varying = [column for column in columns if not (column == column[0]).all()]
+    varying = [column for column in columns
+               if column.strides[0] != 0 and not (column == column[0]).all()]
     if not varying:
         return np.array([[column[0] for column in columns]]), None, np.array([n])
     # One integer key per distinct row (a row-wise unique sorts far more slowly).
@@ -291,22 +284,27 @@ class _Accounts:
             return table[0, column] if codes is None else table[codes, column]
 
         if slots.size == 0:
-            return {}
-
+            return {}, 0
         if kind == "budget":
-            return {"budget_epsilon": per_user(0), "budget_delta": per_user(1)}
+            return {"budget_epsilon": per_user(0), "budget_delta": per_user(1)}, 0
         sign = -1.0 if kind == "refund" else 1.0
-        high, low = _epsilon_sum(self.high[slots], self.low[slots], sign * per_user(0))
+        high, low = np.empty(slots.size), np.empty(slots.size)
+        n_over = epsilon_totals(self.high, self.low, self.budget_epsilon, slots,
+                                np.ascontiguousarray(table[:, 0]),
+                                no_codes() if codes is None else codes, sign, high, low)
         changed = {"high": high, "low": low}
         if table[:, 1].any():
             changed["delta"] = self.delta[slots] + sign * per_user(1)
         if table.shape[1] > 2 and table[:, 2].any():
             changed["gaussian"] = self.gaussian[slots] + per_user(2)
-        return changed
+        return changed, n_over
 
     def apply(self, slots, changed):
+        if "high" in changed:
+            scatter_pair(self.high, self.low, slots, changed["high"], changed["low"])
         for name, values in changed.items():
-            self.columns[name][slots] = values
+            if name not in ("high", "low"):
+                self.columns[name][slots] = values
         self.any_delta |= "delta" in changed
         self.any_gaussian |= "gaussian" in changed
 
@@ -337,20 +335,46 @@ def _encode(new_ids, new_budget, slots, codes, table, n_total):
         arrays["slot_steps"] = np.diff(slots[order], prepend=0)
         if codes is not None:
             arrays["codes"] = codes[order]
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    return zlib.compress(buffer.getvalue(), 1)
+    return _pack(arrays)
 
 
 def _decode(payload):
     """(new_ids, new_budget, sorted slots, codes in slot order or None, table)."""
-    with np.load(io.BytesIO(zlib.decompress(payload)), allow_pickle=False) as arrays:
-        if "bitmap" in arrays:
-            slots = np.flatnonzero(np.unpackbits(arrays["bitmap"], count=int(arrays["n_total"])))
-        else:
-            slots = np.cumsum(arrays["slot_steps"])
-        codes = arrays["codes"] if "codes" in arrays else None
-        return arrays["new_ids"], tuple(arrays["new_budget"]), slots, codes, arrays["table"]
+    arrays = _unpack(payload)
+    if "bitmap" in arrays:
+        slots = np.flatnonzero(np.unpackbits(arrays["bitmap"], count=int(arrays["n_total"])))
+    else:
+        slots = np.cumsum(arrays["slot_steps"])
+    return (arrays["new_ids"], tuple(arrays["new_budget"]), slots, arrays.get("codes"),
+            arrays["table"])
+
+
+def _pack(arrays):
+    """Named arrays as one zlib-compressed blob: a JSON header (dtype, shape), then the data.
+
+    Only plain numeric and unicode dtypes are written and read (no pickles: a blob read
+    from a shared database cannot run code).
+    """
+    header = json.dumps({name: [array.dtype.str, list(array.shape)]
+                         for name, array in arrays.items()}).encode()
+    return zlib.compress(b"".join([len(header).to_bytes(4, "little"), header,
+                                   *(np.ascontiguousarray(a).tobytes() for a in arrays.values())]),
+                         1)
+
+
+def _unpack(blob):
+    raw = zlib.decompress(blob)
+    size = int.from_bytes(raw[:4], "little")
+    offset, arrays = 4 + size, {}
+    for name, (dtype, shape) in json.loads(raw[4:offset]).items():
+        dtype = np.dtype(dtype)
+        if dtype.kind not in "biufU":
+            raise ValueError(f"a ledger blob holds an array of dtype {dtype}; expected numbers "
+                             "or strings (is the ledger corrupt?)")
+        count = math.prod(shape)
+        arrays[name] = np.frombuffer(raw, dtype, count, offset).reshape(shape)
+        offset += count * dtype.itemsize
+    return arrays
 
 
 def _levels(kind, table, counts):
@@ -494,7 +518,7 @@ class PrivacyLedger:
             seq, kind, payload = row[0], row[1], row[-1]
             new_ids, new_budget, slots, codes, table = _decode(payload)
             self._add_users(new_ids, new_budget)
-            self._accounts.apply(slots, self._accounts.after(kind, slots, table, codes))
+            self._accounts.apply(slots, self._accounts.after(kind, slots, table, codes)[0])
             self._seq = seq
             replayed += slots.size
         return replayed
@@ -506,18 +530,17 @@ class PrivacyLedger:
 
     def _checkpoint(self):
         accounts = self._accounts
-        buffer = io.BytesIO()
-        np.savez(buffer, ids=self._index.ids if self._index.ids is not None else np.zeros(0),
-                 **{name: accounts.columns[name][:accounts.n] for name in accounts.COLUMNS})
+        blob = _pack({"ids": self._index.ids,
+                      **{name: accounts.columns[name][:accounts.n] for name in accounts.COLUMNS}})
         with self._store.transaction(write=True) as store:
-            store.write_checkpoint(self._seq, zlib.compress(buffer.getvalue(), 1))
+            store.write_checkpoint(self._seq, blob)
 
     def _restore(self, seq, payload):
-        with np.load(io.BytesIO(zlib.decompress(payload)), allow_pickle=False) as arrays:
-            ids = arrays["ids"]
-            self._add_users(ids, (0.0, 0.0))
-            for name in _Accounts.COLUMNS:
-                self._accounts.columns[name][:ids.size] = arrays[name]
+        arrays = _unpack(payload)
+        ids = arrays["ids"]
+        self._add_users(ids, (0.0, 0.0))
+        for name in _Accounts.COLUMNS:
+            self._accounts.columns[name][:ids.size] = arrays[name]
         self._accounts.any_delta = bool(self._accounts.delta.any())
         self._accounts.any_gaussian = bool(self._accounts.gaussian.any())
         self._seq = seq
@@ -547,9 +570,12 @@ class PrivacyLedger:
         columns = [_check_amount(name, value, values.size) for name, value in columns]
         if kind != "budget":
             # Users with a zero cost are left out of a charge (and of its membership).
-            included = np.logical_or.reduce([column > 0 for column in columns])
-            if not included.all():
-                values, columns = values[included], [column[included] for column in columns]
+            included = False
+            for column in columns:
+                included = included | _positive(column)
+            if not np.all(included):
+                keep = np.broadcast_to(included, values.shape)
+                values, columns = values[keep], [column[keep] for column in columns]
         release = dict(release or {})
         with self._lock:
             with self._store.transaction(write=True) as store:
@@ -568,9 +594,9 @@ class PrivacyLedger:
                 slots[unknown] = np.arange(n_before, n_before + unknown.size)
                 self._accounts.stage(unknown.size, new_budget)
                 table, codes, counts = _distinct_rows(columns)
-                changed = self._accounts.after(kind, slots, table, codes)
+                changed, n_over = self._accounts.after(kind, slots, table, codes)
                 if kind in CHARGE_KINDS and changed:
-                    self._check_budget(values, slots, changed)
+                    self._check_budget(values, slots, changed, n_over)
                 elif kind == "refund" and changed:
                     self._check_refund(values, slots, changed, columns)
                 seq = self._seq + 1
@@ -613,14 +639,20 @@ class PrivacyLedger:
             )
         return default
 
-    def _check_budget(self, values, slots, changed):
-        """Raise BudgetExceededError if any user's new totals exceed their budget."""
+    def _check_budget(self, values, slots, changed, n_over):
+        """Raise BudgetExceededError if any user's new totals exceed their budget.
+
+        ``n_over`` users are over their epsilon budget by the pure part alone (counted
+        while adding); delta and Gaussian totals, when any, are checked here.
+        """
         accounts = self._accounts
+        any_delta = accounts.any_delta or "delta" in changed
+        any_gaussian = accounts.any_gaussian or "gaussian" in changed
+        if n_over == 0 and not (any_delta or any_gaussian):
+            return
         high = changed["high"]
         budget = accounts.budget_epsilon[slots]
         over = high > budget
-        any_delta = accounts.any_delta or "delta" in changed
-        any_gaussian = accounts.any_gaussian or "gaussian" in changed
         budget_delta = accounts.budget_delta[slots] if any_delta or any_gaussian else None
         new_delta = changed.get("delta")
         if any_delta:
