@@ -111,8 +111,8 @@ def _check_amount(name, value, n):
     if array.ndim > 1 or (array.ndim == 1 and array.shape[0] != n):
         raise ValueError(f"{name} must be a scalar or one value per user ({n}); "
                          f"got shape {array.shape}")
-    if np.isnan(array).any() or (array < 0).any():
-        bad = array[np.isnan(array) | (array < 0)].flat[0]
+    if not (array >= 0).all():  # also refuses NaN
+        bad = array[~(array >= 0)].flat[0]
         raise ValueError(f"{name} must be >= 0 for every user; got {bad}")
     return np.broadcast_to(array, (n,))
 
@@ -192,13 +192,19 @@ class _Index:
                 f" got {'integers' if kind == 'int' else 'strings'}"
             )
 
+    @staticmethod
+    def _key(values):
+        # A checksum of a sample of the ids: it only picks the candidate array, which is
+        # then compared in full, so a collision costs a lookup, never a wrong slot.
+        step = max(1, values.size // 4096)
+        return values.dtype.str, values.size, zlib.crc32(np.ascontiguousarray(values[::step]))
+
     def positions(self, values):
         """Each id's slot (-1 if unknown) and the first duplicated id (or None)."""
-        key = (values.dtype.str, values.size, zlib.crc32(values))
-        found = self._cache.get(key)
+        found = self._cache.get(self._key(values))
         if found is not None and np.array_equal(found[0], values):
-            self._cache.move_to_end(key)
-            return found[1].copy(), found[2]
+            self._cache.move_to_end(self._key(values))
+            return found[1], found[2]
         order = np.argsort(values)
         ordered = values[order]
         same = np.flatnonzero(ordered[1:] == ordered[:-1])
@@ -214,9 +220,11 @@ class _Index:
         """Keep ``values`` (all known) and their slots for the next lookup of the same ids."""
         if values.size > _CACHE_IDS // 4:
             return
-        key = (values.dtype.str, values.size, zlib.crc32(values))
+        key = self._key(values)
         if key not in self._cache:
-            self._cache[key] = (values.copy(), slots.copy(), duplicate)
+            slots = slots.copy()
+            slots.flags.writeable = False
+            self._cache[key] = (values.copy(), slots, duplicate)
             self._cached += values.size
         while self._cached > _CACHE_IDS:
             _, (dropped, _, _) = self._cache.popitem(last=False)
@@ -591,7 +599,9 @@ class PrivacyLedger:
                 unknown = np.flatnonzero(slots < 0)
                 new_budget = self._budget_of_new_users(store, kind, values, unknown)
                 n_before = self._accounts.n
-                slots[unknown] = np.arange(n_before, n_before + unknown.size)
+                if unknown.size:
+                    slots = slots.copy()
+                    slots[unknown] = np.arange(n_before, n_before + unknown.size)
                 self._accounts.stage(unknown.size, new_budget)
                 table, codes, counts = _distinct_rows(columns)
                 changed, n_over = self._accounts.after(kind, slots, table, codes)
