@@ -200,11 +200,12 @@ class _Index:
         return values.dtype.str, values.size, zlib.crc32(np.ascontiguousarray(values[::step]))
 
     def positions(self, values):
-        """Each id's slot (-1 if unknown) and the first duplicated id (or None)."""
+        """Each id's slot (-1 if unknown), the first duplicated id (or None), and the
+        positions in ``values`` of the unknown ids, sorted by id."""
         found = self._cache.get(self._key(values))
-        if found is not None and np.array_equal(found[0], values):
+        if found is not None and _same(found[0], values):
             self._cache.move_to_end(self._key(values))
-            return found[1], found[2]
+            return found[1], found[2], np.zeros(0, dtype=np.intp)
         order = np.argsort(values)
         ordered = values[order]
         same = np.flatnonzero(ordered[1:] == ordered[:-1])
@@ -214,7 +215,8 @@ class _Index:
             where = np.minimum(np.searchsorted(self._sorted, ordered), len(self) - 1)
             hit = self._sorted[where] == ordered
             slots[order[hit]] = self._sorted_slots[where[hit]]
-        return slots, duplicate
+            return slots, duplicate, order[~hit]
+        return slots, duplicate, order
 
     def remember(self, values, slots, duplicate):
         """Keep ``values`` (all known) and their slots for the next lookup of the same ids."""
@@ -231,7 +233,7 @@ class _Index:
             self._cached -= dropped.size
 
     def add(self, new_ids):
-        """Give ``new_ids`` (distinct, unknown) the next slots."""
+        """Give ``new_ids`` (distinct, unknown; sorted, as charges store them) the next slots."""
         if new_ids.size == 0:
             return
         slots = np.arange(len(self), len(self) + new_ids.size, dtype=np.int64)
@@ -240,14 +242,30 @@ class _Index:
             self.ids, self._sorted = new_ids.copy(), new_ids[:0]
         else:
             self.ids = np.concatenate([self.ids, new_ids])
-        order = np.argsort(new_ids)
-        dtype = np.promote_types(self._sorted.dtype, new_ids.dtype)
-        where = np.searchsorted(self._sorted, new_ids[order])
-        self._sorted = np.insert(self._sorted.astype(dtype, copy=False), where, new_ids[order])
-        self._sorted_slots = np.insert(self._sorted_slots, where, slots[order])
+        if not (new_ids[1:] >= new_ids[:-1]).all():  # a checkpoint's ids, in slot order
+            order = np.argsort(new_ids)
+            new_ids, slots = new_ids[order], slots[order]
+        # Merge two sorted arrays: each new id lands after the old ids below it.
+        where = np.searchsorted(self._sorted, new_ids) + np.arange(new_ids.size)
+        is_new = np.zeros(len(self) + new_ids.size, dtype=bool)
+        is_new[where] = True
+        merged = np.empty(is_new.size, dtype=np.promote_types(self._sorted.dtype, new_ids.dtype))
+        merged[where], merged[~is_new] = new_ids, self._sorted
+        merged_slots = np.empty(is_new.size, dtype=np.int64)
+        merged_slots[where], merged_slots[~is_new] = slots, self._sorted_slots
+        self._sorted, self._sorted_slots = merged, merged_slots
 
     def sorted_slots(self):
         return self._sorted_slots
+
+
+def _same(first, second):
+    """Whether two id arrays are equal, compared as raw integers (strings as code points)."""
+    if first.dtype != second.dtype or first.shape != second.shape:
+        return False
+    if first.dtype.kind == "U":
+        first, second = first.view(np.uint32), second.view(np.uint32)
+    return bool(np.array_equal(first, second))
 
 
 class _Accounts:
@@ -565,7 +583,7 @@ class PrivacyLedger:
                 self._sync(store)
                 default = self._default_budget(store)
             self._index.check_kind(kind)
-            slots, duplicate = self._index.positions(values)
+            slots, duplicate, _ = self._index.positions(values)
             if (slots >= 0).all():
                 self._index.remember(values, slots, duplicate)
         return values, slots, default
@@ -589,14 +607,13 @@ class PrivacyLedger:
             with self._store.transaction(write=True) as store:
                 self._sync(store)
                 self._index.check_kind(id_kind)
-                slots, duplicate = self._index.positions(values)
+                slots, duplicate, unknown = self._index.positions(values)
                 if duplicate is not None:
                     raise ValueError(
                         f"user id {duplicate!r} appears more than once in one "
                         f"{'set_budget' if kind == 'budget' else kind}; each user must be one "
                         "row (a release charges each user once)"
                     )
-                unknown = np.flatnonzero(slots < 0)
                 new_budget = self._budget_of_new_users(store, kind, values, unknown)
                 n_before = self._accounts.n
                 if unknown.size:
@@ -923,7 +940,7 @@ class PrivacyLedger:
                 self._sync(store)
                 rows = store.events_after(0)
             self._index.check_kind(kind)
-            wanted, _ = self._index.positions(values)
+            wanted = self._index.positions(values)[0]
         known = np.flatnonzero(wanted >= 0)
         by_slot = np.argsort(wanted[known])
         slots, owners = wanted[known][by_slot], values[known][by_slot]
