@@ -30,6 +30,7 @@ import numpy as np
 from ..exceptions import BudgetExceededError
 from ._composition import gaussian_epsilon
 from ._kernels import epsilon_totals, no_codes, scatter_pair
+from ._remote import RemoteLedger, serve
 from ._stores import open_store
 
 #: Event kinds: ``budget`` sets budgets; the others are rows of the history.
@@ -1044,3 +1045,23 @@ def _release_record(row):
 
 def _reopen(target, timeout):
     return PrivacyLedger(target, timeout=timeout)
+
+
+def _reduce_for_workers(ledger):
+    """How loky sends a ledger to joblib's workers: an in-memory one as a served handle."""
+    if ledger._store.shareable:
+        return ledger.__reduce__()
+    return RemoteLedger, serve(ledger)
+
+
+def _register_with_loky():
+    # Only loky's pickler (joblib's worker processes) uses this; pickle.dumps still
+    # refuses an in-memory ledger, so that it is never saved with a model by accident.
+    try:
+        from joblib.externals.loky.backend.reduction import register
+    except ImportError:  # another joblib layout: workers get the refusal's message
+        return
+    register(PrivacyLedger, _reduce_for_workers)
+
+
+_register_with_loky()

@@ -67,7 +67,7 @@ def test_a_refused_charge_changes_nothing(backend):
 
 
 def test_grid_search_charges_each_user_each_fit_that_included_them(backend):
-    name, target = backend
+    _, target = backend
     rng = np.random.default_rng(1)
     n_users = 300
     X = rng.uniform(0, 1, size=(n_users, 1))
@@ -77,7 +77,7 @@ def test_grid_search_charges_each_user_each_fit_that_included_them(backend):
     cv = KFold(5, shuffle=True, random_state=3)
     search = GridSearchCV(HybridMeanEstimator(bounds=(0, 1), ledger=ledger, random_state=0),
                           {"epsilon": [0.3, 0.7], "strategy": ["kvh", "pwh"]}, cv=cv,
-                          n_jobs=1 if name == "memory" else 2)
+                          n_jobs=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         search.fit(X, trust_group=trust, user_id=ids)
