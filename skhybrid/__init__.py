@@ -6,6 +6,7 @@ take both as per-sample metadata: ``est.fit(X, trust_group=..., epsilon=...)``.
 """
 
 from . import (
+    accounting,
     audit,
     cluster,
     datasets,
@@ -16,6 +17,7 @@ from . import (
     plotting,
     theory,
 )
+from .accounting import PrivacyLedger
 from .cluster import HybridKMeans
 from .heavy_hitters import BlenderHeavyHitters
 from .mean import (
@@ -38,7 +40,9 @@ __all__ = [
     "MixedQuantileEstimator",
     "PDPQuantileEstimator",
     "PDPSampleEstimator",
+    "PrivacyLedger",
     "__version__",
+    "accounting",
     "audit",
     "cluster",
     "datasets",
