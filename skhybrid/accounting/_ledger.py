@@ -42,7 +42,7 @@ HISTORY_KINDS = (*CHARGE_KINDS, "refund")
 # does not replay them again.
 _CHECKPOINT_AFTER = 100_000
 # Id arrays remembered with their slots (the ids of folds, searches and repeated fits).
-_CACHE_IDS = 20_000_000
+_CACHE_IDS = 50_000_000
 
 
 def id_array(user_ids):
@@ -221,7 +221,7 @@ class _Index:
 
     def remember(self, values, slots, duplicate):
         """Keep ``values`` (all known) and their slots for the next lookup of the same ids."""
-        if values.size > _CACHE_IDS // 4:
+        if values.size > _CACHE_IDS:
             return
         key = self._key(values)
         if key not in self._cache:
@@ -233,8 +233,12 @@ class _Index:
             _, (dropped, _, _) = self._cache.popitem(last=False)
             self._cached -= dropped.size
 
-    def add(self, new_ids):
-        """Give ``new_ids`` (distinct, unknown; sorted, as charges store them) the next slots."""
+    def add(self, new_ids, by_id=None):
+        """Give ``new_ids`` (distinct, unknown) the next slots, in their order.
+
+        ``by_id`` sorts them (``new_ids[by_id]`` is increasing): charges know it from
+        their lookup and store it; without it (a checkpoint's ids) they are sorted here.
+        """
         if new_ids.size == 0:
             return
         slots = np.arange(len(self), len(self) + new_ids.size, dtype=np.int64)
@@ -243,9 +247,8 @@ class _Index:
             self.ids, self._sorted = new_ids.copy(), new_ids[:0]
         else:
             self.ids = np.concatenate([self.ids, new_ids])
-        if not (new_ids[1:] >= new_ids[:-1]).all():  # a checkpoint's ids, in slot order
-            order = np.argsort(new_ids)
-            new_ids, slots = new_ids[order], slots[order]
+        by_id = np.argsort(new_ids) if by_id is None else by_id
+        new_ids, slots = new_ids[by_id], slots[by_id]
         # Merge two sorted arrays: each new id lands after the old ids below it.
         where = np.searchsorted(self._sorted, new_ids) + np.arange(new_ids.size)
         is_new = np.zeros(len(self) + new_ids.size, dtype=bool)
@@ -345,9 +348,11 @@ class _Accounts:
         return high + gaussian_epsilon(self.gaussian[slots], budget_delta - self.delta[slots])
 
 
-def _encode(new_ids, new_budget, slots, codes, table, n_total):
-    """An event's payload: new users, membership (bitmap or sorted slots), codes, costs."""
-    arrays = {"new_ids": new_ids, "new_budget": np.asarray(new_budget, dtype=np.float64),
+def _encode(new_ids, by_id, new_budget, slots, codes, table, n_total):
+    """An event's payload: new users (and their order by id), membership (bitmap or
+    sorted slots), codes, costs."""
+    arrays = {"new_ids": new_ids, "by_id": by_id,
+              "new_budget": np.asarray(new_budget, dtype=np.float64),
               "table": table, "n_total": np.array(n_total)}
     if slots.size * 16 >= n_total:
         member = np.zeros(n_total, dtype=bool)
@@ -366,13 +371,14 @@ def _encode(new_ids, new_budget, slots, codes, table, n_total):
 
 
 def _decode(payload):
-    """(new_ids, new_budget, sorted slots, codes in slot order or None, table)."""
+    """(new_ids, by_id, new_budget, sorted slots, codes in slot order or None, table)."""
     arrays = _unpack(payload)
     if "bitmap" in arrays:
         slots = np.flatnonzero(np.unpackbits(arrays["bitmap"], count=int(arrays["n_total"])))
     else:
         slots = np.cumsum(arrays["slot_steps"])
-    return (arrays["new_ids"], tuple(arrays["new_budget"]), slots, arrays.get("codes"),
+    return (arrays["new_ids"], arrays["by_id"], tuple(arrays["new_budget"]), slots,
+            arrays.get("codes"),
             arrays["table"])
 
 
@@ -543,17 +549,17 @@ class PrivacyLedger:
         replayed = 0
         for row in store.events_after(self._seq):
             seq, kind, payload = row[0], row[1], row[-1]
-            new_ids, new_budget, slots, codes, table = _decode(payload)
-            self._add_users(new_ids, new_budget)
+            new_ids, by_id, new_budget, slots, codes, table = _decode(payload)
+            self._add_users(new_ids, new_budget, by_id)
             self._accounts.apply(slots, self._accounts.after(kind, slots, table, codes)[0])
             self._seq = seq
             replayed += slots.size
         return replayed
 
-    def _add_users(self, new_ids, budget):
+    def _add_users(self, new_ids, budget, by_id=None):
         self._accounts.stage(new_ids.size, budget)
         self._accounts.n += new_ids.size
-        self._index.add(new_ids)
+        self._index.add(new_ids, by_id)
 
     def _checkpoint(self):
         accounts = self._accounts
@@ -608,14 +614,18 @@ class PrivacyLedger:
             with self._store.transaction(write=True) as store:
                 self._sync(store)
                 self._index.check_kind(id_kind)
-                slots, duplicate, unknown = self._index.positions(values)
+                slots, duplicate, unknown_by_id = self._index.positions(values)
                 if duplicate is not None:
                     raise ValueError(
                         f"user id {duplicate!r} appears more than once in one "
                         f"{'set_budget' if kind == 'budget' else kind}; each user must be one "
                         "row (a release charges each user once)"
                     )
-                new_budget = self._budget_of_new_users(store, kind, values, unknown)
+                new_budget = self._budget_of_new_users(store, kind, values, unknown_by_id)
+                # New users take slots in the order they come: the same rows charged
+                # again then read and write the totals in order, not at random.
+                unknown = np.sort(unknown_by_id)
+                by_id = np.searchsorted(unknown, unknown_by_id)
                 n_before = self._accounts.n
                 if unknown.size:
                     slots = slots.copy()
@@ -638,12 +648,12 @@ class PrivacyLedger:
                                     _mechanism(table))),
                     str(description or ""), int(values.size),
                     json.dumps(_levels(kind, table, counts)),
-                    _encode(values[unknown], new_budget, slots, codes, table,
+                    _encode(values[unknown], by_id, new_budget, slots, codes, table,
                             n_before + unknown.size),
                 ))
             # Committed: the same event, applied to this process's totals.
             self._accounts.n += unknown.size
-            self._index.add(values[unknown])
+            self._index.add(values[unknown], by_id)
             self._accounts.apply(slots, changed)
             self._seq = seq
             self._index.remember(values, slots, None)
@@ -949,7 +959,7 @@ class PrivacyLedger:
         for row in rows:
             if row[1] == "budget" or slots.size == 0:
                 continue
-            _, _, members, codes, table = _decode(row[-1])
+            _, _, _, members, codes, table = _decode(row[-1])
             where = np.minimum(np.searchsorted(members, slots), max(members.size - 1, 0))
             hit = np.flatnonzero(members[where] == slots) if members.size else where[:0]
             release = _release_record(row[:-1])
