@@ -19,6 +19,7 @@ the release is recorded, or nothing is. How the totals compose is in
 import datetime
 import json
 import math
+import os
 import threading
 import zlib
 from collections import OrderedDict
@@ -504,11 +505,11 @@ class PrivacyLedger:
         self._index = _Index()
         self._accounts = _Accounts()
         self._seq = 0
+        self._loaded = False
         default = _check_budget(default_budget)
         if default is not None:
             with self._store.transaction(write=True) as store:
                 store.set_meta("default_budget", json.dumps(default))
-        self._load()
 
     def __repr__(self):
         return f"PrivacyLedger({self.path!r})"
@@ -535,12 +536,19 @@ class PrivacyLedger:
     # -- the state: replayed from the log ------------------------------------------------
 
     def _load(self):
-        """Read the latest checkpoint and replay the events after it."""
+        """Read the latest checkpoint and replay the events after it (once, on first use:
+        a copy unpickled by a worker that never charges costs nothing)."""
+        if self._loaded:
+            return
         with self._lock, self._store.transaction() as store:
+            if self._loaded:
+                return
+            self._index, self._accounts, self._seq = _Index(), _Accounts(), 0
             found = store.latest_checkpoint()
             if found is not None:
                 self._restore(*found)
             replayed = self._sync(store)
+            self._loaded = True
         if replayed > max(_CHECKPOINT_AFTER, 2 * self._accounts.n) and self._store.shareable:
             self._checkpoint()
 
@@ -585,6 +593,7 @@ class PrivacyLedger:
     def _read(self, user_ids):
         """Synchronise and map ``user_ids`` to slots (-1 for users not in the ledger)."""
         values, kind = _check_ids(user_ids)
+        self._load()
         with self._lock:
             with self._store.transaction() as store:
                 self._sync(store)
@@ -610,6 +619,7 @@ class PrivacyLedger:
                 keep = np.broadcast_to(included, values.shape)
                 values, columns = values[keep], [column[keep] for column in columns]
         release = dict(release or {})
+        self._load()
         with self._lock:
             with self._store.transaction(write=True) as store:
                 self._sync(store)
@@ -946,6 +956,7 @@ class PrivacyLedger:
 
     def _audit_trail(self, user_id):
         values, kind = _check_ids(user_id)
+        self._load()
         with self._lock:
             with self._store.transaction() as store:
                 self._sync(store)
@@ -986,6 +997,7 @@ class PrivacyLedger:
             ``user_id``, ``budget_epsilon``, ``budget_delta``, ``spent_epsilon``,
             ``spent_delta``, ``remaining_epsilon``, sorted by ``user_id``.
         """
+        self._load()
         with self._lock:
             with self._store.transaction() as store:
                 self._sync(store)
@@ -1053,8 +1065,18 @@ def _release_record(row):
     return record
 
 
+# The ledgers unpickled in this process, by address: every task a worker runs (Dask
+# pickles the estimator into each) shares one connection and one copy of the totals.
+_unpickled = {}
+_unpickled_lock = threading.Lock()
+
+
 def _reopen(target, timeout):
-    return PrivacyLedger(target, timeout=timeout)
+    key = (os.getpid(), target)
+    with _unpickled_lock:
+        if key not in _unpickled:
+            _unpickled[key] = PrivacyLedger(target, timeout=timeout)
+        return _unpickled[key]
 
 
 def _reduce_for_workers(ledger):
