@@ -352,7 +352,8 @@ class _Accounts:
 def _encode(new_ids, by_id, new_budget, slots, codes, table, n_total):
     """An event's payload: new users (and their order by id), membership (bitmap or
     sorted slots), codes, costs."""
-    arrays = {"new_ids": new_ids, "by_id": by_id,
+    arrays = {"new_ids": new_ids,
+              "by_id": by_id.astype(np.min_scalar_type(max(by_id.size - 1, 0))),
               "new_budget": np.asarray(new_budget, dtype=np.float64),
               "table": table, "n_total": np.array(n_total)}
     if slots.size * 16 >= n_total:
@@ -635,7 +636,9 @@ class PrivacyLedger:
                 # New users take slots in the order they come: the same rows charged
                 # again then read and write the totals in order, not at random.
                 unknown = np.sort(unknown_by_id)
-                by_id = np.searchsorted(unknown, unknown_by_id)
+                rank = np.empty(values.size, dtype=np.int64)
+                rank[unknown] = np.arange(unknown.size)
+                by_id = rank[unknown_by_id]
                 n_before = self._accounts.n
                 if unknown.size:
                     slots = slots.copy()
