@@ -13,7 +13,6 @@ number ``last + 1`` and becomes visible when its transaction commits, or never.
 
 import os
 import sqlite3
-import threading
 from contextlib import contextmanager
 
 from ..exceptions import LedgerError
@@ -152,7 +151,6 @@ class SQLiteStore(_SQLStore):
         self.timeout = timeout
         self._connection = None
         self._pid = None
-        self._local = threading.local()
         with self.transaction(write=True):
             tables = [row[0] for row in self._execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]
