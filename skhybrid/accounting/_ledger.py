@@ -34,9 +34,9 @@ from ._kernels import epsilon_totals, no_codes, scatter_pair
 from ._remote import RemoteLedger, serve
 from ._stores import open_store
 
-#: Event kinds: ``budget`` sets budgets; the others are rows of the history.
+#: The kinds of event that charge; ``refund`` gives back, ``budget`` sets budgets (and is
+#: not a row of the history).
 CHARGE_KINDS = ("release", "reservation")
-HISTORY_KINDS = (*CHARGE_KINDS, "refund")
 
 # A reader that had to replay more than this many memberships (and more than twice the
 # number of users) writes a checkpoint, so that the next process to open the ledger
@@ -339,14 +339,13 @@ class _Accounts:
         self.any_delta |= "delta" in changed
         self.any_gaussian |= "gaussian" in changed
 
-    def spent(self, slots, budget_delta=None):
-        """The epsilon spent by ``slots``, at their delta budget (or at ``budget_delta``)."""
+    def spent(self, slots):
+        """The epsilon spent by ``slots``, at their delta budget."""
         high = self.high[slots]
         if not self.any_gaussian:
             return high
-        if budget_delta is None:
-            budget_delta = self.budget_delta[slots]
-        return high + gaussian_epsilon(self.gaussian[slots], budget_delta - self.delta[slots])
+        return high + gaussian_epsilon(self.gaussian[slots],
+                                       self.budget_delta[slots] - self.delta[slots])
 
 
 def _encode(new_ids, by_id, new_budget, slots, codes, table, n_total):
@@ -635,12 +634,12 @@ class PrivacyLedger:
                 new_budget = self._budget_of_new_users(store, kind, values, unknown_by_id)
                 # New users take slots in the order they come: the same rows charged
                 # again then read and write the totals in order, not at random.
-                unknown = np.sort(unknown_by_id)
-                rank = np.empty(values.size, dtype=np.int64)
-                rank[unknown] = np.arange(unknown.size)
-                by_id = rank[unknown_by_id]
+                unknown, by_id = np.sort(unknown_by_id), unknown_by_id
                 n_before = self._accounts.n
                 if unknown.size:
+                    rank = np.empty(values.size, dtype=np.int64)
+                    rank[unknown] = np.arange(unknown.size)
+                    by_id = rank[unknown_by_id]
                     slots = slots.copy()
                     slots[unknown] = np.arange(n_before, n_before + unknown.size)
                 self._accounts.stage(unknown.size, new_budget)
