@@ -1,20 +1,31 @@
-"""Benchmark: what a privacy ledger adds to a fit and to a grid search.
+"""Benchmark: what a privacy ledger adds to a fit, per backend, from 1e4 to 1e7 users.
 
-Run by hand: ``python benchmarks/bench_ledger.py [n_users]`` (default 1 million).
+Run by hand::
 
-1. One release of ``n_users`` users: the fit alone (HybridMeanEstimator, 10% tcm,
-   default secure noise) against the same fit charging an in-memory ledger and a file
-   ledger (SQLite, WAL). The ledger starts with every user known (the second and later
-   charges of a real workload), interleaved rounds, minimum of 3.
-2. A 5-fold x 4-candidate GridSearchCV on ``n_users / 10`` users, without a ledger and
-   with a file ledger.
+    python benchmarks/bench_ledger.py [max_users] [--no-postgres]
 
-Prints seconds and ratios measured in the same run.
+(default 1e7). PostgreSQL is a server this script starts itself (PostgreSQL 15's
+``initdb`` and ``pg_ctl``, fsync on, in a temporary directory on a free local port),
+as the test suite does.
+
+1. One release of ``n`` users, ``n`` = 1e4 ... ``max_users``, ids in random order (as
+   real ids arrive): the fit alone (HybridMeanEstimator, 10% tcm, default secure noise)
+   against the same fit charging an in-memory ledger, an SQLite file (WAL, fsync on
+   commit) and PostgreSQL. Every ledger already knows every user (the second and later
+   charges of a real workload); the first charge, which adds the users, is timed too.
+   Interleaved rounds, minimum of 3. Also: the same at 1e6 with string ids.
+2. A 5-fold x 4-candidate GridSearchCV on 1e5 users (21 fits, 21 charges), without a
+   ledger and with each backend, interleaved, minimum of 3.
+3. The storage: bytes per release of 1e6 users (one epsilon; two epsilons).
+
+Prints Markdown tables of seconds and ratios measured in the same run.
 """
 
+import os
 import sys
 import tempfile
 import time
+import uuid
 import warnings
 from pathlib import Path
 
@@ -23,7 +34,10 @@ from sklearn.model_selection import GridSearchCV, KFold
 
 from skhybrid import HybridMeanEstimator
 from skhybrid.accounting import PrivacyLedger
+from skhybrid.accounting.tests import _server
 from skhybrid.exceptions import PrivacyLeakWarning
+
+ROUNDS = 3
 
 
 def _timed(function):
@@ -32,24 +46,34 @@ def _timed(function):
     return time.perf_counter() - start
 
 
-def _users(n_users, seed=0):
+def _users(n_users, seed=0, strings=False):
     rng = np.random.default_rng(seed)
     X = rng.uniform(0, 100, size=(n_users, 1))
     trust_group = np.where(rng.random(n_users) < 0.1, "tcm", "lm")
-    return X, trust_group, np.arange(n_users)
+    ids = rng.permutation(n_users) * 7 + 1_000_003
+    if strings:
+        ids = np.char.add("user-", ids.astype(str))
+    return X, trust_group, ids
 
 
-def one_release(n_users, rounds=3):
-    X, trust_group, ids = _users(n_users)
+def _targets(postgres_url):
     directory = Path(tempfile.mkdtemp())
-    ledgers = {
-        "in memory": PrivacyLedger(default_budget=np.inf),
-        "SQLite file": PrivacyLedger(directory / "ledger.sqlite", default_budget=np.inf),
-    }
-    for ledger in ledgers.values():
-        ledger.charge(ids, 1e-3)  # every user known, as after the first release
+    targets = {"memory": lambda: None,
+               "SQLite": lambda: str(directory / f"{uuid.uuid4().hex}.sqlite")}
+    if postgres_url:
+        targets["PostgreSQL"] = lambda: _server.new_database(
+            postgres_url, f"bench_{uuid.uuid4().hex[:12]}")
+    return targets
+
+
+def one_release(n_users, targets, strings=False):
+    X, trust_group, ids = _users(n_users, strings=strings)
+    ledgers, first = {}, {}
+    for name, make in targets.items():
+        ledgers[name] = PrivacyLedger(make(), default_budget=np.inf)
+        first[name] = _timed(lambda: ledgers[name].charge(ids, 1e-3))
     times = {"fit alone": [], **{name: [] for name in ledgers}}
-    for _ in range(rounds):
+    for _ in range(ROUNDS):
         times["fit alone"].append(_timed(lambda: HybridMeanEstimator(bounds=(0, 100)).fit(
             X, trust_group=trust_group)))
         for name, ledger in ledgers.items():
@@ -57,13 +81,15 @@ def one_release(n_users, rounds=3):
             times[name].append(_timed(lambda: estimator.fit(
                 X, trust_group=trust_group, user_id=ids)))
     best = {name: min(values) for name, values in times.items()}
-    print(f"one release of {n_users:,} users (minimum of {rounds} interleaved rounds)")
-    for name, seconds in best.items():
-        ratio = seconds / best["fit alone"]
-        print(f"  {name:<24} {seconds:8.3f} s   {ratio:6.1f}x the fit alone")
+    fit = best["fit alone"]
+    kind = "string" if strings else "integer"
+    row = [f"{n_users:.0e} ({kind} ids)", f"{fit:.4f} s"]
+    for name in ledgers:
+        row.append(f"{best[name]:.4f} s ({best[name] / fit:.2f}x); first {first[name]:.3f} s")
+    print("| " + " | ".join(row) + " |", flush=True)
 
 
-def grid_search(n_users):
+def grid_search(n_users, targets):
     X, trust_group, ids = _users(n_users, seed=1)
     grid = {"epsilon": [0.25, 0.5], "strategy": ["kvh", "pwh"]}
     cv = KFold(5, shuffle=True, random_state=0)
@@ -77,19 +103,67 @@ def grid_search(n_users):
             warnings.simplefilter("ignore", PrivacyLeakWarning)
             GridSearchCV(estimator, grid, cv=cv, error_score="raise").fit(X, **fit)
 
+    ledgers = {name: PrivacyLedger(make(), default_budget=np.inf)
+               for name, make in targets.items()}
+    times = {"no ledger": [], **{name: [] for name in ledgers}}
+    for _ in range(ROUNDS):
+        times["no ledger"].append(_timed(lambda: search(None)))
+        for name, ledger in ledgers.items():
+            times[name].append(_timed(lambda: search(ledger)))
+    best = {name: min(values) for name, values in times.items()}
+    row = [f"{n_users:.0e}", f"{best['no ledger']:.3f} s"]
+    for name in ledgers:
+        row.append(f"{best[name]:.3f} s ({best[name] / best['no ledger']:.2f}x)")
+    print("| " + " | ".join(row) + " |", flush=True)
+
+
+def storage(n_users):
     path = Path(tempfile.mkdtemp()) / "ledger.sqlite"
-    without = _timed(lambda: search(None))
-    with_ledger = _timed(lambda: search(PrivacyLedger(path, default_budget=np.inf)))
-    print(f"5-fold x 4-candidate grid search on {n_users:,} users (21 fits)")
-    print(f"  {'without a ledger':<24} {without:8.3f} s")
-    print(f"  {'with a file ledger':<24} {with_ledger:8.3f} s   "
-          f"{with_ledger / without:6.1f}x without")
+    ledger = PrivacyLedger(path, default_budget=np.inf)
+    ids = np.random.default_rng(0).permutation(n_users)
+    ledger.charge(ids, 1.0)
+    ledger.charge(ids, 0.5)
+    ledger.charge(ids, np.where(ids % 2 == 0, 0.5, 1.0))
+    ledger.charge(ids[: n_users // 100], 0.5)
+    import sqlite3
+
+    connection = sqlite3.connect(path)
+    sizes = [row[0] for row in connection.execute(
+        "SELECT length(payload) FROM events ORDER BY seq")]
+    connection.close()
+    print(f"storage at {n_users:.0e} users: first charge (adds the ids) {sizes[0]:,} B; "
+          f"a release of all, one epsilon {sizes[1]:,} B; two epsilons {sizes[2]:,} B; "
+          f"1% of the users {sizes[3]:,} B")
 
 
-def main(n_users=1_000_000):
-    one_release(n_users)
-    grid_search(n_users // 10)
+def main(max_users=10_000_000, postgres=True):
+    print(f"load average before: {os.getloadavg()}; cores: {os.cpu_count()}")
+    handle = None
+    postgres_url = None
+    if postgres:
+        postgres_url, handle = _server.start(fsync=True)
+    try:
+        targets = _targets(postgres_url)
+        names = list(targets)
+        print("\n| users | fit alone | " + " | ".join(names) + " |")
+        print("|" + " --- |" * (2 + len(names)))
+        n = 10_000
+        while n <= max_users:
+            one_release(n, targets)
+            n *= 10
+        one_release(1_000_000, targets, strings=True)
+        print("\n| grid search users | no ledger | " + " | ".join(names) + " |")
+        print("|" + " --- |" * (2 + len(names)))
+        grid_search(100_000, targets)
+        print()
+        storage(1_000_000)
+    finally:
+        if handle is not None:
+            _server.stop(handle)
+    print(f"load average after: {os.getloadavg()}")
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000)
+    arguments = [a for a in sys.argv[1:] if not a.startswith("--")]
+    main(int(float(arguments[0])) if arguments else 10_000_000,
+         postgres="--no-postgres" not in sys.argv)

@@ -577,7 +577,9 @@ def _estimate(args):
     except (BudgetExceededError, LedgerError, KeyError) as error:
         message = error.args[0] if isinstance(error, KeyError) else str(error)
         raise _CommandError(
-            f"--ledger {args.ledger}: refused: {_in_user_words(message)}") from None
+            f"--ledger {args.ledger}: refused: "
+            f"{_in_user_words(_in_ledger_words(message, args.ledger))}"
+        ) from None
     except (ValueError, TypeError) as error:  # the estimator's own checks of the metadata
         message = _in_user_words(str(error), estimator=estimator, name=args.estimator,
                                  table=table)
@@ -635,11 +637,63 @@ def _line_list(lines, shown=10):
     return text if len(lines) <= shown else f"{text}, ... ({len(lines):,} in all)"
 
 
-def _ledger_and_ids(args, table):
-    """The ledger of ``--ledger`` and the ids of ``--user-id`` (both or neither)."""
+def _user_ids(values):
+    """Ids read from text: integers when every id is one (as pandas would read them)."""
+    values = [value.strip() for value in values]
+    if all(re.fullmatch(r"[+-]?\d+", value) for value in values):
+        return [int(value) for value in values]
+    return values
+
+
+def _in_ledger_words(message, ledger):
+    """A ledger message in the command line's terms (its options, not Python names)."""
+    return message.replace(
+        "call set_budget for them or give the ledger a default_budget",
+        f"set their budget with 'skhybrid ledger {ledger} set-budget' or pass "
+        "--default-budget EPS",
+    ).replace("set_budget", "set-budget")
+
+
+# Ledger files this run created: removed if the run is refused (it leaves nothing behind).
+_CREATED_LEDGERS = []
+
+
+def _open_ledger(target, *, create=False, default_budget=None):
+    """The ledger at ``target`` (a file or a postgresql:// URL), as the command line opens it.
+
+    Reading commands never create a file; a command that creates one records it, so
+    that a refused run removes it again.
+    """
     from .accounting import PrivacyLedger
     from .exceptions import LedgerError
 
+    is_file = not target.startswith(("postgresql://", "postgres://"))
+    new = is_file and not os.path.exists(target)
+    if new and not create:
+        raise _CommandError(f"no ledger at {target}")
+    try:
+        ledger = PrivacyLedger(target, default_budget=default_budget)
+    except (LedgerError, ValueError, ImportError) as error:
+        _remove_new_file(target) if new else None
+        raise _CommandError(f"{target}: {error}") from None
+    if new:
+        _CREATED_LEDGERS.append(target)
+    return ledger
+
+
+def _remove_new_file(path):
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+
+
+def _remove_created_ledgers():
+    while _CREATED_LEDGERS:
+        _remove_new_file(_CREATED_LEDGERS.pop())
+
+
+def _ledger_and_ids(args, table):
+    """The ledger of ``--ledger`` and the ids of ``--user-id`` (both or neither)."""
     if args.ledger is None:
         if args.user_id is not None or args.default_budget is not None:
             given = "--user-id" if args.user_id is not None else "--default-budget"
@@ -650,26 +704,26 @@ def _ledger_and_ids(args, table):
             "--ledger needs --user-id COL: the column of user ids the ledger charges "
             "(row positions are not identities)"
         )
-    ids = table.column(args.user_id, "--user-id")
-    # Ids that are all integers are read as integers (as pandas would), else as text.
-    if all(re.fullmatch(r"[+-]?\d+", value.strip()) for value in ids):
-        ids = [int(value) for value in ids]
+    ids = _user_ids(table.column(args.user_id, "--user-id"))
     try:
-        ledger = PrivacyLedger(args.ledger, default_budget=args.default_budget)
-    except (LedgerError, ValueError) as error:
-        raise _CommandError(f"--ledger {args.ledger}: {error}") from None
+        ledger = _open_ledger(args.ledger, create=True, default_budget=args.default_budget)
+    except _CommandError as error:
+        raise _CommandError(f"--ledger {error}") from None
     return ledger, np.array(ids, dtype=object)
 
 
 def _ledger(args):
-    """``skhybrid ledger FILE``: a summary of a ledger file."""
-    from .accounting import PrivacyLedger
+    """``skhybrid ledger FILE [ACTION]``: summary, set-budget, user or export."""
+    handler = {None: _ledger_summary, "set-budget": _ledger_set_budget,
+               "user": _ledger_user, "export": _ledger_export}[args.action]
+    return handler(args)
+
+
+def _ledger_summary(args):
     from .exceptions import LedgerError
 
-    if not os.path.exists(args.file):
-        raise _CommandError(f"no ledger at {args.file}")
     try:
-        summary = PrivacyLedger(args.file).summary(n_releases=args.releases)
+        summary = _open_ledger(args.file).summary(n_releases=args.releases)
     except LedgerError as error:
         raise _CommandError(str(error)) from None
     if args.json:
@@ -685,13 +739,139 @@ def _ledger(args):
         (("min", 0.0), ("median", 0.5), ("90%", 0.9), ("max", 1.0))))
     print(f"releases:      {summary['n_releases']:,}")
     for release in summary["last_releases"]:
-        levels = ", ".join(
-            f"{level['n_users']:,} at epsilon {level['epsilon']:g}"
-            + (f" delta {level['delta']:g}" if level["delta"] else "")
-            + (f" noise multiplier {level['noise_multiplier']:.4g}"
-               if level["noise_multiplier"] else "")
-            for level in release["levels"]) or "nobody charged"
-        print(f"  {release['time']}  {release['estimator']} ({release['mechanism']}): {levels}")
+        print(f"  {release['time']}  {_release_line(release)}")
+    return 0
+
+
+def _release_line(release):
+    levels = ", ".join(
+        f"{level['n_users']:,} at epsilon {level['epsilon']:g}"
+        + (f" delta {level['delta']:g}" if level["delta"] else "")
+        + (f" noise multiplier {level['noise_multiplier']:.4g}"
+           if level.get("noise_multiplier") else "")
+        for level in release["levels"]) or "nobody charged"
+    note = f" [{release['kind']}: {release['description']}]" if release["description"] else (
+        f" [{release['kind']}]" if release["kind"] != "release" else "")
+    return f"{release['estimator']} ({release['mechanism']}){note}: {levels}"
+
+
+def _budget_number(text, option, *, is_delta=False, line=None):
+    where = f" (line {line})" if line is not None else ""
+    try:
+        value = float(text)
+    except ValueError:
+        raise _CommandError(f"{option} must be a number; got {text!r}{where}") from None
+    if not value >= 0 or (is_delta and not value < 1):
+        accepted = "in [0, 1)" if is_delta else ">= 0 (inf for no limit)"
+        raise _CommandError(f"{option} must be {accepted}; got {text!r}{where}")
+    return value
+
+
+def _ledger_set_budget(args):
+    """Budgets for one user (--user) or for every row of a CSV file (--csv)."""
+    if (args.user is None) == (args.csv is None):
+        raise _CommandError("give either --user ID (with --epsilon) or --csv FILE.csv "
+                            "(with --epsilon COL)")
+    if args.user is not None:
+        ids = _user_ids(args.user)
+        epsilon = [_budget_number(args.epsilon, "--epsilon")] * len(ids)
+        delta = [_budget_number(args.delta or "0", "--delta", is_delta=True)] * len(ids)
+    else:
+        table = _read_csv(args.csv, args.sep)
+        ids = _user_ids(table.column(args.id_column, "--id-column"))
+        lines = table.lines
+        epsilon = [_budget_number(text, f"--epsilon column {args.epsilon!r}", line=line)
+                   for text, line in zip(table.column(args.epsilon, "--epsilon"), lines)]
+        delta = ([0.0] * len(ids) if args.delta is None else
+                 [_budget_number(text, f"--delta column {args.delta!r}", is_delta=True, line=line)
+                  for text, line in zip(table.column(args.delta, "--delta"), lines)])
+    ledger = _open_ledger(args.file, create=True)
+    try:
+        ledger.set_budget(np.array(ids, dtype=object), epsilon, delta)
+    except (ValueError, TypeError) as error:
+        raise _CommandError(f"{args.file}: {_in_ledger_words(str(error), args.file)}") from None
+    print(f"budgets set for {len(ids):,} users in {args.file}")
+    return 0
+
+
+def _looked_up(ledger, texts, read):
+    """``read(ledger, ids)`` for ids given as text: integers, or strings if the ledger's are."""
+    ids = _user_ids(texts)
+    try:
+        return ids, read(ledger, np.array(ids, dtype=object))
+    except TypeError as error:
+        if "ledger's user ids are strings" not in str(error):
+            raise _CommandError(str(error)) from None
+        ids = [text.strip() for text in texts]
+        return ids, read(ledger, np.array(ids, dtype=object))
+
+
+def _ledger_user(args):
+    """Each user's budget, spend, remaining budget and audit trail."""
+    ledger = _open_ledger(args.file)
+
+    def read(ledger, ids):
+        spent, spent_delta = ledger.spent(ids, with_delta=True)
+        try:
+            remaining, remaining_delta = ledger.remaining(ids, with_delta=True)
+        except KeyError:  # users unknown to a ledger without a default budget
+            remaining = remaining_delta = np.full(len(ids), np.nan)
+        return spent, spent_delta, remaining, remaining_delta, ledger.history(user_id=ids)
+
+    ids, (spent, spent_delta, remaining, remaining_delta, trail) = _looked_up(
+        ledger, args.ids, read)
+    users = []
+    for i, user in enumerate(ids):
+        users.append({
+            "user_id": user, "spent_epsilon": float(spent[i]),
+            "spent_delta": float(spent_delta[i]),
+            "remaining_epsilon": None if np.isnan(remaining[i]) else float(remaining[i]),
+            "remaining_delta": None if np.isnan(remaining[i]) else float(remaining_delta[i]),
+            "releases": [row for row in trail if row["user_id"] == user],
+        })
+    if args.json:
+        print(json.dumps(users))
+        return 0
+    for user in users:
+        left = ("no budget (unknown to a ledger without a default budget)"
+                if user["remaining_epsilon"] is None else
+                f"{user['remaining_epsilon']:.6g} (delta {user['remaining_delta']:.3g})")
+        print(f"user {user['user_id']}: spent epsilon {user['spent_epsilon']:.6g} "
+              f"(delta {user['spent_delta']:.3g}); remaining {left}; "
+              f"{len(user['releases'])} releases")
+        for row in user["releases"]:
+            print(f"  {row['time']}  {row['estimator']} ({row['mechanism']}, {row['kind']}"
+                  + (f": {row['description']}" if row["description"] else "")
+                  + f"): epsilon {row['epsilon']:g}"
+                  + (f" delta {row['delta']:g}" if row["delta"] else "")
+                  + (f" noise multiplier {row['noise_multiplier']:.4g}"
+                     if row["noise_multiplier"] else ""))
+    return 0
+
+
+def _ledger_export(args):
+    """The users' budgets and spends, the releases, or some users' audit trails, as CSV."""
+    ledger = _open_ledger(args.file)
+    if args.user:
+        _, rows = _looked_up(ledger, args.user, lambda ledger, ids: ledger.history(user_id=ids))
+        columns = None
+    elif args.releases:
+        rows, columns = ledger.history(), None
+    else:
+        users = ledger.users()
+        columns = list(users)
+        rows = [dict(zip(columns, values)) for values in zip(
+            *(array.tolist() for array in users.values()))]
+    if columns is None:
+        columns = list(rows[0]) if rows else ["seq", "kind", "time", "estimator"]
+    with open(args.output, "w", newline="", encoding="utf-8") as stream:
+        writer = csv.DictWriter(stream, fieldnames=columns)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({key: json.dumps(value, sort_keys=True)
+                             if isinstance(value, (dict, list)) else value
+                             for key, value in row.items()})
+    print(f"wrote {len(rows):,} rows to {args.output}")
     return 0
 
 
@@ -771,6 +951,7 @@ examples:
   skhybrid estimate salaries.csv --value salary --trust group --epsilon 1 \\
       --bounds 0 2349033 --ledger budget.sqlite --user-id id --default-budget 3
   skhybrid ledger budget.sqlite
+  skhybrid ledger budget.sqlite user 17
   skhybrid reproduce --list
   skhybrid reproduce avent-figure2 --quick --output figures"""
 
@@ -793,6 +974,69 @@ def _seed(text):
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be a non-negative integer; got {text!r}")
     return value
+
+
+def _add_ledger_parser(commands, formatter):
+    ledger = commands.add_parser(
+        "ledger", formatter_class=formatter,
+        help="look at and manage a privacy ledger: summary, budgets, users, export",
+        description=(
+            "A privacy ledger written by 'skhybrid estimate --ledger' or\n"
+            "skhybrid.accounting.PrivacyLedger: an SQLite FILE, or a postgresql:// URL.\n"
+            "Without an ACTION: users, epsilon spent (quantiles), users with an exhausted\n"
+            "budget, and the latest releases. Reading actions never create a file."
+        ),
+        epilog=(
+            "examples:\n"
+            "  skhybrid ledger budget.sqlite\n"
+            "  skhybrid ledger budget.sqlite set-budget --user 17 --epsilon 3\n"
+            "  skhybrid ledger budget.sqlite set-budget --csv budgets.csv --id-column id \\\n"
+            "      --epsilon budget\n"
+            "  skhybrid ledger budget.sqlite user 17 42\n"
+            "  skhybrid ledger budget.sqlite export users.csv\n"
+            "  skhybrid ledger budget.sqlite export trail.csv --user 17"
+        ),
+    )
+    ledger.add_argument("file", metavar="FILE", help="the ledger file (or a postgresql:// URL)")
+    ledger.add_argument("--releases", type=_seed, default=5, metavar="N",
+                        help="how many of the latest releases to list (default: 5)")
+    ledger.add_argument("--json", action="store_true", help="print JSON")
+    actions = ledger.add_subparsers(title="actions", dest="action", metavar="ACTION")
+    budget = actions.add_parser(
+        "set-budget", formatter_class=formatter,
+        help="set the budget of one or more users, or of every row of a CSV file",
+        description="Set users' budgets (what they already spent is kept). Creates the "
+                    "ledger file if absent.")
+    budget.add_argument("--user", nargs="+", metavar="ID", help="the users' ids")
+    budget.add_argument("--csv", metavar="FILE.csv", help="a CSV file of ids and budgets")
+    budget.add_argument("--id-column", default="id", metavar="COL",
+                        help="with --csv: the column of user ids (default: id)")
+    budget.add_argument("--epsilon", required=True, metavar="EPS|COL",
+                        help="the epsilon budget (>= 0, inf for no limit); with --csv, the "
+                             "column that holds it")
+    budget.add_argument("--delta", default=None, metavar="DELTA|COL",
+                        help="the delta budget in [0, 1) (default: 0); with --csv, a column")
+    budget.add_argument("--sep", default=None, metavar="SEP",
+                        help="with --csv: the delimiter (default: sniffed)")
+    user = actions.add_parser(
+        "user", formatter_class=formatter,
+        help="users' spend, remaining budget and audit trail",
+        description="For each user: epsilon and delta spent and remaining, and every\n"
+                    "release they took part in (time, estimator, mechanism, cost).")
+    user.add_argument("ids", nargs="+", metavar="ID", help="user ids")
+    user.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                      help="print JSON")
+    export = actions.add_parser(
+        "export", formatter_class=formatter,
+        help="write the users (or the releases, or some users' audit trails) as CSV",
+        description="Write a CSV file: by default every user's budget and spends; with\n"
+                    "--releases the history of releases; with --user the audit trail of\n"
+                    "those users (one row per user and release).")
+    export.add_argument("output", metavar="OUT.csv", help="the CSV file to write")
+    export.add_argument("--releases", action="store_true", help="export the releases")
+    export.add_argument("--user", nargs="+", metavar="ID",
+                        help="export these users' audit trails")
+    ledger.set_defaults(handler=_ledger)
 
 
 def _build_parser():
@@ -900,20 +1144,7 @@ def _build_parser():
                           help="epsilon budget of users new to the ledger (stored in it)")
     estimate.set_defaults(handler=_estimate)
 
-    ledger = commands.add_parser(
-        "ledger", formatter_class=formatter,
-        help="summarise a privacy ledger file",
-        description=(
-            "Summarise a privacy ledger written by 'skhybrid estimate --ledger' or\n"
-            "skhybrid.accounting.PrivacyLedger: users, epsilon spent (quantiles), users\n"
-            "with an exhausted budget, and the latest releases."
-        ),
-    )
-    ledger.add_argument("file", metavar="FILE", help="the ledger file")
-    ledger.add_argument("--releases", type=_seed, default=5, metavar="N",
-                        help="how many of the latest releases to list (default: 5)")
-    ledger.add_argument("--json", action="store_true", help="print one JSON object")
-    ledger.set_defaults(handler=_ledger)
+    _add_ledger_parser(commands, formatter)
 
     reproduce = commands.add_parser(
         "reproduce", formatter_class=formatter,
@@ -956,9 +1187,11 @@ def main(argv=None):
     """
     parser = _build_parser()
     args = parser.parse_args(argv)
+    _CREATED_LEDGERS.clear()
     try:
         return args.handler(args)
     except _CommandError as error:
+        _remove_created_ledgers()
         print(f"skhybrid {args.command}: error: {error}", file=sys.stderr)
         return 2
     except BrokenPipeError:

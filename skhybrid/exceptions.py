@@ -66,6 +66,11 @@ class BudgetExceededError(RuntimeError):
         self.spent = spent
         self.would_spend = would_spend
 
+    def __reduce__(self):
+        # The attributes are keyword-only: pickle them as state, so that the error
+        # crosses processes (joblib sends a worker's error to the parent).
+        return _rebuilt_error, (type(self), self.args, self.__dict__)
+
     @classmethod
     def for_users(cls, ids, over, *, n_users, budget, spent, would_spend, budget_delta,
                   would_spend_delta):
@@ -88,6 +93,13 @@ class BudgetExceededError(RuntimeError):
             n_users=n_over, user_id=ids[worst], budget=float(budget[worst]),
             spent=float(spent[worst]), would_spend=float(would_spend[worst]),
         )
+
+
+def _rebuilt_error(cls, args, state):
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 class LedgerError(RuntimeError):

@@ -57,23 +57,30 @@ class ReleaseCost:
 
     Attributes
     ----------
-    epsilon : ndarray of shape (n_users,)
+    epsilon : float or ndarray of shape (n_users,)
         Pure epsilon (or the epsilon of an (epsilon, delta) guarantee); 0 = not charged.
+        A float charges every user the same.
     delta : ndarray of shape (n_users,) or float
     noise_multiplier : ndarray of shape (n_users,) or None
         For Gaussian releases; ``inf`` = not charged.
     mechanism : str
     """
 
-    epsilon: np.ndarray
+    epsilon: object
     delta: object = 0.0
     noise_multiplier: object = None
     mechanism: str = "laplace"
 
 
 def _levels(epsilon, n_users):
-    """Per-user levels with public users (inf) at 0: they are not charged."""
-    epsilon = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), (n_users,))
+    """Per-user levels with public users (inf) at 0: they are not charged.
+
+    One level for everyone stays a scalar: the ledger then charges it without a
+    per-user array.
+    """
+    if np.ndim(epsilon) == 0:
+        return 0.0 if np.isinf(epsilon) else float(epsilon)
+    epsilon = np.asarray(epsilon, dtype=np.float64)
     return np.where(np.isinf(epsilon), 0.0, epsilon)
 
 
@@ -82,8 +89,11 @@ def _hybrid_mean_cost(estimator, is_tcm, epsilon, **_):
     n_lm = is_tcm.size - n_tcm
     uses_tcm = not (estimator.strategy == "lm_only" and n_lm)
     uses_lm = not (estimator.strategy == "tcm_only" and n_tcm) and not estimator.local_reports
-    charged = np.where(is_tcm, uses_tcm, uses_lm)
     levels = _levels(epsilon, is_tcm.size)
+    if uses_tcm and uses_lm and estimator.mechanism != "gaussian":
+        return ReleaseCost(levels)  # everyone at their level: no per-user mask
+    charged = np.where(is_tcm, uses_tcm, uses_lm)
+    levels = np.broadcast_to(levels, (is_tcm.size,))
     if estimator.mechanism == "gaussian":
         multiplier = np.full(is_tcm.size, np.inf)
         distinct, inverse = np.unique(levels[charged], return_inverse=True)

@@ -1,42 +1,49 @@
-"""A per-user privacy ledger: budgets, atomic charges and the history of releases.
+"""A per-user privacy ledger: budgets, atomic charges, refunds and a per-user audit trail.
 
-The ledger is an SQLite database (the standard library's ``sqlite3``): in memory by
-default, or a file that survives the process and is shared by processes (WAL mode,
-``BEGIN IMMEDIATE`` transactions). One charge is one transaction: every user's new
-totals are checked against their budget and written, with the release's history row,
-or nothing is. How the totals compose is in :mod:`._composition`.
+The record is an append-only log of events (budgets set, releases charged, refunds) in a
+store (:mod:`._stores`: memory, an SQLite file, or PostgreSQL). Each event is one row:
+what was released, the distinct costs, and its users' membership as one compressed blob
+(a bitmap over the users, or their sorted positions when few take part), so a release of
+a million users adds about a hundred kilobytes, not a million rows.
+
+Each process keeps every user's totals in numpy arrays, indexed by a position ("slot")
+given to each user once, when they first appear; a charge maps its ids to slots once (an
+id array already seen is recognised, not looked up again) and updates the totals with
+vectorized arithmetic. Before a charge the process replays the events other processes
+committed since it last looked, inside the store's write lock; the new event is appended
+in the same transaction, so every user's new total is checked against their budget and
+the release is recorded, or nothing is. How the totals compose is in
+:mod:`._composition`.
 """
 
 import datetime
 import json
 import math
 import os
-import sqlite3
 import threading
+import zlib
+from collections import OrderedDict
 from collections.abc import Mapping
-from contextlib import contextmanager
 from numbers import Integral, Real
 
 import numpy as np
 
-from ..exceptions import BudgetExceededError, LedgerError
+from ..exceptions import BudgetExceededError
 from ._composition import gaussian_epsilon
+from ._kernels import epsilon_totals, no_codes, scatter_pair
+from ._remote import RemoteLedger, serve
+from ._stores import open_store
 
-_FORMAT = "skhybrid-privacy-ledger-1"
+#: The kinds of event that charge; ``refund`` gives back, ``budget`` sets budgets (and is
+#: not a row of the history).
+CHARGE_KINDS = ("release", "reservation")
 
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS accounts ("
-    " user_id PRIMARY KEY,"
-    " budget_epsilon REAL NOT NULL, budget_delta REAL NOT NULL,"
-    " epsilon_high REAL NOT NULL DEFAULT 0.0, epsilon_low REAL NOT NULL DEFAULT 0.0,"
-    " delta REAL NOT NULL DEFAULT 0.0, gaussian REAL NOT NULL DEFAULT 0.0"
-    ") WITHOUT ROWID",
-    "CREATE TABLE IF NOT EXISTS releases ("
-    " id INTEGER PRIMARY KEY, time TEXT NOT NULL, estimator TEXT NOT NULL,"
-    " params TEXT NOT NULL, mechanism TEXT NOT NULL, n_users INTEGER NOT NULL,"
-    " levels TEXT NOT NULL)",
-)
+# A reader that had to replay more than this many memberships (and more than twice the
+# number of users) writes a checkpoint, so that the next process to open the ledger
+# does not replay them again.
+_CHECKPOINT_AFTER = 100_000
+# Id arrays remembered with their slots (the ids of folds, searches and repeated fits).
+_CACHE_IDS = 50_000_000
 
 
 def id_array(user_ids):
@@ -51,7 +58,7 @@ def id_array(user_ids):
 
 
 def _check_ids(user_ids):
-    """User ids as a list of Python ints or strs, their kind, and a sortable array."""
+    """User ids as a contiguous int64 or unicode array, and their kind ("int" or "str")."""
     if user_ids is None:
         raise ValueError("user_ids must be an array-like of user ids; got None")
     if isinstance(user_ids, (str, bytes)) or np.ndim(user_ids) == 0:
@@ -62,28 +69,29 @@ def _check_ids(user_ids):
     if values.dtype.kind in "iu":
         if values.dtype.kind == "u" and values.size and int(values.max()) > 2**63 - 1:
             raise ValueError("integer user ids must fit in 64 signed bits")
-        return values.tolist(), "int", values.astype(np.int64)
+        return np.ascontiguousarray(values, dtype=np.int64), "int"
     if values.dtype.kind == "U":
-        return values.tolist(), "str", values
+        return np.ascontiguousarray(values), "str"
     if values.dtype.kind == "O":
         listed = values.tolist()
         kinds = {type(value) for value in listed}
-        if kinds <= {str}:
-            return listed, "str", values.astype(str)
-        if all(isinstance(value, Integral) and not isinstance(value, bool) for value in listed):
-            listed = [int(v) for v in listed]
-            return listed, "int", np.array(listed, dtype=np.int64)
+        if kinds <= {str} and listed:
+            return np.array(listed, dtype=str), "str"
+        if listed and all(isinstance(v, Integral) and not isinstance(v, bool) for v in listed):
+            try:
+                return np.array([int(v) for v in listed], dtype=np.int64), "int"
+            except OverflowError:
+                raise ValueError("integer user ids must fit in 64 signed bits") from None
         _refuse_missing(listed)
         names = sorted({type(value).__name__ for value in listed})
-        raise TypeError(
-            "user ids must be all integers or all strings; got a mix of "
-            + ", ".join(names)
-        )
+        if names:
+            raise TypeError("user ids must be all integers or all strings; got a mix of "
+                            + ", ".join(names))
     if values.dtype.kind == "f":
         _refuse_missing(values.tolist())
     raise TypeError(
         f"user ids must be integers or strings; got {values.dtype.name} values "
-        f"(for example {values.flat[0].item()!r})" if values.size else
+        f"(for example {values.flat[0]!r})" if values.size else
         f"user ids must be integers or strings; got an empty {values.dtype.name} array"
     )
 
@@ -100,20 +108,15 @@ def _refuse_missing(listed):
             )
 
 
-def _first_duplicate(sortable):
-    ordered = np.sort(sortable, kind="stable")
-    same = np.flatnonzero(ordered[1:] == ordered[:-1])
-    return None if same.size == 0 else ordered[same[0]].item()
-
-
 def _check_amount(name, value, n):
     array = np.asarray(value, dtype=np.float64)
     if array.ndim > 1 or (array.ndim == 1 and array.shape[0] != n):
         raise ValueError(f"{name} must be a scalar or one value per user ({n}); "
                          f"got shape {array.shape}")
-    if np.isnan(array).any() or (array < 0).any():
-        raise ValueError(f"{name} must be >= 0 for every user")
-    return np.broadcast_to(array, (n,)).astype(np.float64)
+    if not (array >= 0).all():  # also refuses NaN
+        bad = array[~(array >= 0)].flat[0]
+        raise ValueError(f"{name} must be >= 0 for every user; got {bad}")
+    return np.broadcast_to(array, (n,))
 
 
 def _check_budget(budget):
@@ -136,8 +139,299 @@ def _check_budget(budget):
     return epsilon, delta
 
 
+def _positive(column):
+    """``column > 0``, as one bool when the column is one value broadcast to every user."""
+    return column[0] > 0 if column.strides[0] == 0 and column.size else column > 0
+
+
+def _distinct_rows(columns):
+    """The distinct rows of per-user ``columns``: (table, each user's row or None, counts).
+
+    Constant columns (the common case: one epsilon for everyone) cost one comparison;
+    the codes are None when there is a single row.
+    """
+    n = columns[0].shape[0]
+    if n == 0:
+        return np.zeros((0, len(columns))), None, np.zeros(0, dtype=np.int64)
+    varying = [column for column in columns
+               if column.strides[0] != 0 and not (column == column[0]).all()]
+    if not varying:
+        return np.array([[column[0] for column in columns]]), None, np.array([n])
+    # One integer key per distinct row (a row-wise unique sorts far more slowly).
+    key = np.zeros(n, dtype=np.int64)
+    for column in varying:
+        values, inverse = np.unique(column, return_inverse=True)
+        key = key * values.size + inverse.ravel()
+    _, first, inverse, counts = np.unique(key, return_index=True, return_inverse=True,
+                                          return_counts=True)
+    table = np.column_stack([column[first] for column in columns])
+    return table, inverse.ravel().astype(np.min_scalar_type(first.size - 1)), counts
+
+
+class _Index:
+    """User ids to slots: the ids sorted once, new ids merged in as they arrive.
+
+    Lookups of a new array sort it (one ``argsort``) and search the sorted ids; arrays
+    looked up before (the same ids charged again, the folds of a search) are recognised
+    by a checksum and compared in full, then their slots are reused.
+    """
+
+    def __init__(self):
+        self.kind = None
+        self.ids = None  # in slot order
+        self._sorted = None
+        self._sorted_slots = np.zeros(0, dtype=np.int64)
+        self._cache = OrderedDict()
+        self._cached = 0
+
+    def __len__(self):
+        return self._sorted_slots.size
+
+    def check_kind(self, kind):
+        if self.kind is not None and kind != self.kind:
+            raise TypeError(
+                f"this ledger's user ids are {'integers' if self.kind == 'int' else 'strings'};"
+                f" got {'integers' if kind == 'int' else 'strings'}"
+            )
+
+    @staticmethod
+    def _key(values):
+        # A checksum of a sample of the ids: it only picks the candidate array, which is
+        # then compared in full, so a collision costs a lookup, never a wrong slot.
+        step = max(1, values.size // 4096)
+        return values.dtype.str, values.size, zlib.crc32(np.ascontiguousarray(values[::step]))
+
+    def positions(self, values):
+        """Each id's slot (-1 if unknown), the first duplicated id (or None), and the
+        positions in ``values`` of the unknown ids, sorted by id."""
+        found = self._cache.get(self._key(values))
+        if found is not None and _same(found[0], values):
+            self._cache.move_to_end(self._key(values))
+            return found[1], found[2], np.zeros(0, dtype=np.intp)
+        order = np.argsort(values)
+        ordered = values[order]
+        same = np.flatnonzero(ordered[1:] == ordered[:-1])
+        duplicate = ordered[same[0]].item() if same.size else None
+        slots = np.full(values.size, -1, dtype=np.int64)
+        if len(self) and values.size:
+            where = np.minimum(np.searchsorted(self._sorted, ordered), len(self) - 1)
+            hit = self._sorted[where] == ordered
+            slots[order[hit]] = self._sorted_slots[where[hit]]
+            return slots, duplicate, order[~hit]
+        return slots, duplicate, order
+
+    def remember(self, values, slots, duplicate):
+        """Keep ``values`` (all known) and their slots for the next lookup of the same ids."""
+        if values.size > _CACHE_IDS:
+            return
+        key = self._key(values)
+        if key not in self._cache:
+            slots = slots.copy()
+            slots.flags.writeable = False
+            self._cache[key] = (values.copy(), slots, duplicate)
+            self._cached += values.size
+        while self._cached > _CACHE_IDS:
+            _, (dropped, _, _) = self._cache.popitem(last=False)
+            self._cached -= dropped.size
+
+    def add(self, new_ids, by_id=None):
+        """Give ``new_ids`` (distinct, unknown) the next slots, in their order.
+
+        ``by_id`` sorts them (``new_ids[by_id]`` is increasing): charges know it from
+        their lookup and store it; without it (a checkpoint's ids) they are sorted here.
+        """
+        if new_ids.size == 0:
+            return
+        slots = np.arange(len(self), len(self) + new_ids.size, dtype=np.int64)
+        if self.ids is None:
+            self.kind = "int" if new_ids.dtype.kind == "i" else "str"
+            self.ids, self._sorted = new_ids.copy(), new_ids[:0]
+        else:
+            self.ids = np.concatenate([self.ids, new_ids])
+        by_id = np.argsort(new_ids) if by_id is None else by_id
+        new_ids, slots = new_ids[by_id], slots[by_id]
+        # Merge two sorted arrays: each new id lands after the old ids below it.
+        where = np.searchsorted(self._sorted, new_ids) + np.arange(new_ids.size)
+        is_new = np.zeros(len(self) + new_ids.size, dtype=bool)
+        is_new[where] = True
+        merged = np.empty(is_new.size, dtype=np.promote_types(self._sorted.dtype, new_ids.dtype))
+        merged[where], merged[~is_new] = new_ids, self._sorted
+        merged_slots = np.empty(is_new.size, dtype=np.int64)
+        merged_slots[where], merged_slots[~is_new] = slots, self._sorted_slots
+        self._sorted, self._sorted_slots = merged, merged_slots
+
+    def sorted_slots(self):
+        return self._sorted_slots
+
+
+def _same(first, second):
+    """Whether two id arrays are equal, compared as raw integers (strings as code points)."""
+    if first.dtype != second.dtype or first.shape != second.shape:
+        return False
+    if first.dtype.kind == "U":
+        first, second = first.view(np.uint32), second.view(np.uint32)
+    return bool(np.array_equal(first, second))
+
+
+class _Accounts:
+    """Every user's budget and totals, one numpy array per column, indexed by slot.
+
+    Rows past ``n`` are scratch: a charge stages its new users there, and they count
+    only once the charge is committed.
+    """
+
+    COLUMNS = ("budget_epsilon", "budget_delta", "high", "low", "delta", "gaussian")
+
+    def __init__(self):
+        self.n = 0
+        self.columns = {name: np.zeros(0) for name in self.COLUMNS}
+        self.any_delta = False
+        self.any_gaussian = False
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["columns"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def stage(self, n_new, budget):
+        """Rows for ``n_new`` users after the last one, with ``budget`` and nothing spent."""
+        needed = self.n + n_new
+        if needed > self.columns["high"].size:
+            capacity = max(needed, 2 * self.columns["high"].size, 1024)
+            for name, array in self.columns.items():
+                grown = np.zeros(capacity)
+                grown[:self.n] = array[:self.n]
+                self.columns[name] = grown
+        for name in self.COLUMNS:
+            self.columns[name][self.n:needed] = 0.0
+        self.columns["budget_epsilon"][self.n:needed] = budget[0]
+        self.columns["budget_delta"][self.n:needed] = budget[1]
+
+    def after(self, kind, slots, table, codes):
+        """The columns ``kind`` changes for ``slots``, as they would be after the event."""
+
+        def per_user(column):
+            return table[0, column] if codes is None else table[codes, column]
+
+        if slots.size == 0:
+            return {}, 0
+        if kind == "budget":
+            return {"budget_epsilon": per_user(0), "budget_delta": per_user(1)}, 0
+        sign = -1.0 if kind == "refund" else 1.0
+        high, low = np.empty(slots.size), np.empty(slots.size)
+        n_over = epsilon_totals(self.high, self.low, self.budget_epsilon, slots,
+                                np.ascontiguousarray(table[:, 0]),
+                                no_codes() if codes is None else codes, sign, high, low)
+        changed = {"high": high, "low": low}
+        if table[:, 1].any():
+            changed["delta"] = self.delta[slots] + sign * per_user(1)
+        if table.shape[1] > 2 and table[:, 2].any():
+            changed["gaussian"] = self.gaussian[slots] + per_user(2)
+        return changed, n_over
+
+    def apply(self, slots, changed):
+        if "high" in changed:
+            scatter_pair(self.high, self.low, slots, changed["high"], changed["low"])
+        for name, values in changed.items():
+            if name not in ("high", "low"):
+                self.columns[name][slots] = values
+        self.any_delta |= "delta" in changed
+        self.any_gaussian |= "gaussian" in changed
+
+    def spent(self, slots):
+        """The epsilon spent by ``slots``, at their delta budget."""
+        high = self.high[slots]
+        if not self.any_gaussian:
+            return high
+        return high + gaussian_epsilon(self.gaussian[slots],
+                                       self.budget_delta[slots] - self.delta[slots])
+
+
+def _encode(new_ids, by_id, new_budget, slots, codes, table, n_total):
+    """An event's payload: new users (and their order by id), membership (bitmap or
+    sorted slots), codes, costs."""
+    arrays = {"new_ids": new_ids,
+              "by_id": by_id.astype(np.min_scalar_type(max(by_id.size - 1, 0))),
+              "new_budget": np.asarray(new_budget, dtype=np.float64),
+              "table": table, "n_total": np.array(n_total)}
+    if slots.size * 16 >= n_total:
+        member = np.zeros(n_total, dtype=bool)
+        member[slots] = True
+        arrays["bitmap"] = np.packbits(member)
+        if codes is not None:
+            in_order = np.zeros(n_total, dtype=codes.dtype)
+            in_order[slots] = codes
+            arrays["codes"] = in_order[member]
+    else:
+        order = np.argsort(slots)
+        arrays["slot_steps"] = np.diff(slots[order], prepend=0)
+        if codes is not None:
+            arrays["codes"] = codes[order]
+    return _pack(arrays)
+
+
+def _decode(payload):
+    """(new_ids, by_id, new_budget, sorted slots, codes in slot order or None, table)."""
+    arrays = _unpack(payload)
+    if "bitmap" in arrays:
+        slots = np.flatnonzero(np.unpackbits(arrays["bitmap"], count=int(arrays["n_total"])))
+    else:
+        slots = np.cumsum(arrays["slot_steps"])
+    return (arrays["new_ids"], arrays["by_id"], tuple(arrays["new_budget"]), slots,
+            arrays.get("codes"),
+            arrays["table"])
+
+
+def _pack(arrays):
+    """Named arrays as one zlib-compressed blob: a JSON header (dtype, shape), then the data.
+
+    Only plain numeric and unicode dtypes are written and read (no pickles: a blob read
+    from a shared database cannot run code).
+    """
+    header = json.dumps({name: [array.dtype.str, list(array.shape)]
+                         for name, array in arrays.items()}).encode()
+    return zlib.compress(b"".join([len(header).to_bytes(4, "little"), header,
+                                   *(np.ascontiguousarray(a).tobytes() for a in arrays.values())]),
+                         1)
+
+
+def _unpack(blob):
+    raw = zlib.decompress(blob)
+    size = int.from_bytes(raw[:4], "little")
+    offset, arrays = 4 + size, {}
+    for name, (dtype, shape) in json.loads(raw[4:offset]).items():
+        dtype = np.dtype(dtype)
+        if dtype.kind not in "biufU":
+            raise ValueError(f"a ledger blob holds an array of dtype {dtype}; expected numbers "
+                             "or strings (is the ledger corrupt?)")
+        count = math.prod(shape)
+        arrays[name] = np.frombuffer(raw, dtype, count, offset).reshape(shape)
+        offset += count * dtype.itemsize
+    return arrays
+
+
+def _levels(kind, table, counts):
+    """The distinct costs of an event with their numbers of users, for the history."""
+    if kind == "budget":
+        return [{"epsilon": float(e), "delta": float(d), "n_users": int(c)}
+                for (e, d), c in zip(table, counts)]
+    return [
+        {"epsilon": float(row[0]), "delta": float(row[1]),
+         "noise_multiplier": None if len(row) < 3 or row[2] == 0 else float(1 / np.sqrt(row[2])),
+         "n_users": int(c)}
+        for row, c in zip(table, counts)
+    ]
+
+
+def _mechanism(table):
+    if table.shape[1] > 2 and table[:, 2].any():
+        return "gaussian"
+    return "approximate" if table[:, 1].any() else "pure"
+
+
 class PrivacyLedger:
-    """Per-user privacy budgets and what every release has spent of them.
+    """Per-user privacy budgets, what every release has spent of them, and who took part.
 
     Each user (keyed by an id: integers or strings, one kind per ledger) has a budget
     ``(epsilon, delta)`` and running totals of what the releases they took part in
@@ -147,22 +441,30 @@ class PrivacyLedger:
     ``skhybrid.exceptions.BudgetExceededError`` and nothing is charged.
 
     ``clone``, ``GridSearchCV`` and ``cross_validate`` share the ledger (a copy of an
-    estimator holds the same ledger object). A file ledger is also shared across
-    processes (pickling sends its path; each process opens its own connection); an
-    in-memory ledger cannot cross processes, and pickling it raises.
+    estimator holds the same ledger object). A file or PostgreSQL ledger is also shared
+    across processes and machines (pickling sends its address; each process opens its
+    own connection); an in-memory ledger cannot cross processes, and pickling it raises.
 
     Parameters
     ----------
-    path : str or os.PathLike, default=None
-        An SQLite file (created if absent) for a durable ledger shared by processes;
-        ``None`` keeps the ledger in memory, for this process only.
+    path : str, os.PathLike or psycopg.Connection, default=None
+        Where the ledger lives: ``None`` keeps it in memory, for this process only; a
+        path is an SQLite file (created if absent), durable and shared by the processes
+        of one machine; a ``"postgresql://user:password@host/db"`` URL (or an open
+        psycopg 3 connection) keeps it on a PostgreSQL server (tables
+        ``skhybrid_ledger_*``), shared by every machine that reaches it.
     default_budget : float or (float, float), default=None
         The budget ``epsilon`` (or ``(epsilon, delta)``) of users charged before any
-        ``set_budget``; stored in the file, so later openings with ``None`` use
+        ``set_budget``; stored in the ledger, so later openings with ``None`` use
         it. ``None`` (and none stored): charging an unknown user raises.
     timeout : float, default=30.0
-        Seconds to wait for another process's transaction on the file before raising
+        Seconds to wait for another process's transaction before raising
         ``skhybrid.exceptions.LedgerError``.
+
+    Attributes
+    ----------
+    path : str or None
+        The SQLite file or the PostgreSQL address (without its password).
 
     See Also
     --------
@@ -176,6 +478,10 @@ class PrivacyLedger:
     delta with the analytic Gaussian curve. Totals are kept exactly enough that ``k``
     releases of ``epsilon`` read back as ``k * epsilon``.
 
+    Every charge and refund is one event of an append-only log with its users'
+    membership compressed (about one bit per user of the ledger for large releases),
+    from which ``history`` answers which releases a user took part in.
+
     Examples
     --------
     >>> import numpy as np
@@ -187,24 +493,28 @@ class PrivacyLedger:
     >>> est = est.fit(X, user_id=np.arange(100))
     >>> ledger.spent([0, 1]).tolist(), ledger.remaining([0]).tolist()
     ([0.5, 0.5], [1.5])
+    >>> [(row["estimator"], row["epsilon"]) for row in ledger.history(user_id=7)]
+    [('HybridMeanEstimator', 0.5)]
     """
 
     def __init__(self, path=None, *, default_budget=None, timeout=30.0):
-        self.path = None if path is None else os.fspath(path)
         self.timeout = float(timeout)
+        self._store = open_store(path, self.timeout)
+        self.path = getattr(self._store, "public_target", None)
         self._lock = threading.RLock()
-        self._connection = None
-        self._pid = None
+        self._index = _Index()
+        self._accounts = _Accounts()
+        self._seq = 0
+        self._loaded = False
         default = _check_budget(default_budget)
-        with self._transaction() as connection:
-            if default is not None:
-                connection.execute("INSERT OR REPLACE INTO meta VALUES ('default_budget', ?)",
-                                   (json.dumps(default),))
+        if default is not None:
+            with self._store.transaction(write=True) as store:
+                store.set_meta("default_budget", json.dumps(default))
 
     def __repr__(self):
         return f"PrivacyLedger({self.path!r})"
 
-    # -- sharing: never copied, a file ledger pickles as its path ------------------------
+    # -- sharing: never copied, a file or server ledger pickles as its address ------------
 
     def __copy__(self):
         return self
@@ -213,140 +523,225 @@ class PrivacyLedger:
         return self
 
     def __reduce__(self):
-        if self.path is None:
+        if not self._store.shareable:
             raise TypeError(
                 "an in-memory PrivacyLedger cannot be pickled: a copy in another process "
                 "would record spends that this one never sees. Use a file ledger, "
-                "PrivacyLedger('ledger.sqlite'), to share it with other processes (for "
-                "example n_jobs > 1), or set ledger=None on the estimator before pickling it"
+                "PrivacyLedger('ledger.sqlite'), or a PostgreSQL one, to share it with other "
+                "processes (for example n_jobs > 1), or set ledger=None on the estimator "
+                "before pickling it"
             )
-        return (PrivacyLedger, (self.path,), {"timeout": self.timeout})
+        return (_reopen, (self._store.pickle_args(), self.timeout))
 
-    def __setstate__(self, state):
-        self.timeout = state["timeout"]
+    # -- the state: replayed from the log ------------------------------------------------
 
-    # -- storage -------------------------------------------------------------------------
+    def _load(self):
+        """Read the latest checkpoint and replay the events after it (once, on first use:
+        a copy unpickled by a worker that never charges costs nothing)."""
+        if self._loaded:
+            return
+        with self._lock, self._store.transaction() as store:
+            if self._loaded:
+                return
+            self._index, self._accounts, self._seq = _Index(), _Accounts(), 0
+            found = store.latest_checkpoint()
+            if found is not None:
+                self._restore(*found)
+            replayed = self._sync(store)
+            self._loaded = True
+        if replayed > max(_CHECKPOINT_AFTER, 2 * self._accounts.n) and self._store.shareable:
+            self._checkpoint()
 
-    def _connect(self):
-        if self._connection is not None and self._pid == os.getpid():
-            return self._connection
-        target = ":memory:" if self.path is None else self.path
-        try:
-            connection = sqlite3.connect(target, timeout=self.timeout, isolation_level=None,
-                                         check_same_thread=False)
-            connection.execute("PRAGMA temp_store=MEMORY")
-            connection.execute("PRAGMA cache_size=-262144")  # 256 MiB of pages
-            if self.path is not None:
-                connection.execute("PRAGMA journal_mode=WAL")
-                connection.execute("PRAGMA synchronous=FULL")
-            self._check_format(connection)
-        except sqlite3.DatabaseError as error:
-            raise self._error(error) from error
-        self._connection, self._pid = connection, os.getpid()
-        return connection
+    def _sync(self, store):
+        """Apply the events committed since this process last looked; memberships replayed."""
+        replayed = 0
+        for row in store.events_after(self._seq):
+            seq, kind, payload = row[0], row[1], row[-1]
+            new_ids, by_id, new_budget, slots, codes, table = _decode(payload)
+            self._add_users(new_ids, new_budget, by_id)
+            self._accounts.apply(slots, self._accounts.after(kind, slots, table, codes)[0])
+            self._seq = seq
+            replayed += slots.size
+        return replayed
 
-    def _check_format(self, connection):
-        connection.execute("BEGIN IMMEDIATE")
-        try:
-            tables = {row[0] for row in connection.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if tables and "meta" not in tables:
-                raise LedgerError(
-                    f"{self.path} is an SQLite database but not a privacy ledger (its tables: "
-                    f"{', '.join(sorted(tables))}); give a new file or an existing ledger"
-                )
-            for statement in _SCHEMA:
-                connection.execute(statement)
-            found = connection.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
-            if found is None:
-                connection.execute("INSERT INTO meta VALUES ('format', ?)", (_FORMAT,))
-            elif found[0] != _FORMAT:
-                raise LedgerError(f"{self.path} holds a ledger of format {found[0]!r}; "
-                                  f"this version reads {_FORMAT!r}")
-            connection.execute("COMMIT")
-        except BaseException:
-            connection.execute("ROLLBACK")
-            raise
+    def _add_users(self, new_ids, budget, by_id=None):
+        self._accounts.stage(new_ids.size, budget)
+        self._accounts.n += new_ids.size
+        self._index.add(new_ids, by_id)
 
-    def _error(self, error):
-        where = "the in-memory ledger" if self.path is None else f"the ledger {self.path}"
-        if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
-            return LedgerError(
-                f"{where} is locked by another process (waited {self.timeout:g} s); "
-                "nothing was charged"
-            )
-        return LedgerError(f"{where} cannot be used: {error} (is it a privacy ledger file?)")
+    def _checkpoint(self):
+        accounts = self._accounts
+        blob = _pack({"ids": self._index.ids,
+                      **{name: accounts.columns[name][:accounts.n] for name in accounts.COLUMNS}})
+        with self._store.transaction(write=True) as store:
+            store.write_checkpoint(self._seq, blob)
 
-    @contextmanager
-    def _transaction(self):
-        """One ``BEGIN IMMEDIATE`` transaction: committed on success, else rolled back."""
+    def _restore(self, seq, payload):
+        arrays = _unpack(payload)
+        ids = arrays["ids"]
+        self._add_users(ids, (0.0, 0.0))
+        for name in _Accounts.COLUMNS:
+            self._accounts.columns[name][:ids.size] = arrays[name]
+        self._accounts.any_delta = bool(self._accounts.delta.any())
+        self._accounts.any_gaussian = bool(self._accounts.gaussian.any())
+        self._seq = seq
+
+    def _default_budget(self, store):
+        found = store.get_meta("default_budget")
+        return None if found is None else tuple(json.loads(found))
+
+    def _read(self, user_ids):
+        """Synchronise and map ``user_ids`` to slots (-1 for users not in the ledger)."""
+        values, kind = _check_ids(user_ids)
+        self._load()
         with self._lock:
-            connection = self._connect()
-            try:
-                connection.execute("BEGIN IMMEDIATE")
-            except sqlite3.DatabaseError as error:
-                raise self._error(error) from error
-            try:
-                yield connection
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
-            try:
-                connection.execute("COMMIT")
-            except sqlite3.DatabaseError as error:
-                connection.execute("ROLLBACK")
-                raise self._error(error) from error
+            with self._store.transaction() as store:
+                self._sync(store)
+                default = self._default_budget(store)
+            self._index.check_kind(kind)
+            slots, duplicate, _ = self._index.positions(values)
+            if (slots >= 0).all():
+                self._index.remember(values, slots, duplicate)
+        return values, slots, default
 
-    def _check_kind(self, connection, kind, *, record):
-        found = connection.execute("SELECT value FROM meta WHERE key = 'id_kind'").fetchone()
-        if found is None:
-            if record:
-                connection.execute("INSERT INTO meta VALUES ('id_kind', ?)", (kind,))
-        elif found[0] != kind:
-            raise TypeError(
-                f"this ledger's user ids are {'integers' if found[0] == 'int' else 'strings'}; "
-                f"got {'integers' if kind == 'int' else 'strings'}"
+    # -- writing: one event per transaction ----------------------------------------------
+
+    def _record(self, kind, user_ids, columns, *, release=None, description=""):
+        """Append one event for ``user_ids`` (with per-user ``columns``); all or nothing."""
+        values, id_kind = _check_ids(user_ids)
+        columns = [_check_amount(name, value, values.size) for name, value in columns]
+        if kind != "budget":
+            # Users with a zero cost are left out of a charge (and of its membership).
+            included = False
+            for column in columns:
+                included = included | _positive(column)
+            if not np.all(included):
+                keep = np.broadcast_to(included, values.shape)
+                values, columns = values[keep], [column[keep] for column in columns]
+        release = dict(release or {})
+        self._load()
+        with self._lock:
+            with self._store.transaction(write=True) as store:
+                self._sync(store)
+                self._index.check_kind(id_kind)
+                slots, duplicate, unknown_by_id = self._index.positions(values)
+                if duplicate is not None:
+                    raise ValueError(
+                        f"user id {duplicate!r} appears more than once in one "
+                        f"{'set_budget' if kind == 'budget' else kind}; each user must be one "
+                        "row (a release charges each user once)"
+                    )
+                new_budget = self._budget_of_new_users(store, kind, values, unknown_by_id)
+                # New users take slots in the order they come: the same rows charged
+                # again then read and write the totals in order, not at random.
+                unknown, by_id = np.sort(unknown_by_id), unknown_by_id
+                n_before = self._accounts.n
+                if unknown.size:
+                    rank = np.empty(values.size, dtype=np.int64)
+                    rank[unknown] = np.arange(unknown.size)
+                    by_id = rank[unknown_by_id]
+                    slots = slots.copy()
+                    slots[unknown] = np.arange(n_before, n_before + unknown.size)
+                self._accounts.stage(unknown.size, new_budget)
+                table, codes, counts = _distinct_rows(columns)
+                changed, n_over = self._accounts.after(kind, slots, table, codes)
+                if kind in CHARGE_KINDS and changed:
+                    self._check_budget(values, slots, changed, n_over)
+                elif kind == "refund" and changed:
+                    self._check_refund(values, slots, changed, columns)
+                seq = self._seq + 1
+                store.append_event((
+                    seq, kind,
+                    datetime.datetime.now(datetime.timezone.utc).isoformat(
+                        timespec="milliseconds"),
+                    str(release.get("estimator", "manual")),
+                    json.dumps(release.get("params", {}), default=repr, sort_keys=True),
+                    str(release.get("mechanism", "budget" if kind == "budget" else
+                                    _mechanism(table))),
+                    str(description or ""), int(values.size),
+                    json.dumps(_levels(kind, table, counts)),
+                    _encode(values[unknown], by_id, new_budget, slots, codes, table,
+                            n_before + unknown.size),
+                ))
+            # Committed: the same event, applied to this process's totals.
+            self._accounts.n += unknown.size
+            self._index.add(values[unknown], by_id)
+            self._accounts.apply(slots, changed)
+            self._seq = seq
+            self._index.remember(values, slots, None)
+        return int(values.size)
+
+    def _budget_of_new_users(self, store, kind, values, unknown):
+        if unknown.size == 0 or kind == "budget":
+            return (0.0, 0.0)
+        if kind == "refund":
+            raise ValueError(
+                f"{unknown.size} of {values.size} users of this refund were never charged "
+                f"(for example user {values[unknown[0]].item()!r}); a refund gives back "
+                "only what was charged"
             )
+        default = self._default_budget(store)
+        if default is None:
+            raise KeyError(
+                f"{unknown.size} of {values.size} users have no budget in the ledger (for "
+                f"example user {values[unknown[0]].item()!r}); call set_budget for them or "
+                "give the ledger a default_budget"
+            )
+        return default
 
-    def _default_budget(self, connection):
-        found = connection.execute(
-            "SELECT value FROM meta WHERE key = 'default_budget'").fetchone()
-        return None if found is None else tuple(json.loads(found[0]))
+    def _check_budget(self, values, slots, changed, n_over):
+        """Raise BudgetExceededError if any user's new totals exceed their budget.
 
-    def _fill_wanted(self, connection, ids, cost_index=None):
-        """Put ``ids`` (and each one's row in the ``costs`` table) in the ``wanted`` table.
-
-        The ids travel as one JSON array, parsed by SQLite in C: exact for 64-bit
-        integers and strings, and many times faster than binding a million rows.
+        ``n_over`` users are over their epsilon budget by the pure part alone (counted
+        while adding); delta and Gaussian totals, when any, are checked here.
         """
-        connection.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS wanted"
-            " (position INTEGER PRIMARY KEY, user_id, cost INTEGER)")
-        connection.execute("DELETE FROM wanted")
-        connection.execute("INSERT INTO wanted SELECT key, value, 0 FROM json_each(?)",
-                           (json.dumps(ids),))
-        if cost_index is not None and cost_index.size and cost_index.max() > 0:
-            connection.execute(
-                "UPDATE wanted SET cost = j.value FROM json_each(?) j"
-                " WHERE wanted.position = j.key", (json.dumps(cost_index.tolist()),))
+        accounts = self._accounts
+        any_delta = accounts.any_delta or "delta" in changed
+        any_gaussian = accounts.any_gaussian or "gaussian" in changed
+        if n_over == 0 and not (any_delta or any_gaussian):
+            return
+        high = changed["high"]
+        budget = accounts.budget_epsilon[slots]
+        over = high > budget
+        budget_delta = accounts.budget_delta[slots] if any_delta or any_gaussian else None
+        new_delta = changed.get("delta")
+        if any_delta:
+            new_delta = accounts.delta[slots] if new_delta is None else new_delta
+            over |= new_delta > budget_delta
+        total = high
+        if any_gaussian:
+            new_gaussian = changed.get("gaussian", accounts.gaussian[slots])
+            new_delta = accounts.delta[slots] if new_delta is None else new_delta
+            total = high + gaussian_epsilon(new_gaussian, budget_delta - new_delta)
+            over |= total > budget
+        if not over.any():
+            return
+        which = np.flatnonzero(over)
+        budget_delta = accounts.budget_delta[slots[which]]
+        raise BudgetExceededError.for_users(
+            values[which].tolist(), np.ones(which.size, dtype=bool), n_users=values.size,
+            budget=budget[which], spent=accounts.spent(slots[which]),
+            would_spend=np.broadcast_to(total, high.shape)[which], budget_delta=budget_delta,
+            would_spend_delta=(accounts.delta[slots[which]] if new_delta is None
+                               else np.broadcast_to(new_delta, high.shape)[which]),
+        )
 
-    def _load(self, connection, ids):
-        """The accounts of ``ids`` (in their order): a found mask and the columns."""
-        self._fill_wanted(connection, ids)
-        rows = connection.execute(
-            "SELECT w.position, a.budget_epsilon, a.budget_delta, a.epsilon_high,"
-            " a.epsilon_low, a.delta, a.gaussian FROM wanted w JOIN accounts a"
-            " ON a.user_id = w.user_id"
-        ).fetchall()
-        columns = np.zeros((6, len(ids)))
-        found = np.zeros(len(ids), dtype=bool)
-        if rows:
-            table = np.array(rows, dtype=np.float64)
-            positions = table[:, 0].astype(np.intp)
-            found[positions] = True
-            columns[:, positions] = table[:, 1:].T
-        connection.execute("DELETE FROM wanted")
-        return found, columns
+    def _check_refund(self, values, slots, changed, columns):
+        """Raise ValueError if a refund would take any user's totals below zero."""
+        high, low = changed["high"], changed["low"]
+        below = (high < 0) | ((high == 0) & (low < 0))
+        if "delta" in changed:
+            below |= changed["delta"] < 0
+        if below.any():
+            first = int(np.flatnonzero(below)[0])
+            slot = slots[first]
+            raise ValueError(
+                f"a refund of epsilon {columns[0][first]:g}, delta {columns[1][first]:g} to user "
+                f"{values[first].item()!r} is more than they were charged (epsilon "
+                f"{self._accounts.high[slot]:g}, delta {self._accounts.delta[slot]:g}); "
+                f"{np.count_nonzero(below)} of {values.size} users would go below zero; "
+                "nothing was refunded"
+            )
 
     # -- public API ----------------------------------------------------------------------
 
@@ -373,74 +768,72 @@ class PrivacyLedger:
             user_ids, epsilon = list(user_ids), list(user_ids.values())
         elif epsilon is None:
             raise TypeError("set_budget needs epsilon (or a mapping {user_id: epsilon})")
-        ids, kind, _ = _check_ids(user_ids)
-        epsilon = _check_amount("epsilon", epsilon, len(ids))
-        delta = _check_amount("delta", delta, len(ids))
-        if (delta >= 1).any():
-            raise ValueError("delta must be < 1 for every user")
-        with self._transaction() as connection:
-            self._check_kind(connection, kind, record=True)
-            connection.executemany(
-                "INSERT INTO accounts (user_id, budget_epsilon, budget_delta) VALUES (?, ?, ?)"
-                " ON CONFLICT (user_id) DO UPDATE SET budget_epsilon = excluded.budget_epsilon,"
-                " budget_delta = excluded.budget_delta",
-                zip(ids, epsilon.tolist(), delta.tolist()),
-            )
+        delta_array = np.asarray(delta, dtype=np.float64)
+        if (delta_array >= 1).any():
+            raise ValueError(f"delta must be < 1 for every user; got {delta_array.max()}")
+        self._record("budget", user_ids, [("epsilon", epsilon), ("delta", delta)])
         return self
 
-    def spent(self, user_ids):
-        """The epsilon each user has spent (0 for users never charged).
+    def spent(self, user_ids, *, with_delta=False):
+        """What each user has spent (0 for users never charged).
 
         With Gaussian releases, the epsilon at the user's delta budget (see Notes).
 
         Parameters
         ----------
         user_ids : array-like of shape (n_users,)
+        with_delta : bool, default=False
+            Also return the delta spent by (epsilon, delta) releases.
 
         Returns
         -------
         spent : ndarray of float64 of shape (n_users,)
+            The epsilon spent; ``(epsilon, delta)``, two such arrays, with ``with_delta``.
         """
-        return self._accounts(user_ids)[0]
+        _, slots, _ = self._read(user_ids)
+        known = slots >= 0
+        epsilon, delta = np.zeros(slots.size), np.zeros(slots.size)
+        epsilon[known] = self._accounts.spent(slots[known])
+        delta[known] = self._accounts.delta[slots[known]]
+        return (epsilon, delta) if with_delta else epsilon
 
-    def remaining(self, user_ids):
-        """The epsilon each user can still spend: budget minus spent, at least 0.
+    def remaining(self, user_ids, *, with_delta=False):
+        """What each user can still spend: budget minus spent, at least 0.
 
         Parameters
         ----------
         user_ids : array-like of shape (n_users,)
+        with_delta : bool, default=False
+            Also return the delta left for (epsilon, delta) and Gaussian releases.
 
         Returns
         -------
         remaining : ndarray of float64 of shape (n_users,)
-            For users not in the ledger, the default budget (an error without one).
+            The epsilon left (``(epsilon, delta)`` with ``with_delta``). For users not
+            in the ledger, the default budget (an error without one).
         """
-        spent, budget = self._accounts(user_ids, need_budget=True)
-        return np.maximum(budget - spent, 0.0)
-
-    def _accounts(self, user_ids, *, need_budget=False):
-        ids, kind, _ = _check_ids(user_ids)
-        with self._transaction() as connection:
-            self._check_kind(connection, kind, record=False)
-            found, (budget, budget_delta, high, _, delta, gaussian) = self._load(connection, ids)
-            default = self._default_budget(connection)
-        if need_budget and not found.all():
-            if default is None:
-                raise self._unknown(ids, found)
-            budget[~found], budget_delta[~found] = default
-        spent = high + gaussian_epsilon(gaussian, budget_delta - delta)
-        return spent, budget
-
-    def _unknown(self, ids, found):
-        missing = np.flatnonzero(~found)
-        return KeyError(
-            f"{missing.size} of {len(ids)} users have no budget in the ledger (for example "
-            f"user {ids[missing[0]]!r}); call set_budget for them or give the ledger a "
-            "default_budget"
-        )
+        values, slots, default = self._read(user_ids)
+        known = slots >= 0
+        if not known.all() and default is None:
+            missing = np.flatnonzero(~known)
+            raise KeyError(
+                f"{missing.size} of {values.size} users have no budget in the ledger (for "
+                f"example user {values[missing[0]].item()!r}); call set_budget for them or "
+                "give the ledger a default_budget"
+            )
+        accounts = self._accounts
+        budget = np.full(slots.size, np.nan if default is None else default[0])
+        budget_delta = np.full(slots.size, np.nan if default is None else default[1])
+        spent, spent_delta = np.zeros(slots.size), np.zeros(slots.size)
+        budget[known] = accounts.budget_epsilon[slots[known]]
+        budget_delta[known] = accounts.budget_delta[slots[known]]
+        spent[known] = accounts.spent(slots[known])
+        spent_delta[known] = accounts.delta[slots[known]]
+        epsilon = np.maximum(budget - spent, 0.0)
+        return (epsilon, np.maximum(budget_delta - spent_delta, 0.0)) if with_delta else epsilon
 
     def charge(self, user_ids, epsilon=0.0, delta=0.0, *, noise_multiplier=None,
-               release=None):
+               release=None, description=None, kind="release"):
         """Charge users for one release, atomically: all of them or none.
 
         Estimators with ``ledger=`` call this before drawing any noise; call it
@@ -462,6 +855,12 @@ class PrivacyLedger:
         release : dict, default=None
             What the history records: ``estimator`` (a name), ``params`` (a dict) and
             ``mechanism``.
+        description : str, default=None
+            A note stored with the history row (for example
+            ``"PrivateGridSearchCV reservation"``).
+        kind : {"release", "reservation"}, default="release"
+            The history row's kind: a release, or budget set aside ahead of releases
+            (given back, if unused, with ``refund``).
 
         Returns
         -------
@@ -475,142 +874,121 @@ class PrivacyLedger:
         KeyError
             If a user is not in the ledger and it has no default budget.
         """
-        ids, kind, sortable = _check_ids(user_ids)
-        n = len(ids)
-        epsilon = _check_amount("epsilon", epsilon, n)
-        delta = _check_amount("delta", delta, n)
-        gaussian = np.zeros(n)
+        if kind not in CHARGE_KINDS:
+            raise ValueError(f"kind must be one of {CHARGE_KINDS}; got {kind!r}")
+        gaussian = 0.0
         if noise_multiplier is not None:
-            multiplier = _check_amount("noise_multiplier", noise_multiplier, n)
-            if (multiplier == 0).any():
-                raise ValueError("noise_multiplier must be > 0 (np.inf for no release)")
+            multiplier = np.asarray(noise_multiplier, dtype=np.float64)
+            if (multiplier <= 0).any() or np.isnan(multiplier).any():
+                raise ValueError("noise_multiplier must be > 0 for every user (np.inf for "
+                                 f"users not in the release); got {multiplier.min()}")
             gaussian = 1.0 / multiplier**2
-        duplicate = _first_duplicate(sortable)
-        if duplicate is not None:
-            raise ValueError(
-                f"user id {duplicate!r} appears more than once in one release; a release "
-                "charges each user once, so each user must be one row"
-            )
-        included = (epsilon > 0) | (delta > 0) | (gaussian > 0)
-        if not included.all():
-            keep = np.flatnonzero(included)
-            ids = [ids[i] for i in keep]
-            epsilon, delta, gaussian = epsilon[keep], delta[keep], gaussian[keep]
-        costs, cost_index, cost_counts = _distinct_costs(epsilon, delta, gaussian)
-        release = dict(release or {})
-        with self._transaction() as connection:
-            self._check_kind(connection, kind, record=True)
-            self._add_unknown_users(connection, ids, costs, cost_index)
-            self._check_charge(connection, ids)
-            connection.execute(
-                "UPDATE accounts SET epsilon_high = u.high, epsilon_low = u.low,"
-                " delta = u.new_delta, gaussian = u.new_gaussian"
-                " FROM charged u WHERE accounts.user_id = u.user_id")
-            connection.execute(
-                "INSERT INTO releases (time, estimator, params, mechanism, n_users, levels)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds"),
-                    str(release.get("estimator", "manual")),
-                    json.dumps(release.get("params", {}), default=repr, sort_keys=True),
-                    str(release.get("mechanism", _mechanism(epsilon, delta, gaussian))),
-                    len(ids), json.dumps(_levels(costs, cost_counts)),
-                ),
-            )
-            connection.execute("DROP TABLE charged")
-            connection.execute("DELETE FROM wanted")
-        return len(ids)
+        return self._record(kind, user_ids, [("epsilon", epsilon), ("delta", delta),
+                                             ("noise_multiplier", gaussian)],
+                            release=release, description=description)
 
-    def _add_unknown_users(self, connection, ids, costs, cost_index):
-        """Fill ``wanted`` and ``costs``; give users new to the ledger the default budget."""
-        self._fill_wanted(connection, ids, cost_index)
-        connection.execute("CREATE TEMP TABLE IF NOT EXISTS costs"
-                           " (id INTEGER PRIMARY KEY, epsilon REAL, delta REAL, gaussian REAL)")
-        connection.execute("DELETE FROM costs")
-        connection.executemany("INSERT INTO costs VALUES (?, ?, ?, ?)",
-                               [(k, *map(float, row)) for k, row in enumerate(costs)])
-        unknown = connection.execute(
-            "SELECT count(*), min(w.position) FROM wanted w LEFT JOIN accounts a"
-            " ON a.user_id = w.user_id WHERE a.user_id IS NULL").fetchone()
-        if unknown[0]:
-            default = self._default_budget(connection)
-            if default is None:
-                raise KeyError(
-                    f"{unknown[0]} of {len(ids)} users have no budget in the ledger (for "
-                    f"example user {ids[unknown[1]]!r}); call set_budget for them or give "
-                    "the ledger a default_budget"
-                )
-            connection.execute(
-                "INSERT INTO accounts (user_id, budget_epsilon, budget_delta)"
-                " SELECT w.user_id, ?, ? FROM wanted w LEFT JOIN accounts a"
-                " ON a.user_id = w.user_id WHERE a.user_id IS NULL", default)
+    def refund(self, user_ids, epsilon, delta=0.0, *, description="refund"):
+        """Give back budget charged before (for example an unused reservation), atomically.
 
-    def _check_charge(self, connection, ids):
-        """Compute every user's new totals (table ``charged``); raise if any is over budget.
+        Each user's spent epsilon (and delta) decreases by the amount given; it can
+        never go below zero, i.e. below what the user was charged.
 
-        The epsilon total is a double-double ``high + low`` updated by Knuth's TwoSum,
-        written in SQL (SQLite's REAL arithmetic is IEEE float64), then renormalised.
-        """
-        connection.execute("DROP TABLE IF EXISTS charged")
-        connection.execute(
-            "CREATE TEMP TABLE charged AS SELECT position, user_id, budget, budget_delta,"
-            " old_high, old_delta, old_gaussian, new_delta, new_gaussian,"
-            " high, low2 - (high - total) AS low FROM ("
-            "  SELECT *, total + low2 AS high FROM ("
-            "   SELECT *, old_low + ((old_high - (total - (total - old_high)))"
-            "          + (cost - (total - old_high))) AS low2 FROM ("
-            "    SELECT w.position, a.user_id, a.budget_epsilon AS budget,"
-            "     a.budget_delta AS budget_delta, a.epsilon_high AS old_high,"
-            "     a.epsilon_low AS old_low, a.delta AS old_delta, a.gaussian AS old_gaussian,"
-            "     c.epsilon AS cost, a.epsilon_high + c.epsilon AS total,"
-            "     a.delta + c.delta AS new_delta, a.gaussian + c.gaussian AS new_gaussian"
-            "    FROM wanted w JOIN accounts a ON a.user_id = w.user_id"
-            "    JOIN costs c ON c.id = w.cost)))"
-        )
-        columns = ("position, budget, budget_delta, old_high, old_delta, old_gaussian, high,"
-                   " new_delta, new_gaussian")
-        # Users without a Gaussian release are checked in SQL; the others need the
-        # analytic Gaussian conversion, in numpy.
-        rows = connection.execute(
-            f"SELECT {columns} FROM charged WHERE new_gaussian = 0"
-            " AND (high > budget OR new_delta > budget_delta)"
-            f" UNION ALL SELECT {columns} FROM charged WHERE new_gaussian > 0"
-        ).fetchall()
-        if not rows:
-            return
-        table = np.array(rows, dtype=np.float64)
-        (position, budget, budget_delta, old_high, old_delta, old_gaussian, high, new_delta,
-         new_gaussian) = table.T
-        total = high + gaussian_epsilon(new_gaussian, budget_delta - new_delta)
-        over = (total > budget) | (new_delta > budget_delta)
-        if over.any():
-            spent = old_high + gaussian_epsilon(old_gaussian, budget_delta - old_delta)
-            users = [ids[int(p)] for p in position]
-            raise BudgetExceededError.for_users(
-                users, over, n_users=len(ids), budget=budget, spent=spent,
-                would_spend=total, budget_delta=budget_delta, would_spend_delta=new_delta,
-            )
-
-    def history(self):
-        """The releases charged so far, oldest first.
+        Parameters
+        ----------
+        user_ids : array-like of shape (n_users,)
+            Distinct ids.
+        epsilon : float or array-like of shape (n_users,)
+        delta : float or array-like of shape (n_users,), default=0.0
+        description : str, default="refund"
+            A note stored with the history row (of kind ``"refund"``).
 
         Returns
         -------
-        history : list of dict
-            Each with ``time`` (ISO 8601, UTC), ``estimator``, ``params``,
-            ``mechanism``, ``n_users`` (users charged) and ``levels``: a list of
-            ``{"epsilon", "delta", "noise_multiplier", "n_users"}`` (users charged per
-            distinct cost).
+        n_refunded : int
+            The number of users with a nonzero refund.
+
+        Raises
+        ------
+        ValueError
+            If a refund is larger than what a user has spent; nothing is refunded.
         """
-        with self._transaction() as connection:
-            rows = connection.execute(
-                "SELECT time, estimator, params, mechanism, n_users, levels FROM releases"
-                " ORDER BY id").fetchall()
-        return [
-            {"time": time, "estimator": estimator, "params": json.loads(params),
-             "mechanism": mechanism, "n_users": n_users, "levels": json.loads(levels)}
-            for time, estimator, params, mechanism, n_users, levels in rows
-        ]
+        return self._record("refund", user_ids, [("epsilon", epsilon), ("delta", delta)],
+                            description=description)
+
+    def history(self, user_id=None, *, as_frame=False):
+        """The releases charged so far, oldest first; or one user's (or several) audit trail.
+
+        Parameters
+        ----------
+        user_id : int, str or array-like, default=None
+            ``None``: every release. Otherwise the releases these users took part in,
+            one row per user and release, with what it cost that user.
+        as_frame : bool, default=False
+            Return a pandas DataFrame (one row per release, or per user and release;
+            ``to_csv`` exports it).
+
+        Returns
+        -------
+        history : list of dict or pandas.DataFrame
+            Each release has ``seq`` (its number in the ledger), ``kind``
+            (``"release"``, ``"reservation"`` or ``"refund"``), ``time`` (ISO 8601, UTC),
+            ``estimator``, ``params``, ``mechanism``, ``description``, ``n_users``
+            (users charged) and ``levels``: a list of ``{"epsilon", "delta",
+            "noise_multiplier", "n_users"}`` (users charged per distinct cost). With
+            ``user_id``: ``user_id``, the release's fields but ``levels``, and the
+            user's ``epsilon``, ``delta`` and ``noise_multiplier`` (a refund's amounts
+            are negative, so a user's rows add up to what they have spent).
+        """
+        if user_id is None:
+            with self._lock, self._store.transaction() as store:
+                rows = store.events_after(0, payload=False)
+            records = [_release_record(row) for row in rows if row[1] != "budget"]
+        else:
+            records = self._audit_trail(user_id)
+        if not as_frame:
+            return records
+        import pandas as pd
+
+        frame = pd.DataFrame.from_records(records, columns=list(
+            _AUDIT_COLUMNS if user_id is not None else _RELEASE_COLUMNS))
+        for column in ("params", "levels"):
+            if column in frame:
+                frame[column] = frame[column].map(lambda value: json.dumps(value, sort_keys=True))
+        return frame
+
+    def _audit_trail(self, user_id):
+        values, kind = _check_ids(user_id)
+        self._load()
+        with self._lock:
+            with self._store.transaction() as store:
+                self._sync(store)
+                rows = store.events_after(0)
+            self._index.check_kind(kind)
+            wanted = self._index.positions(values)[0]
+        known = np.flatnonzero(wanted >= 0)
+        by_slot = np.argsort(wanted[known])
+        slots, owners = wanted[known][by_slot], values[known][by_slot]
+        records = []
+        for row in rows:
+            if row[1] == "budget" or slots.size == 0:
+                continue
+            _, _, _, members, codes, table = _decode(row[-1])
+            where = np.minimum(np.searchsorted(members, slots), max(members.size - 1, 0))
+            hit = np.flatnonzero(members[where] == slots) if members.size else where[:0]
+            release = _release_record(row[:-1])
+            del release["levels"]
+            sign = -1.0 if row[1] == "refund" else 1.0
+            for index in hit:
+                cost = table[0 if codes is None else codes[where[index]]]
+                records.append({
+                    "user_id": owners[index].item(), **release,
+                    "epsilon": sign * float(cost[0]) + 0.0, "delta": sign * float(cost[1]) + 0.0,
+                    "noise_multiplier": (None if len(cost) < 3 or cost[2] == 0
+                                         else float(1 / np.sqrt(cost[2]))),
+                })
+        order = {value: i for i, value in enumerate(values.tolist())}
+        records.sort(key=lambda record: (order[record["user_id"]], record["seq"]))
+        return records
 
     def users(self):
         """Every user in the ledger with their budget and spends (columns of arrays).
@@ -619,21 +997,24 @@ class PrivacyLedger:
         -------
         users : dict of ndarray
             ``user_id``, ``budget_epsilon``, ``budget_delta``, ``spent_epsilon``,
-            ``spent_delta``, ``remaining_epsilon``.
+            ``spent_delta``, ``remaining_epsilon``, sorted by ``user_id``.
         """
-        with self._transaction() as connection:
-            rows = connection.execute(
-                "SELECT user_id, budget_epsilon, budget_delta, epsilon_high, delta, gaussian"
-                " FROM accounts ORDER BY user_id").fetchall()
-        ids = [row[0] for row in rows]
-        table = np.array([row[1:] for row in rows], dtype=np.float64).reshape(-1, 5)
-        budget, budget_delta, high, delta, gaussian = table.T
-        spent = high + gaussian_epsilon(gaussian, budget_delta - delta)
-        return {
-            "user_id": np.array(ids, dtype=object), "budget_epsilon": budget,
-            "budget_delta": budget_delta, "spent_epsilon": spent, "spent_delta": delta,
-            "remaining_epsilon": np.maximum(budget - spent, 0.0),
-        }
+        self._load()
+        with self._lock:
+            with self._store.transaction() as store:
+                self._sync(store)
+            slots = self._index.sorted_slots().copy()
+            ids = (self._index.ids[slots] if self._index.ids is not None
+                   else np.zeros(0, dtype=np.int64))
+            accounts = self._accounts
+            budget = accounts.budget_epsilon[slots]
+            spent = accounts.spent(slots)
+            return {
+                "user_id": np.array(ids.tolist(), dtype=object), "budget_epsilon": budget,
+                "budget_delta": accounts.budget_delta[slots], "spent_epsilon": spent,
+                "spent_delta": accounts.delta[slots],
+                "remaining_epsilon": np.maximum(budget - spent, 0.0),
+            }
 
     def to_frame(self):
         """``users()`` as a pandas DataFrame indexed by ``user_id``.
@@ -670,35 +1051,51 @@ class PrivacyLedger:
                 [0.0] * len(quantiles))),
             "n_exhausted": int(np.count_nonzero(users["remaining_epsilon"] <= 0)),
             "n_releases": len(history),
-            "last_releases": history[-n_releases:],
+            "last_releases": history[-n_releases:] if n_releases else [],
         }
 
 
-def _distinct_costs(epsilon, delta, gaussian):
-    """The distinct (epsilon, delta, gaussian) triples, each user's row, and the counts."""
-    if epsilon.size == 0:
-        return np.zeros((0, 3)), np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
-    # One integer key per distinct triple (a row-wise unique sorts far more slowly).
-    key = np.zeros(epsilon.size, dtype=np.int64)
-    for column in (epsilon, delta, gaussian):
-        values, inverse = np.unique(column, return_inverse=True)
-        key = key * values.size + inverse.ravel()
-    _, first, inverse, counts = np.unique(key, return_index=True, return_inverse=True,
-                                          return_counts=True)
-    table = np.column_stack([epsilon[first], delta[first], gaussian[first]])
-    return table, inverse.ravel(), counts
+_RELEASE_COLUMNS = ("seq", "kind", "time", "estimator", "params", "mechanism", "description",
+                    "n_users", "levels")
+_AUDIT_COLUMNS = ("user_id", *_RELEASE_COLUMNS[:-1], "epsilon", "delta", "noise_multiplier")
 
 
-def _levels(costs, counts):
-    """Users charged per distinct (epsilon, delta, noise multiplier), for the history."""
-    return [
-        {"epsilon": float(e), "delta": float(d),
-         "noise_multiplier": None if g == 0 else float(1.0 / np.sqrt(g)), "n_users": int(c)}
-        for (e, d, g), c in zip(costs, counts)
-    ]
+def _release_record(row):
+    record = dict(zip(_RELEASE_COLUMNS, row))
+    record["params"] = json.loads(record["params"])
+    record["levels"] = json.loads(record["levels"])
+    return record
 
 
-def _mechanism(epsilon, delta, gaussian):
-    if (gaussian > 0).any():
-        return "gaussian"
-    return "approximate" if (delta > 0).any() else "pure"
+# The ledgers unpickled in this process, by address: every task a worker runs (Dask
+# pickles the estimator into each) shares one connection and one copy of the totals.
+_unpickled = {}
+_unpickled_lock = threading.Lock()
+
+
+def _reopen(target, timeout):
+    key = (os.getpid(), target)
+    with _unpickled_lock:
+        if key not in _unpickled:
+            _unpickled[key] = PrivacyLedger(target, timeout=timeout)
+        return _unpickled[key]
+
+
+def _reduce_for_workers(ledger):
+    """How loky sends a ledger to joblib's workers: an in-memory one as a served handle."""
+    if ledger._store.shareable:
+        return ledger.__reduce__()
+    return RemoteLedger, serve(ledger)
+
+
+def _register_with_loky():
+    # Only loky's pickler (joblib's worker processes) uses this; pickle.dumps still
+    # refuses an in-memory ledger, so that it is never saved with a model by accident.
+    try:
+        from joblib.externals.loky.backend.reduction import register
+    except ImportError:  # another joblib layout: workers get the refusal's message
+        return
+    register(PrivacyLedger, _reduce_for_workers)
+
+
+_register_with_loky()

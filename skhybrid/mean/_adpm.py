@@ -113,7 +113,7 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
         ``strategy="stretching"``). Absent after a fit on Dask input and after
         ``partial_fit``: a fitted estimator keeps nothing n-long or tied to the
         input's graph; look a user's weight up in ``level_weights_`` by their
-        level (see :doc:`/privacy`).
+        level (see docs/privacy.rst).
     level_epsilons_, level_local_, level_sizes_, level_weights_ : ndarray of shape (n_levels,)
         The privacy levels (a level is a trust model and an epsilon; tcm levels first,
         by epsilon), whether each is an lm level, its number of users and the weight of

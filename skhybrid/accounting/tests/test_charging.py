@@ -305,17 +305,30 @@ def test_cross_validate_charges_k_minus_one_times(users):
     np.testing.assert_array_equal(ledger.spent(ids), np.full(N_USERS, 4 * 0.5))
 
 
-def test_an_in_memory_ledger_with_n_jobs_2_is_a_clear_error(users):
+def test_an_in_memory_ledger_with_n_jobs_2_is_served_to_the_workers(users):
+    """loky's workers charge the parent's in-memory ledger through its server."""
     X, trust, _, ids = users
-    search, _ = _search(PrivacyLedger(default_budget=50.0), n_jobs=2)
-    with pytest.raises(Exception) as error:  # joblib wraps it in its PicklingError
+    ledger = PrivacyLedger(default_budget=50.0)
+    search, cv = _search(ledger, n_jobs=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
         search.fit(X, trust_group=trust, user_id=ids)
-    chain = []
-    cause = error.value
-    while cause is not None:
-        chain.append(str(cause))
-        cause = cause.__cause__ or cause.__context__
-    assert any("in-memory PrivacyLedger cannot be pickled" in message for message in chain)
+    expected = _expected_grid_spend(search, ids, list(cv.split(X)),
+                                    list(search.cv_results_["params"]), N_USERS)
+    np.testing.assert_array_equal(ledger.spent(ids), expected)
+    assert len(ledger.history()) == 5 * 4 + 1
+
+
+def test_a_refusal_in_a_worker_reaches_the_parent_as_the_ledgers_own_error(users):
+    X, trust, _, ids = users
+    ledger = PrivacyLedger(default_budget=1.0)
+    search, _ = _search(ledger, n_jobs=2)
+    search.set_params(error_score="raise")
+    with pytest.raises(BudgetExceededError, match="would exceed the privacy budget"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            search.fit(X, trust_group=trust, user_id=ids)
+    assert ledger.spent(ids).max() <= 1.0
 
 
 # -- a refused fit charges nobody (issue 25, 2) ----------------------------------------

@@ -1,0 +1,315 @@
+"""Where a privacy ledger keeps its record: in memory, in an SQLite file, or on PostgreSQL.
+
+A ledger is an append-only log of events (budgets set, releases charged, refunds), each
+one row with its users' membership in a compressed blob, plus occasional checkpoints of
+every user's totals (so that opening a long ledger does not replay all of it). A store
+only keeps rows; :class:`~skhybrid.accounting.PrivacyLedger` computes the totals.
+
+Every store gives the same guarantees: a write transaction holds the ledger's write lock
+(``BEGIN IMMEDIATE`` on SQLite, a transaction-level advisory lock on PostgreSQL), so the
+writers of all processes and machines are serialised; an event is appended with sequence
+number ``last + 1`` and becomes visible when its transaction commits, or never.
+"""
+
+import os
+import sqlite3
+from contextlib import contextmanager
+
+from ..exceptions import LedgerError
+
+FORMAT = "skhybrid-privacy-ledger-2"
+
+#: The columns of an event row, in order (``payload`` last: the membership blob).
+EVENT_COLUMNS = ("seq", "kind", "time", "estimator", "params", "mechanism", "description",
+                 "n_users", "levels", "payload")
+
+_BLOB = {"sqlite": "BLOB", "postgresql": "BYTEA"}
+
+
+def _schema(prefix, dialect):
+    blob = _BLOB[dialect]
+    return (
+        f"CREATE TABLE IF NOT EXISTS {prefix}meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS {prefix}events ("
+        " seq BIGINT PRIMARY KEY, kind TEXT NOT NULL, time TEXT NOT NULL,"
+        " estimator TEXT NOT NULL, params TEXT NOT NULL, mechanism TEXT NOT NULL,"
+        f" description TEXT NOT NULL, n_users BIGINT NOT NULL, levels TEXT NOT NULL,"
+        f" payload {blob} NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS {prefix}checkpoints (seq BIGINT PRIMARY KEY,"
+        f" payload {blob} NOT NULL)",
+    )
+
+
+class MemoryStore:
+    """Rows in this process's memory (a ledger for one process)."""
+
+    description = "the in-memory ledger"
+    shareable = False
+
+    def __init__(self):
+        self._meta = {"format": FORMAT}
+        self._events = []
+
+    @contextmanager
+    def transaction(self, write=False):
+        # The ledger's own lock serialises this process's threads; rows appended in a
+        # failed transaction are removed so that it leaves nothing behind.
+        n_events, meta = len(self._events), dict(self._meta)
+        try:
+            yield self
+        except BaseException:
+            del self._events[n_events:]
+            self._meta = meta
+            raise
+
+    def get_meta(self, key):
+        return self._meta.get(key)
+
+    def set_meta(self, key, value):
+        self._meta[key] = value
+
+    def events_after(self, seq, *, payload=True):
+        rows = self._events[seq:] if seq >= 0 else []
+        return rows if payload else [row[:-1] for row in rows]
+
+    def append_event(self, row):
+        self._events.append(tuple(row))
+
+    def latest_checkpoint(self):
+        return None
+
+    def write_checkpoint(self, seq, payload):
+        """Memory needs no checkpoints: the state never leaves the process."""
+
+
+class _SQLStore:
+    """The SQL shared by the SQLite and PostgreSQL stores (``?`` or ``%s`` placeholders)."""
+
+    prefix = ""
+    placeholder = "?"
+    shareable = True
+
+    def _sql(self, statement):
+        return statement.replace("?", self.placeholder).replace("{p}", self.prefix)
+
+    def get_meta(self, key):
+        row = self._execute("SELECT value FROM {p}meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def set_meta(self, key, value):
+        self._execute("INSERT INTO {p}meta (key, value) VALUES (?, ?) ON CONFLICT (key)"
+                      " DO UPDATE SET value = excluded.value", (key, value))
+
+    def events_after(self, seq, *, payload=True):
+        columns = ", ".join(EVENT_COLUMNS if payload else EVENT_COLUMNS[:-1])
+        rows = self._execute(f"SELECT {columns} FROM {{p}}events WHERE seq > ? ORDER BY seq",
+                             (seq,)).fetchall()
+        return [tuple(row[:-1]) + (bytes(row[-1]),) if payload else tuple(row) for row in rows]
+
+    def append_event(self, row):
+        marks = ", ".join("?" * len(EVENT_COLUMNS))
+        self._execute(f"INSERT INTO {{p}}events ({', '.join(EVENT_COLUMNS)}) VALUES ({marks})",
+                      row)
+
+    def latest_checkpoint(self):
+        row = self._execute("SELECT seq, payload FROM {p}checkpoints ORDER BY seq DESC"
+                            " LIMIT 1").fetchone()
+        return None if row is None else (row[0], bytes(row[1]))
+
+    def write_checkpoint(self, seq, payload):
+        self._execute("DELETE FROM {p}checkpoints WHERE seq <> ?", (seq,))
+        self._execute("INSERT INTO {p}checkpoints (seq, payload) VALUES (?, ?)"
+                      " ON CONFLICT (seq) DO NOTHING", (seq, payload))
+
+    def _create(self, existing_tables):
+        """Create the tables (under the write lock) and check the format."""
+        ours = {f"{self.prefix}meta", f"{self.prefix}events", f"{self.prefix}checkpoints"}
+        if self.dialect == "sqlite" and existing_tables and "meta" not in existing_tables:
+            raise LedgerError(
+                f"{self.target} is an SQLite database but not a privacy ledger (its tables: "
+                f"{', '.join(sorted(existing_tables))}); give a new file or an existing ledger"
+            )
+        if not ours <= set(existing_tables):
+            for statement in _schema(self.prefix, self.dialect):
+                self._execute(statement)
+        found = self.get_meta("format")
+        if found is None:
+            self.set_meta("format", FORMAT)
+        elif found != FORMAT:
+            raise LedgerError(f"{self.target} holds a ledger of format {found!r}; "
+                              f"this version reads {FORMAT!r}")
+
+
+class SQLiteStore(_SQLStore):
+    """An SQLite file: WAL mode, ``BEGIN IMMEDIATE`` write transactions, fsync on commit."""
+
+    dialect = "sqlite"
+
+    def __init__(self, path, timeout):
+        self.target = self.public_target = path
+        self.description = f"the ledger {path}"
+        self.timeout = timeout
+        self._connection = None
+        self._pid = None
+        with self.transaction(write=True):
+            tables = [row[0] for row in self._execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]
+            self._create(tables)
+
+    def pickle_args(self):
+        return self.target
+
+    def _connect(self):
+        if self._connection is not None and self._pid == os.getpid():
+            return self._connection
+        try:
+            connection = sqlite3.connect(self.target, timeout=self.timeout,
+                                         isolation_level=None, check_same_thread=False)
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=FULL")
+        except sqlite3.DatabaseError as error:
+            raise self._error(error) from error
+        self._connection, self._pid = connection, os.getpid()
+        return connection
+
+    def _execute(self, statement, parameters=()):
+        return self._connect().execute(self._sql(statement), parameters)
+
+    def _error(self, error):
+        if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
+            return LedgerError(
+                f"{self.description} is locked by another process (waited {self.timeout:g} s);"
+                " nothing was charged"
+            )
+        return LedgerError(
+            f"{self.description} cannot be used: {error} (is it a privacy ledger file?)")
+
+    @contextmanager
+    def transaction(self, write=False):
+        connection = self._connect()
+        try:
+            connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        except sqlite3.DatabaseError as error:
+            raise self._error(error) from error
+        try:
+            yield self
+        except sqlite3.DatabaseError as error:
+            connection.execute("ROLLBACK")
+            raise self._error(error) from error
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        try:
+            connection.execute("COMMIT")
+        except sqlite3.DatabaseError as error:
+            connection.execute("ROLLBACK")
+            raise self._error(error) from error
+
+
+class PostgresStore(_SQLStore):
+    """A PostgreSQL database through psycopg 3; tables ``skhybrid_ledger_*``.
+
+    Writers take a transaction-level advisory lock (released by the commit, the rollback,
+    or the server when a client dies), so charges from every machine are serialised and
+    each sees the totals the previous one committed.
+    """
+
+    dialect = "postgresql"
+    prefix = "skhybrid_ledger_"
+    placeholder = "%s"
+    # An arbitrary 64-bit key naming the ledger's write lock (pg_advisory_xact_lock).
+    _LOCK_KEY = 0x736B_6879_6272_6964 - 2**63
+
+    def __init__(self, target, timeout):
+        psycopg = _psycopg()
+        if isinstance(target, psycopg.Connection):
+            info = target.info
+            self.target = psycopg.conninfo.make_conninfo(info.dsn, password=info.password)
+            self._connection, self._pid = target, os.getpid()
+            target.autocommit = True
+        else:
+            self.target = str(target)
+            self._connection, self._pid = None, None
+        self.timeout = timeout
+        self.public_target = self._safe_target()
+        self.description = f"the PostgreSQL ledger {self.public_target}"
+        with self.transaction(write=True):
+            tables = [row[0] for row in self._execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
+            self._create(tables)
+
+    def pickle_args(self):
+        return self.target
+
+    def _safe_target(self):
+        psycopg = _psycopg()
+        try:
+            parts = psycopg.conninfo.conninfo_to_dict(self.target)
+        except psycopg.ProgrammingError:
+            return "(unreadable connection string)"
+        parts.pop("password", None)
+        return " ".join(f"{key}={value}" for key, value in sorted(parts.items()))
+
+    def _connect(self):
+        if self._connection is not None and self._pid == os.getpid() \
+                and not self._connection.closed:
+            return self._connection
+        psycopg = _psycopg()
+        try:
+            connection = psycopg.connect(self.target, autocommit=True,
+                                         connect_timeout=max(1, round(self.timeout)))
+        except psycopg.Error as error:
+            raise LedgerError(f"{self.description} cannot be reached: {error}") from error
+        self._connection, self._pid = connection, os.getpid()
+        return connection
+
+    def _execute(self, statement, parameters=None):
+        return self._connect().execute(self._sql(statement), parameters or None)
+
+    @contextmanager
+    def transaction(self, write=False):
+        psycopg = _psycopg()
+        connection = self._connect()
+        try:
+            with connection.transaction():
+                if write:
+                    connection.execute(f"SET LOCAL lock_timeout = {int(self.timeout * 1000)}")
+                    try:
+                        connection.execute("SELECT pg_advisory_xact_lock(%s)", (self._LOCK_KEY,))
+                    except psycopg.errors.LockNotAvailable as error:
+                        raise LedgerError(
+                            f"{self.description} is locked by another writer (waited "
+                            f"{self.timeout:g} s); nothing was charged") from error
+                else:
+                    connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                yield self
+        except psycopg.Error as error:
+            raise LedgerError(f"{self.description} cannot be used: {error}") from error
+
+
+def _psycopg():
+    try:
+        import psycopg
+        import psycopg.conninfo
+    except ImportError:
+        raise ImportError(
+            "a PostgreSQL ledger needs psycopg 3: pip install 'skhybrid[postgres]' "
+            "(or pip install 'psycopg[binary]')"
+        ) from None
+    return psycopg
+
+
+def is_postgres(target):
+    """Whether ``target`` names a PostgreSQL ledger (a URL or a psycopg connection)."""
+    if isinstance(target, str):
+        return target.startswith(("postgresql://", "postgres://"))
+    return type(target).__module__.startswith("psycopg")
+
+
+def open_store(target, timeout):
+    """The store for ``PrivacyLedger(target)``: None, a path, a URL or a connection."""
+    if target is None:
+        return MemoryStore()
+    if is_postgres(target):
+        return PostgresStore(target, timeout)
+    return SQLiteStore(os.fspath(target), timeout)

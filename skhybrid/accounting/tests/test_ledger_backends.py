@@ -1,0 +1,270 @@
+"""One conformance suite for every ledger store: memory, SQLite and a real PostgreSQL.
+
+Each test runs on each backend (the ``backend`` fixture of ``conftest.py``; PostgreSQL is
+a server the suite starts itself). What is specified: exact charges through model
+selection, a refusal that changes nothing, refunds, the per-user audit trail, and, for
+the stores processes share, concurrent writers and a writer killed mid-charge.
+"""
+
+import math
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.model_selection import GridSearchCV, KFold
+
+from skhybrid import HybridMeanEstimator
+from skhybrid.accounting import PrivacyLedger
+from skhybrid.exceptions import BudgetExceededError, LedgerError, PrivacyLeakWarning
+
+
+def _state(ledger):
+    """Everything a reader can see: users' totals and the whole history."""
+    users = ledger.users()
+    return ({key: value.tolist() for key, value in users.items()},
+            [{k: v for k, v in row.items()} for row in ledger.history()])
+
+
+def _env():
+    return {**os.environ, "PYTHONPATH": os.getcwd()}
+
+
+# -- charges, refusals and refunds --------------------------------------------------------
+
+
+def test_charges_add_up_exactly_and_read_back_from_a_new_connection(backend):
+    _, target = backend
+    ledger = PrivacyLedger(target, default_budget=100.0)
+    rng = np.random.default_rng(0)
+    ids = np.array([f"user-{i}" for i in rng.permutation(500)])
+    amounts = rng.choice([0.1, 0.25, 0.7], size=(12, 500))
+    for row in amounts:
+        ledger.charge(ids, row)
+    expected = [math.fsum(column) for column in amounts.T]
+    assert ledger.spent(ids).tolist() == expected
+    if target is not None:
+        assert PrivacyLedger(target).spent(ids[::-1]).tolist() == expected[::-1]
+
+
+def test_a_refused_charge_changes_nothing(backend):
+    _, target = backend
+    ledger = PrivacyLedger(target, default_budget=1.0)
+    ledger.set_budget([3], 0.5)
+    ledger.charge(np.arange(10), 0.4, description="first")
+    before = _state(ledger)
+    with pytest.raises(BudgetExceededError, match=r"1 of 10 users \(worst: user 3"):
+        ledger.charge(np.arange(10), 0.4)
+    assert _state(ledger) == before
+    if target is not None:
+        assert _state(PrivacyLedger(target)) == before
+
+
+def test_grid_search_charges_each_user_each_fit_that_included_them(backend):
+    _, target = backend
+    rng = np.random.default_rng(1)
+    n_users = 300
+    X = rng.uniform(0, 1, size=(n_users, 1))
+    trust = np.where(rng.random(n_users) < 0.4, "tcm", "lm")
+    ids = np.array([f"u{i}" for i in rng.permutation(n_users)])
+    ledger = PrivacyLedger(target, default_budget=50.0)
+    cv = KFold(5, shuffle=True, random_state=3)
+    search = GridSearchCV(HybridMeanEstimator(bounds=(0, 1), ledger=ledger, random_state=0),
+                          {"epsilon": [0.3, 0.7], "strategy": ["kvh", "pwh"]}, cv=cv,
+                          n_jobs=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        search.fit(X, trust_group=trust, user_id=ids)
+    charges = {user: [] for user in ids}
+    for train, _ in cv.split(X):
+        for params in search.cv_results_["params"]:
+            for user in ids[train]:
+                charges[user].append(params["epsilon"])
+    for user in ids:
+        charges[user].append(search.best_params_["epsilon"])
+    expected = [math.fsum(charges[user]) for user in ids]
+    assert ledger.spent(ids).tolist() == expected
+    assert len(ledger.history()) == 5 * 4 + 1
+
+
+def test_a_refund_gives_back_what_was_charged_and_never_more(backend):
+    _, target = backend
+    ledger = PrivacyLedger(target, default_budget=(5.0, 1e-5))
+    ledger.charge(["a", "b"], 1.5, 1e-6, description="PrivateGridSearchCV reservation",
+                  kind="reservation")
+    ledger.refund(["a"], 1.0, 1e-6, description="unused reservation")
+    epsilon, delta = ledger.spent(["a", "b"], with_delta=True)
+    assert epsilon.tolist() == [0.5, 1.5] and delta.tolist() == [0.0, 1e-6]
+    before = _state(ledger)
+    with pytest.raises(ValueError, match="refund of epsilon 0.6.*user 'a' is more than they "
+                                         "were charged.*nothing was refunded"):
+        ledger.refund(["b", "a"], 0.6)
+    with pytest.raises(ValueError, match="never charged .*user 'c'"):
+        ledger.refund(["c"], 0.1)
+    assert _state(ledger) == before
+    kinds = [(row["kind"], row["description"]) for row in ledger.history()]
+    assert kinds == [("reservation", "PrivateGridSearchCV reservation"),
+                     ("refund", "unused reservation")]
+
+
+def test_remaining_reports_epsilon_and_delta(backend):
+    _, target = backend
+    ledger = PrivacyLedger(target, default_budget=(2.0, 1e-5))
+    ledger.charge([1], 0.5, 4e-6)
+    epsilon, delta = ledger.remaining([1, 2], with_delta=True)
+    assert epsilon.tolist() == [1.5, 2.0]
+    np.testing.assert_allclose(delta, [6e-6, 1e-5], rtol=1e-12)
+
+
+# -- the audit trail -----------------------------------------------------------------------
+
+
+def test_a_users_audit_trail_lists_their_releases_and_adds_up_to_their_spend(backend):
+    _, target = backend
+    ledger = PrivacyLedger(target, default_budget=10.0)
+    ids = np.arange(1000)
+    levels = np.where(ids % 3 == 0, 0.5, 1.0)
+    X = np.random.default_rng(2).uniform(0, 1, size=(1000, 1))
+    HybridMeanEstimator("kvh", bounds=(0, 1), ledger=ledger).fit(
+        X, trust_group=np.where(ids % 3 == 0, "tcm", "lm"), epsilon=levels, user_id=ids)
+    ledger.charge(ids[:10], 0.25, description="a survey")
+    ledger.refund([3], 0.25)
+    trail = ledger.history(user_id=[3, 4, 998])
+    assert [(row["user_id"], row["kind"], row["epsilon"]) for row in trail] == [
+        (3, "release", 0.5), (3, "release", 0.25), (3, "refund", -0.25),
+        (4, "release", 1.0), (4, "release", 0.25), (998, "release", 1.0)]
+    assert trail[0]["estimator"] == "HybridMeanEstimator"
+    assert trail[0]["params"]["strategy"] == "kvh" and trail[0]["mechanism"] == "laplace"
+    assert trail[1]["description"] == "a survey"
+    for user in (3, 4, 998):
+        assert sum(row["epsilon"] for row in trail if row["user_id"] == user) == \
+            ledger.spent([user])[0]
+    assert ledger.history(user_id=5000) == []
+
+
+def test_the_audit_trail_exports_to_a_frame_and_csv(backend, tmp_path):
+    pd = pytest.importorskip("pandas")
+    _, target = backend
+    ledger = PrivacyLedger(target, default_budget=10.0)
+    ledger.charge(["x", "y"], [0.5, 1.0], release={"estimator": "E", "params": {"k": 2}})
+    frame = ledger.history(user_id=["y", "x"], as_frame=True)
+    assert frame["user_id"].tolist() == ["y", "x"] and frame["epsilon"].tolist() == [1.0, 0.5]
+    frame.to_csv(tmp_path / "trail.csv", index=False)
+    back = pd.read_csv(tmp_path / "trail.csv")
+    assert back["estimator"].tolist() == ["E", "E"] and back["params"][0] == '{"k": 2}'
+    releases = ledger.history(as_frame=True)
+    assert releases["n_users"].tolist() == [2]
+
+
+def test_a_release_of_a_million_users_is_stored_in_about_a_bit_per_user(tmp_path):
+    ledger = PrivacyLedger(tmp_path / "l.sqlite", default_budget=np.inf)
+    ids = np.random.default_rng(0).permutation(1_000_000)
+    ledger.charge(ids, 1.0)
+    ledger.charge(ids[: 900_000], np.where(ids[: 900_000] % 2 == 0, 0.5, 1.0))
+    ledger.charge(ids[: 900_000], 0.5)
+    connection = __import__("sqlite3").connect(tmp_path / "l.sqlite")
+    sizes = [row[0] for row in connection.execute(
+        "SELECT length(payload) FROM events WHERE seq > 1 ORDER BY seq")]
+    connection.close()
+    # A bitmap over the users (1e6 / 8 bytes), plus one bit-ish of codes per member.
+    assert sizes[1] < 200_000 and sizes[0] < 400_000, sizes
+
+
+# -- processes sharing a ledger ------------------------------------------------------------
+
+
+def _charge_repeatedly(target, users, attempts, queue):
+    ledger = PrivacyLedger(target, timeout=60.0)
+    succeeded = 0
+    for _ in range(attempts):
+        try:
+            ledger.charge(users, 1.0)
+            succeeded += 1
+        except BudgetExceededError:
+            pass
+    queue.put((tuple(users), succeeded))
+
+
+def test_concurrent_processes_neither_lose_nor_double_charges(shared_backend):
+    _, target = shared_backend
+    PrivacyLedger(target, default_budget=12.0)
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    groups = [list(range(start, start + 60)) for start in (0, 20, 40, 60)]
+    processes = [context.Process(target=_charge_repeatedly, args=(target, users, 8, queue))
+                 for users in groups]
+    for process in processes:
+        process.start()
+    results = [queue.get(timeout=120) for _ in processes]
+    for process in processes:
+        process.join(timeout=60)
+    expected = np.zeros(120)
+    for users, succeeded in results:
+        expected[list(users)] += succeeded
+    ledger = PrivacyLedger(target)
+    np.testing.assert_array_equal(ledger.spent(np.arange(120)), expected)
+    assert expected.max() <= 12.0
+    assert len(ledger.history()) == sum(succeeded for _, succeeded in results)
+
+
+def test_a_process_killed_while_charging_leaves_whole_releases_only(shared_backend):
+    _, target = shared_backend
+    n_users = 300_000
+    PrivacyLedger(target, default_budget=np.inf)
+    script = textwrap.dedent(f"""
+        import numpy as np
+        from skhybrid.accounting import PrivacyLedger
+        ledger = PrivacyLedger({target!r})
+        ids = np.random.default_rng(0).permutation({n_users})
+        ledger.charge(ids, 0.5)
+        print("ready", flush=True)
+        while True:
+            ledger.charge(ids, 0.5)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                             env=_env())
+    assert child.stdout.readline().strip() == b"ready"
+    time.sleep(1.5)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    ledger = PrivacyLedger(target)
+    n_releases = len(ledger.history())
+    assert n_releases >= 2
+    np.testing.assert_array_equal(ledger.spent(np.arange(n_users)),
+                                  np.full(n_users, 0.5 * n_releases))
+
+
+def test_a_long_ledger_is_checkpointed_and_reopens_to_the_same_totals(shared_backend):
+    _, target = shared_backend
+    ledger = PrivacyLedger(target, default_budget=np.inf)
+    ids = np.arange(30_000)
+    for k in range(8):
+        ledger.charge(ids[k::2], 0.1 * (k + 1))
+    expected = ledger.spent(ids)
+    first = PrivacyLedger(target)  # replays 120,000 memberships: writes a checkpoint
+    np.testing.assert_array_equal(first.spent(ids), expected)
+    assert first._store.latest_checkpoint()[0] == 8
+    first.charge(ids[:5], 1.0)
+    second = PrivacyLedger(target)  # starts from the checkpoint, replays one event
+    np.testing.assert_array_equal(second.spent(ids), first.spent(ids))
+    assert second.spent(ids[:5]).tolist() == [math.fsum([0.1 * (k + 1) for k in range(8)
+                                                         if k % 2 == i % 2 and k <= i] + [1.0])
+                                              for i in range(5)]
+    assert len(second.history()) == 9
+
+
+def test_a_writer_holding_the_lock_makes_others_wait_then_fail_clearly(shared_backend):
+    name, target = shared_backend
+    ledger = PrivacyLedger(target, default_budget=1.0, timeout=0.5)
+    ledger.charge([1], 0.1)
+    holder = PrivacyLedger(target)
+    with holder._store.transaction(write=True):
+        with pytest.raises(LedgerError, match="locked by another .*nothing was charged"):
+            ledger.charge([1], 0.1)
+    assert ledger.spent([1])[0] == 0.1
