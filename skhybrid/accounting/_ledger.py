@@ -35,7 +35,7 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS releases ("
     " id INTEGER PRIMARY KEY, time TEXT NOT NULL, estimator TEXT NOT NULL,"
     " params TEXT NOT NULL, mechanism TEXT NOT NULL, n_users INTEGER NOT NULL,"
-    " levels TEXT NOT NULL)",
+    " levels TEXT NOT NULL, description TEXT)",
 )
 
 
@@ -257,6 +257,9 @@ class PrivacyLedger:
                 )
             for statement in _SCHEMA:
                 connection.execute(statement)
+            columns = {row[1] for row in connection.execute("PRAGMA table_info(releases)")}
+            if "description" not in columns:  # a ledger written before descriptions
+                connection.execute("ALTER TABLE releases ADD COLUMN description TEXT")
             found = connection.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
             if found is None:
                 connection.execute("INSERT INTO meta VALUES ('format', ?)", (_FORMAT,))
@@ -440,7 +443,7 @@ class PrivacyLedger:
         )
 
     def charge(self, user_ids, epsilon=0.0, delta=0.0, *, noise_multiplier=None,
-               release=None):
+               release=None, description=None):
         """Charge users for one release, atomically: all of them or none.
 
         Estimators with ``ledger=`` call this before drawing any noise; call it
@@ -462,6 +465,8 @@ class PrivacyLedger:
         release : dict, default=None
             What the history records: ``estimator`` (a name), ``params`` (a dict) and
             ``mechanism``.
+        description : str, default=None
+            A note for the history row (for example that the charge is a reservation).
 
         Returns
         -------
@@ -507,18 +512,87 @@ class PrivacyLedger:
                 " delta = u.new_delta, gaussian = u.new_gaussian"
                 " FROM charged u WHERE accounts.user_id = u.user_id")
             connection.execute(
-                "INSERT INTO releases (time, estimator, params, mechanism, n_users, levels)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO releases (time, estimator, params, mechanism, n_users, levels,"
+                " description) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
-                    datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds"),
-                    str(release.get("estimator", "manual")),
+                    _now(), str(release.get("estimator", "manual")),
                     json.dumps(release.get("params", {}), default=repr, sort_keys=True),
                     str(release.get("mechanism", _mechanism(epsilon, delta, gaussian))),
-                    len(ids), json.dumps(_levels(costs, cost_counts)),
+                    len(ids), json.dumps(_levels(costs, cost_counts)), description,
                 ),
             )
             connection.execute("DROP TABLE charged")
             connection.execute("DELETE FROM wanted")
+        return len(ids)
+
+    def refund(self, user_ids, epsilon, delta=0.0, *, description="refund"):
+        """Give budget back, atomically: each user's spent decreases by the amount.
+
+        For budget that was charged but never used by a release (a reservation that a
+        search did not use up). The history gets one row, with ``description`` and
+        negative levels.
+
+        Parameters
+        ----------
+        user_ids : array-like of shape (n_users,)
+            Distinct ids.
+        epsilon : float or array-like of shape (n_users,)
+            Pure epsilon to give back, per user.
+        delta : float or array-like of shape (n_users,), default=0.0
+        description : str, default="refund"
+
+        Returns
+        -------
+        n_refunded : int
+            The number of users given something back.
+
+        Raises
+        ------
+        ValueError
+            If an amount is more than the user's pure-epsilon (or delta) spend; nothing
+            changes.
+        """
+        ids, kind, sortable = _check_ids(user_ids)
+        n = len(ids)
+        epsilon = _check_amount("epsilon", epsilon, n)
+        delta = _check_amount("delta", delta, n)
+        duplicate = _first_duplicate(sortable)
+        if duplicate is not None:
+            raise ValueError(f"user id {duplicate!r} appears more than once in one refund")
+        keep = np.flatnonzero((epsilon > 0) | (delta > 0))
+        ids = [ids[i] for i in keep]
+        epsilon, delta = epsilon[keep], delta[keep]
+        with self._transaction() as connection:
+            self._check_kind(connection, kind, record=False)
+            _, (_, _, high, low, spent_delta, _) = self._load(connection, ids)
+            # TwoSum of high - epsilon, then low added back: the double-double total.
+            total = high - epsilon
+            error = (high - (total - (total - high))) + (-epsilon - (total - high))
+            low = low + error
+            new_high = total + low
+            new_low = low - (new_high - total)
+            # Rounding slack of the charges that added up what is now given back.
+            slack = 4 * np.finfo(np.float64).eps * np.maximum(high, 1.0)
+            over = (new_high < -slack) | (delta > spent_delta * (1 + 1e-12))
+            if over.any():
+                first = int(np.flatnonzero(over)[0])
+                raise ValueError(
+                    f"cannot refund user {ids[first]!r} epsilon {epsilon[first]:g}, delta "
+                    f"{delta[first]:g}: more than they spent (epsilon {high[first]:g}, "
+                    f"delta {spent_delta[first]:g}); nothing was refunded"
+                )
+            negative = new_high < 0
+            new_high[negative], new_low[negative] = 0.0, 0.0
+            new_delta = np.maximum(spent_delta - delta, 0.0)
+            connection.executemany(
+                "UPDATE accounts SET epsilon_high = ?, epsilon_low = ?, delta = ?"
+                " WHERE user_id = ?",
+                zip(new_high.tolist(), new_low.tolist(), new_delta.tolist(), ids))
+            costs, _, counts = _distinct_costs(0.0 - epsilon, 0.0 - delta, np.zeros(len(ids)))
+            connection.execute(
+                "INSERT INTO releases (time, estimator, params, mechanism, n_users, levels,"
+                " description) VALUES (?, 'refund', '{}', 'refund', ?, ?, ?)",
+                (_now(), len(ids), json.dumps(_levels(costs, counts)), description))
         return len(ids)
 
     def _add_unknown_users(self, connection, ids, costs, cost_index):
@@ -600,16 +674,19 @@ class PrivacyLedger:
             Each with ``time`` (ISO 8601, UTC), ``estimator``, ``params``,
             ``mechanism``, ``n_users`` (users charged) and ``levels``: a list of
             ``{"epsilon", "delta", "noise_multiplier", "n_users"}`` (users charged per
-            distinct cost).
+            distinct cost), and ``description`` (None, or the note given to
+            :meth:`charge`; refunds are rows of estimator ``"refund"`` with negative
+            levels).
         """
         with self._transaction() as connection:
             rows = connection.execute(
-                "SELECT time, estimator, params, mechanism, n_users, levels FROM releases"
-                " ORDER BY id").fetchall()
+                "SELECT time, estimator, params, mechanism, n_users, levels, description"
+                " FROM releases ORDER BY id").fetchall()
         return [
             {"time": time, "estimator": estimator, "params": json.loads(params),
-             "mechanism": mechanism, "n_users": n_users, "levels": json.loads(levels)}
-            for time, estimator, params, mechanism, n_users, levels in rows
+             "mechanism": mechanism, "n_users": n_users, "levels": json.loads(levels),
+             "description": description}
+            for time, estimator, params, mechanism, n_users, levels, description in rows
         ]
 
     def users(self):
@@ -672,6 +749,10 @@ class PrivacyLedger:
             "n_releases": len(history),
             "last_releases": history[-n_releases:],
         }
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
 
 
 def _distinct_costs(epsilon, delta, gaussian):
