@@ -163,6 +163,10 @@ def _user_ids(estimator, user_id, n_rows):
     return ids
 
 
+class _NoPublicError(ValueError):
+    """A candidate has no expected error computable from public quantities alone."""
+
+
 class _Plan(Bunch):
     """A search's releases and what each costs each row's user (arrays over the rows).
 
@@ -218,10 +222,12 @@ def _plan_fits(estimator, candidates, X, fit_params, splits, refit_candidates):
     return fits, refits, records
 
 
-def _fit_candidate(estimator, X_train, fit_params, X_scored, allotment):
-    """One fit: the held-out loss sum, the loss's width, what it charged, error, warnings."""
-    if allotment is not None:
-        estimator.set_params(ledger=allotment)
+def _fit_candidate(estimator, X_train, fit_params, X_scored):
+    """One fit: the held-out loss sum, the loss's width, what it charged, error, warnings.
+
+    ``estimator`` charges an :class:`_Allotment` or nothing (``ledger=None``).
+    """
+    allotment = estimator.ledger if isinstance(estimator.ledger, _Allotment) else None
 
     def run():
         fitted = estimator.fit(X_train, **fit_params)
@@ -236,7 +242,9 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
     """Exhaustive search over a grid whose choice is differentially private and charged.
 
     The private counterpart of scikit-learn's ``GridSearchCV`` for skhybrid's
-    estimators. With ``selection="exponential"`` every candidate is fit on every
+    estimators. By default (``selection="auto"``) the mean estimators are ranked by
+    their public expected error and everything else by the exponential mechanism.
+    With ``selection="exponential"`` every candidate is fit on every
     training fold (each fit a release, charged as the estimator charges it), each
     candidate gets the sum over the held-out *tcm* users of a loss whose range is
     public (:mod:`skhybrid.model_selection._losses`), and the exponential mechanism
@@ -261,10 +269,15 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
         search with secure noise warns once per process). Its ``bounds`` must be given.
     param_grid : dict or list of dict
         As ``GridSearchCV``'s.
-    selection : {"exponential", "expected_mse"}, default="exponential"
+    selection : {"auto", "exponential", "expected_mse"}, default="auto"
         How the candidate is chosen: the exponential mechanism on held-out losses
         (every estimator), or the smallest ``expected_mse_`` from public quantities
-        (estimators with an analytic error, when it does not depend on the data).
+        (estimators with an analytic error, when it does not depend on the data: it is
+        computed on public stand-ins of ``X``'s shape, and refused if it differs between
+        two of them). ``"auto"``: ``"expected_mse"`` where it applies, else
+        ``"exponential"``. Held-out losses cannot tell mean estimators apart at realistic
+        sizes (their errors differ by far less than one user's loss range), so
+        ``"expected_mse"`` is the way to select a mean estimator.
     selection_epsilon : float, default=1.0
         Epsilon of the exponential mechanism, charged to every tcm user with a finite
         privacy level (the users whose held-out records are scored).
@@ -293,6 +306,9 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
         ``selection="expected_mse"`` the public ``expected_mse`` and its rank. There
         are no test scores: they would not be private (only the choice is).
     n_splits_ : int
+        0 with ``expected_mse`` selection (nothing is fit on folds).
+    selection_ : str
+        The selection used: ``"expected_mse"`` or ``"exponential"``.
     reserved_epsilon_ : ndarray of shape (n_users,)
         What the search reserved from each user (in the order of ``user_id``).
     spent_epsilon_ : ndarray of shape (n_users,)
@@ -324,18 +340,19 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
     >>> ids = np.arange(2000)
     >>> ledger = PrivacyLedger(default_budget=10.0)
     >>> est = HybridMeanEstimator(bounds=(0, 1), ledger=ledger, random_state=0)
-    >>> search = PrivateGridSearchCV(est, {"strategy": ["pwh", "tcm_only"]},
-    ...                              selection="expected_mse")
+    >>> search = PrivateGridSearchCV(est, {"strategy": ["pwh", "tcm_only"]})
     >>> cost = search_cost(search, X, trust_group=g, user_id=ids)
     >>> search = search.fit(X, trust_group=g, user_id=ids)
     >>> bool(np.allclose(ledger.spent(ids), cost))
     True
+    >>> search.selection_, search.best_params_
+    ('expected_mse', {'strategy': 'pwh'})
     """
 
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["fit"])],
         "param_grid": [dict, list],
-        "selection": [StrOptions({"exponential", "expected_mse"})],
+        "selection": [StrOptions({"auto", "exponential", "expected_mse"})],
         "selection_epsilon": [Interval(Real, 0, None, closed="neither")],
         "cv": ["cv_object"],
         "refit": ["boolean"],
@@ -343,7 +360,7 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
         "random_state": RANDOM_STATE_CONSTRAINT,
     }
 
-    def __init__(self, estimator, param_grid, *, selection="exponential", selection_epsilon=1.0,
+    def __init__(self, estimator, param_grid, *, selection="auto", selection_epsilon=1.0,
                  cv=5, refit=True, n_jobs=None, random_state=None):
         self.estimator = estimator
         self.param_grid = param_grid
@@ -387,7 +404,7 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
             }, description=(
                 f"reservation of {type(self).__name__}: {len(plan.candidates)} candidates "
                 f"x {len(plan.splits)} folds, selection, refit={self.refit}"))
-        elif self.random_state is None and self.selection == "exponential":
+        elif self.random_state is None and plan.expected is None:
             warn_unaccounted_release(type(self).__name__, float(epsilon.max(initial=0.0)),
                                      plan.ids.shape[0])
         used = Bunch(epsilon=np.zeros_like(epsilon), delta=np.zeros_like(delta),
@@ -406,16 +423,23 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
 
     def _plan(self, X, y, params):
         candidates = list(ParameterGrid(self.param_grid))
-        exponential = self.selection == "exponential"
-        fit_params, splits, ids = _search_inputs(self, self.estimator, X, y, params,
-                                                 check_cv(self.cv) if exponential else None)
-        n_rows = ids.shape[0]
+        fit_params, _, ids = _search_inputs(self, self.estimator, X, y, params, None)
         records, expected = [], None
-        refit_candidates = range(len(candidates)) if self.refit else []
-        if not exponential:
+        if self.selection != "exponential":
+            try:
+                expected, records = self._expected_mse(X, candidates, fit_params)
+            except _NoPublicError:
+                if self.selection == "expected_mse":
+                    raise
+        exponential = expected is None
+        if exponential:
+            fit_params, splits, ids = _search_inputs(self, self.estimator, X, y, params,
+                                                     check_cv(self.cv))
+            refit_candidates = range(len(candidates)) if self.refit else []
+        else:
             # The ranking is public, so only the chosen candidate's refit is planned.
-            expected, records = self._expected_mse(X, candidates, fit_params)
-            refit_candidates = [int(np.argmin(expected))]
+            splits, refit_candidates = [], [int(np.argmin(expected))] if self.refit else []
+        n_rows = ids.shape[0]
         fits, refits, caught = _plan_fits(self.estimator, candidates, X, fit_params, splits,
                                           refit_candidates)
         is_tcm = check_trust_group(params.get("trust_group"), n_rows)
@@ -436,17 +460,19 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
         records = list(plan.records)
         expected = plan.expected
         if expected is not None:
+            self.selection_ = "expected_mse"
             best = int(np.argmin(expected))
         else:
+            self.selection_ = "exponential"
             best = self._select(X, plan, used, records, ledger)
         self.best_index_ = best
         self.best_params_ = plan.candidates[best]
         self.n_splits_ = len(plan.splits)
         if self.refit:
-            refit = clone(self.estimator).set_params(**self.best_params_)
-            allotment = None if ledger is None else _Allotment(*plan.refits[best])
+            charges = {} if ledger is None else {"ledger": _Allotment(*plan.refits[best])}
+            refit = clone(self.estimator).set_params(**self.best_params_, **charges)
             _, charged, error, caught = _fit_candidate(refit, X, plan.fit_params,
-                                                       _safe_indexing(X, []), allotment)
+                                                       _safe_indexing(X, []))
             records += caught
             self._count(used, charged, slice(None))
             if error is not None:
@@ -464,12 +490,14 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
         tasks = []
         for index, train, test, epsilon, delta in plan.fits:
             scored = test[plan.is_scored[test]]
+            # The allotment replaces the ledger before the clone leaves this process
+            # (an in-memory ledger does not pickle; an allotment does).
+            charges = {} if ledger is None else {"ledger": _Allotment(epsilon, delta)}
             tasks.append((index, train, (
-                clone(self.estimator).set_params(**plan.candidates[index]),
+                clone(self.estimator).set_params(**plan.candidates[index], **charges),
                 _safe_indexing(X, train),
                 _check_method_params(X, params=plan.fit_params, indices=train),
                 _safe_indexing(X, scored),
-                None if ledger is None else _Allotment(epsilon, delta),
             )))
         if self.n_jobs in (None, 1):
             # One at a time: the first failure stops the search before further releases.
@@ -497,12 +525,16 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
             raise ValueError(
                 "the exponential selection scores held-out tcm users with a finite epsilon, "
                 "and there are none; use selection='expected_mse' or give tcm users")
-        mechanism = ExponentialMechanism(
-            epsilon=self.selection_epsilon,
-            sensitivity=width * max(int(plan.n_test.max()), 1))
+        mechanism = ExponentialMechanism(epsilon=self.selection_epsilon,
+                                         sensitivity=self._sensitivity(width, plan))
         # The selection's cost is used from here: the noise is drawn next.
         used.epsilon += plan.selection
         return mechanism.select(utilities, random_state=check_random_state(self.random_state))
+
+    @staticmethod
+    def _sensitivity(width, plan):
+        """Of the utilities: the loss width times the most splits holding out one user."""
+        return width * max(int(plan.n_test.max()), 1)
 
     @staticmethod
     def _count(used, charged, rows):
@@ -533,12 +565,12 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
                 if error is not None:
                     raise error
                 if not hasattr(fitted, "expected_mse_"):
-                    raise ValueError(
+                    raise _NoPublicError(
                         "selection='expected_mse' needs an estimator with expected_mse_; "
                         f"{type(fitted).__name__} has none: use selection='exponential'")
                 figures.append(float(np.mean(fitted.expected_mse_)))
             if not np.isclose(figures[0], figures[1], rtol=1e-9, atol=0.0):
-                raise ValueError(
+                raise _NoPublicError(
                     f"the expected_mse_ of candidate {candidate} depends on the data "
                     f"({figures[0]:g} and {figures[1]:g} on two public stand-ins), so "
                     "ranking by it would not be private: use selection='exponential'")
