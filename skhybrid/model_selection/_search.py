@@ -30,7 +30,7 @@ from sklearn.utils.metadata_routing import (
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _check_method_params, _num_samples, check_is_fitted
 
-from ..accounting._costs import warn_unaccounted_release
+from ..accounting._costs import _user_stacklevel, warn_unaccounted_release
 from ..accounting._ledger import id_array
 from ..base import RANDOM_STATE_CONSTRAINT, ValidatedParamsMixin
 from ..exceptions import BudgetExceededError
@@ -132,7 +132,7 @@ def _warn_once_per_kind(records, owner):
     for category, messages in by_kind.items():
         note = "" if len(messages) == 1 else (
             f" [{owner}: {len(messages)} of its fits warned {category.__name__}; shown once]")
-        warnings.warn(messages[0] + note, category, stacklevel=3)
+        warnings.warn(messages[0] + note, category, stacklevel=_user_stacklevel())
 
 
 # -- metadata: the same routing as scikit-learn's searches ---------------------------------
@@ -174,7 +174,8 @@ class _Plan(Bunch):
     delta)`` per fold fit, costs over the training rows), ``selection`` (epsilon per
     row), ``refits`` (candidate index to ``(epsilon, delta)`` over all rows: every
     candidate that may be refit), ``ids``, ``is_scored``, ``fit_params``, ``n_test``,
-    ``expected`` (public expected errors, or None) and ``records`` (warnings).
+    ``expected`` (public expected errors, or None), ``records`` (the ranking's
+    warnings) and ``probe_records`` (the cost probes' warnings, which the fits repeat).
     """
 
     def reserved(self):
@@ -452,7 +453,7 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
             n_test[test] += 1
         return _Plan(candidates=candidates, splits=splits, fits=fits, refits=refits, ids=ids,
                      fit_params=fit_params, is_scored=is_scored, n_test=n_test,
-                     expected=expected, records=records + caught,
+                     expected=expected, records=records, probe_records=caught,
                      selection=np.where(is_scored, float(self.selection_epsilon), 0.0))
 
     def _run(self, X, plan, used):
@@ -545,14 +546,16 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
     def _expected_mse(self, X, candidates, fit_params):
         """Each candidate's ``expected_mse_`` from public stand-ins of ``X``'s shape.
 
-        Two stand-ins (every value at the lower bound, every value at the upper bound)
-        with the same public metadata: a candidate whose figure differs between them
-        reads the data, and is refused. Nothing is fit on ``X``.
+        Three stand-ins with the same public metadata (every value at the lower bound;
+        at the upper bound; alternating between them, the widest spread): a candidate
+        whose figure differs between them reads the data (its location or its spread),
+        and is refused. Nothing is fit on ``X``.
         """
         n_rows = _num_samples(X)
         n_features = np.shape(X)[1] if len(np.shape(X)) > 1 else 1
         lower, upper = check_bounds(_public_bounds_of(self.estimator), n_features)
-        stand_ins = [np.tile(lower, (n_rows, 1)), np.tile(upper, (n_rows, 1))]
+        alternating = np.where((np.arange(n_rows) % 2 == 0)[:, None], lower, upper)
+        stand_ins = [np.tile(lower, (n_rows, 1)), np.tile(upper, (n_rows, 1)), alternating]
         fit_params = {key: value for key, value in fit_params.items() if key != "user_id"}
         records, expected = [], []
         for candidate in candidates:
@@ -569,10 +572,10 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
                         "selection='expected_mse' needs an estimator with expected_mse_; "
                         f"{type(fitted).__name__} has none: use selection='exponential'")
                 figures.append(float(np.mean(fitted.expected_mse_)))
-            if not np.isclose(figures[0], figures[1], rtol=1e-9, atol=0.0):
+            if not np.allclose(figures, figures[0], rtol=1e-9, atol=0.0):
                 raise _NoPublicError(
                     f"the expected_mse_ of candidate {candidate} depends on the data "
-                    f"({figures[0]:g} and {figures[1]:g} on two public stand-ins), so "
+                    f"({', '.join(f'{f:g}' for f in figures)} on public stand-ins), so "
                     "ranking by it would not be private: use selection='exponential'")
             expected.append(figures[0])
         return np.array(expected), records
@@ -666,7 +669,9 @@ def search_cost(search, X, y=None, **params):
     """
     if isinstance(search, PrivateGridSearchCV):
         search._validate_params()
-        return search._plan(X, y, params).reserved()[0]
+        plan = search._plan(X, y, params)
+        _warn_once_per_kind(plan.records + plan.probe_records, "search_cost")
+        return plan.reserved()[0]
     if isinstance(search, GridSearchCV):
         candidates = list(ParameterGrid(search.param_grid))
     elif isinstance(search, RandomizedSearchCV):
@@ -683,6 +688,7 @@ def search_cost(search, X, y=None, **params):
     fit_params, splits, ids = _search_inputs(search, search.estimator, X, y, params,
                                              check_cv(search.cv))
     refit_candidates = range(len(candidates)) if search.refit else []
-    fits, refits, _ = _plan_fits(search.estimator, candidates, X, fit_params, splits,
-                                 refit_candidates)
+    fits, refits, records = _plan_fits(search.estimator, candidates, X, fit_params, splits,
+                                       refit_candidates)
+    _warn_once_per_kind(records, "search_cost")
     return _Plan(fits=fits, refits=refits, ids=ids, selection=np.zeros(ids.shape[0])).reserved()[0]
