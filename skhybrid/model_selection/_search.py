@@ -393,7 +393,6 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
         plan = self._plan(X, y, params)
         ledger = getattr(self.estimator, "ledger", None)
         epsilon, delta = plan.reserved()
-        self.reserved_epsilon_ = epsilon
         # Pre-flight: raises (nothing charged, nothing released) if anyone cannot afford it.
         if ledger is not None:
             ledger.charge(plan.ids, epsilon, delta, release={
@@ -404,10 +403,13 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
                            "n_splits": len(plan.splits), "refit": self.refit},
             }, description=(
                 f"reservation of {type(self).__name__}: {len(plan.candidates)} candidates "
-                f"x {len(plan.splits)} folds, selection, refit={self.refit}"))
+                f"x {len(plan.splits)} folds, "
+                + ("exponential selection" if plan.expected is None
+                   else "public expected_mse ranking") + f", refit={self.refit}"))
         elif self.random_state is None and plan.expected is None:
             warn_unaccounted_release(type(self).__name__, float(epsilon.max(initial=0.0)),
                                      plan.ids.shape[0])
+        self.reserved_epsilon_ = epsilon
         used = Bunch(epsilon=np.zeros_like(epsilon), delta=np.zeros_like(delta),
                      reason="the chosen candidate's refit costs less than the dearest one's")
         try:
