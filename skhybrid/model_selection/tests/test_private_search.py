@@ -311,3 +311,14 @@ def test_a_secure_search_without_a_ledger_says_once_what_it_spent(users, monkeyp
         warnings.simplefilter("error", UnaccountedReleaseWarning)
         search.fit(X, trust_group=trust)
         HybridKMeans(n_clusters=2, bounds=(0, 1)).fit(X, trust_group=trust)
+
+
+def test_workers_draw_on_the_reservation_of_an_in_memory_ledger(users):
+    X, trust, levels, ids = users
+    ledger = PrivacyLedger(default_budget=100.0)  # not picklable: the clones carry allotments
+    search = _mean_search(ledger, {"strategy": ["kvh", "pwh"]}, n_jobs=2)
+    metadata = {"trust_group": trust, "epsilon": levels, "user_id": ids}
+    cost = search_cost(search, X, **metadata)
+    search.fit(X, **metadata)
+    np.testing.assert_allclose(ledger.spent(ids), cost, rtol=1e-13)
+    assert len(ledger.history()) == 1
