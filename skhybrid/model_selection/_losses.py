@@ -5,25 +5,22 @@ user's (clipped) record against the candidate's release. For a fixed release eve
 user's loss lies in an interval of public width ``B`` (from the bounds alone), so
 replacing one user's record moves every candidate's sum by at most ``B``: the
 sensitivity of :class:`~skhybrid.model_selection.PrivateGridSearchCV`'s exponential
-mechanism. Each loss is a proper loss for what the estimator releases, so its mean
-ranks releases as the estimator's ``score`` does:
+mechanism. Each loss is minimised in expectation by the statistic the estimator
+targets (a proper loss), so it ranks releases by how close they come to it; for the
+mean estimators and K-means its average is ``score`` up to a constant:
 
-===============================  ===========================================  ==============
-Estimator                        Loss of record ``x`` against the release     Width ``B``
-===============================  ===========================================  ==============
-mean estimators                  ``mean_j (x_j - m_j)^2`` (its average over   ``mean_j R_j^2``
-                                 users is ``score``'s squared error plus the
-                                 variance, the same for every candidate)
-MixedQuantileEstimator,          pinball loss of the ``q``-quantile,           ``max(q, 1-q)
-PDPQuantileEstimator             ``mean_j max(q d_j, (q - 1) d_j)``,           mean_j R_j``
-                                 ``d = x - theta``
-HybridKMeans                     ``min_k ||x - c_k||^2`` (the per-sample       ``sum_j R_j^2``
-                                 within-cluster sum of squares of ``score``)
-BlenderHeavyHitters              ``||p||^2 + 1 - 2 p(x)``: the squared L2      ``2``
-                                 distance between the released distribution
-                                 ``p`` (clipped to [0, 1]) and ``x``'s
-                                 indicator (a Brier score)
-===============================  ===========================================  ==============
+- mean estimators: ``mean_j (x_j - m_j)^2``, width ``mean_j R_j^2``. Its average over
+  users is ``score``'s squared error plus the data's variance, the same for every
+  candidate.
+- MixedQuantileEstimator, PDPQuantileEstimator: the pinball loss of the ``q``-quantile,
+  ``mean_j max(q d_j, (q - 1) d_j)`` with ``d = x - theta``, width
+  ``max(q, 1 - q) mean_j R_j``.
+- HybridKMeans: ``min_k ||x - c_k||^2``, width ``sum_j R_j^2`` (the per-sample
+  within-cluster sum of squares of ``score``).
+- BlenderHeavyHitters: ``||p||^2 + 1 - 2 p(x)``, width 2: the squared L2 distance
+  between the released distribution ``p`` (clipped to [0, 1]) and ``x``'s indicator
+  (a Brier score); ``||p||^2`` is the same for every record, so only ``2 p(x)`` in
+  [0, 2] moves with the record.
 
 ``R_j`` is feature ``j``'s width ``upper_j - lower_j``; records and releases are
 clipped to the bounds first, which is what makes the widths hold.
