@@ -13,8 +13,8 @@ salaries twice:
 - a K-means' number of clusters, chosen by the exponential mechanism on held-out
   losses (every candidate's fold fits and the selection are charged);
 
-then plots each user's spent budget and the ledger's history: one reservation per
-search, and a refund of what the K-means search did not use.
+then shows a third search refused up front (nobody charged, nothing released), and
+plots each user's spent budget and the ledger's history.
 """
 
 import matplotlib.pyplot as plt
@@ -23,6 +23,7 @@ import numpy as np
 from skhybrid import HybridKMeans, HybridMeanEstimator
 from skhybrid.accounting import PrivacyLedger
 from skhybrid.datasets import load_salaries
+from skhybrid.exceptions import BudgetExceededError
 from skhybrid.model_selection import PrivateGridSearchCV, search_cost
 
 salaries = load_salaries()
@@ -68,9 +69,25 @@ centres = np.sort(kmeans_search.best_estimator_.cluster_centers_[:, 0])
 print(f"centres: {np.round(centres, -2)}")
 
 # %%
+# A search nobody can afford is refused before its first release
+# ---------------------------------------------------------------
+# Every user has 8 - 5 = 3 (lm) or 8 - 6 = 2 (tcm) left; a 3-fold search over four
+# candidates would need more. The reservation fails: nobody is charged.
+wider = PrivateGridSearchCV(kmeans_search.estimator, {"n_clusters": [1, 2, 3, 4]}, cv=3)
+wider_cost = search_cost(wider, X, trust_group=trust_group, user_id=user_id)
+print(f"it would cost up to {wider_cost.max():g} per user")
+try:
+    wider.fit(X, trust_group=trust_group, user_id=user_id)
+except BudgetExceededError as error:
+    print(f"refused: {error}")
+
+# %%
 # What the users spent
 # --------------------
-# The pre-flight costs add up to what the ledger charged, user by user.
+# The pre-flight costs add up to what the ledger charged, user by user. Each search is
+# one reservation in the history; a refund row follows when the chosen candidate's refit
+# costs less than the dearest one's, or when a search stops early (not here: every
+# candidate's refit costs the same).
 spent = ledger.spent(user_id)
 assert np.allclose(spent, mean_cost + kmeans_cost)
 is_tcm = trust_group == "tcm"
@@ -82,14 +99,12 @@ axes[0].set_yscale("log")
 axes[0].set_ylabel("users")
 axes[0].set_xlabel("epsilon spent (budget 8)")
 history = ledger.history()
-labels = [row["description"].split(":")[0] if row["description"] else row["estimator"]
-          for row in history]
+labels = [f"{i + 1}. {row['params']['estimator']} search" for i, row in enumerate(history)]
 totals = [sum(level["epsilon"] * level["n_users"] for level in row["levels"])
           for row in history]
-axes[1].barh(range(len(history)), totals, color=["tab:red" if t < 0 else "tab:blue"
-                                                   for t in totals])
-axes[1].set_yticks(range(len(history)), [f"{i + 1}. {text}" for i, text in enumerate(labels)])
+axes[1].barh(range(len(history)), np.array(totals) / 1e3)
+axes[1].set_yticks(range(len(history)), labels)
 axes[1].invert_yaxis()
-axes[1].set_xlabel("epsilon charged, summed over users")
+axes[1].set_xlabel("reserved epsilon, all users (thousands)")
 fig.suptitle(f"{n_users:,} salaries after two private searches")
 plt.show()
