@@ -474,10 +474,12 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
         if self.refit:
             charges = {} if ledger is None else {"ledger": _Allotment(*plan.refits[best])}
             refit = clone(self.estimator).set_params(**self.best_params_, **charges)
-            _, charged, error, caught = _fit_candidate(refit, X, plan.fit_params,
-                                                       _safe_indexing(X, []))
+            try:
+                _, _, error, caught = _fit_candidate(refit, X, plan.fit_params,
+                                                     _safe_indexing(X, []))
+            finally:  # the allotment is in this process: read even if interrupted
+                self._count(used, charges["ledger"].used if charges else None, slice(None))
             records += caught
-            self._count(used, charged, slice(None))
             if error is not None:
                 raise error
             if ledger is not None:
@@ -502,21 +504,34 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
                 _check_method_params(X, params=plan.fit_params, indices=train),
                 _safe_indexing(X, scored),
             )))
-        if self.n_jobs in (None, 1):
-            # One at a time: the first failure stops the search before further releases.
-            results = []
-            for _, _, task in tasks:
-                results.append(_fit_candidate(*task))
-                if results[-1][2] is not None:
-                    break
-        else:
-            results = Parallel(n_jobs=self.n_jobs)(
-                delayed(_fit_candidate)(*task) for _, _, task in tasks)
+        results = []
+        try:
+            if self.n_jobs in (None, 1):
+                # One at a time: the first failure stops the search before further releases.
+                for _, _, task in tasks:
+                    results.append(_fit_candidate(*task))
+                    if results[-1][2] is not None:
+                        break
+            else:
+                results = Parallel(n_jobs=self.n_jobs)(
+                    delayed(_fit_candidate)(*task) for _, _, task in tasks)
+        except BaseException:
+            # Interrupted (KeyboardInterrupt, a dead worker): a fit whose result never
+            # came back may have drawn its noise, so its allotment counts as used.
+            for index, train, task in tasks[len(results):]:
+                allotment = task[0].ledger
+                if self.n_jobs in (None, 1) and isinstance(allotment, _Allotment):
+                    self._count(used, allotment.used, train)
+                elif isinstance(allotment, _Allotment):
+                    self._count(used, (allotment.epsilon, allotment.delta), train)
+            raise
+        finally:
+            for (_, train, _), (_, charged, _, _) in zip(tasks, results):
+                self._count(used, charged, train)
         utilities = np.zeros(len(plan.candidates))
         width = 0.0
-        for (index, train, _), (result, charged, error, caught) in zip(tasks, results):
+        for (index, _, _), (result, _, error, caught) in zip(tasks, results):
             records += caught
-            self._count(used, charged, train)
             if error is None:
                 utilities[index] -= result[0]
                 width = max(width, result[1])

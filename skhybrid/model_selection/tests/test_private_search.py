@@ -12,6 +12,7 @@ from skhybrid import (
     BlenderHeavyHitters,
     HybridKMeans,
     HybridMeanEstimator,
+    MixedMeanEstimator,
     MixedQuantileEstimator,
     PDPQuantileEstimator,
     PDPSampleEstimator,
@@ -158,6 +159,45 @@ def test_an_exception_before_a_fits_noise_stops_the_search_and_refunds_the_rest(
     assert refund["estimator"] == "refund" and "stopped by RuntimeError" in refund["description"]
 
 
+class _Interrupt(BaseException):
+    """Like KeyboardInterrupt: not an Exception, so nothing on the way catches it."""
+
+
+def test_an_interrupt_after_a_fits_noise_keeps_that_fit_charged(users, monkeypatch):
+    X, trust, _, ids = users
+    ledger = PrivacyLedger(default_budget=100.0)
+    search = _mean_search(ledger, {"strategy": ["kvh", "pwh"]})
+    real_fit = _search._fit_candidate
+    calls = []
+
+    def interrupt_second(*args):
+        calls.append(None)
+        result = real_fit(*args)  # charged its allotment and drew its noise
+        if len(calls) == 2:
+            raise _Interrupt
+        return result
+
+    monkeypatch.setattr(_search, "_fit_candidate", interrupt_second)
+    with pytest.raises(_Interrupt):
+        search.fit(X, trust_group=trust, user_id=ids)
+    expected = np.zeros(N_USERS)
+    for train, _ in list(KFold(4).split(X))[:2]:  # both fits released: both stay charged
+        expected[train] += 1.0
+    np.testing.assert_allclose(ledger.spent(ids), expected, atol=1e-12)
+
+
+def test_cv_results_hold_no_scores_and_search_cost_needs_known_candidates(users):
+    X, trust, _, ids = users
+    search = _mean_search(None, {"strategy": ["kvh", "pwh"]}).fit(X, trust_group=trust)
+    assert set(search.cv_results_) == {"params", "param_strategy", "selected"}
+    assert search.cv_results_["selected"].sum() == 1
+    estimator = HybridMeanEstimator(bounds=(0, 1))
+    with pytest.raises(ValueError, match="random_state=<int>"):
+        search_cost(RandomizedSearchCV(estimator, {"strategy": ["kvh"]}, n_iter=1), X)
+    with pytest.raises(TypeError, match="accepts PrivateGridSearchCV"):
+        search_cost(estimator, X)
+
+
 # -- every estimator ---------------------------------------------------------------------
 
 
@@ -178,6 +218,8 @@ def _blender_data(rng):
      {"threshold": ["min", "max"]}, "curator"),
     (lambda ledger: ADPMEstimator(bounds=(0, 1), ledger=ledger, random_state=0),
      {"epsilon": [0.5, 1.0]}, "points"),
+    (lambda ledger: MixedMeanEstimator(bounds=(0, 1), ledger=ledger, random_state=0),
+     {"epsilon": [0.5, 1.0]}, "curator"),
     (lambda ledger: BlenderHeavyHitters(ledger=ledger, random_state=0),
      {"headlist_fraction": [0.5, 0.95]}, "records"),
 ])
