@@ -138,7 +138,7 @@ def _warn_once_per_kind(records, owner):
 # -- metadata: the same routing as scikit-learn's searches ---------------------------------
 
 
-def _routed_params(search, estimator, params):
+def _routed_params(search, params):
     """The estimator's fit metadata and the splitter's split metadata of one search fit."""
     if _routing_enabled():
         routed = process_routing(search, "fit", **params)
@@ -193,7 +193,7 @@ class _Plan(Bunch):
 
 def _search_inputs(owner, estimator, X, y, params, cv):
     """The estimator's fit metadata (``user_id`` always given), the splits, the user ids."""
-    fit_params, split_params = _routed_params(owner, estimator, params)
+    fit_params, split_params = _routed_params(owner, params)
     ids = _user_ids(estimator, params.get("user_id"), _num_samples(X))
     fit_params["user_id"] = ids  # every planned fit is charged (or probed) per user
     splits = [] if cv is None else list(cv.split(X, y, **split_params))

@@ -22,7 +22,7 @@ def test_the_first_secure_release_without_a_ledger_says_what_it_spent(fresh_proc
     assert record[0].filename == __file__  # points at the user's fit
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnaccountedReleaseWarning)
-        HybridMeanEstimator(bounds=(0, 1)).fit(X)  # said once per process
+        HybridMeanEstimator("tcm_only", bounds=(0, 1)).fit(X)  # said once per process
 
 
 def test_a_seeded_simulation_is_not_an_unaccounted_release(fresh_process):
