@@ -156,21 +156,28 @@ def clamp_estimate(estimator, estimate, lower, upper):
     return estimate
 
 
+#: Classes whose ``score`` has warned in this process (a grid search scores many clones).
+_SCORE_WARNED = set()
+
+
 def warn_score_leak(estimator):
-    """Warn, once per estimator, that ``score`` with a ledger reads held-out data exactly.
+    """Warn, once per estimator class and process, that ``score`` with a ledger is not private.
 
     A validation score compares the release with the exact statistic of held-out raw
-    values: it is not private and no ledger charges it. Model selection that must stay
-    private chooses by ``expected_mse_`` (public quantities only) and fits once.
+    values: it is not private and no ledger charges it, so it is for simulations.
+    Model selection on real data uses
+    :class:`~skhybrid.model_selection.PrivateGridSearchCV`.
     """
-    if getattr(estimator, "ledger", None) is None or estimator.__dict__.get("_score_warned"):
+    name = type(estimator).__name__
+    if getattr(estimator, "ledger", None) is None or name in _SCORE_WARNED:
         return
-    estimator._score_warned = True
+    _SCORE_WARNED.add(name)
     warnings.warn(
-        f"{type(estimator).__name__}.score reads the held-out data exactly: the score is "
-        "not differentially private and the ledger does not charge it. To select "
-        "privately, compare candidates by expected_mse_ (public quantities only) and fit "
-        "the chosen one once; see the accounting guide",
+        f"{name}.score reads the held-out data exactly: the score is not differentially "
+        "private and the ledger does not charge it (this is said once per process). Use "
+        "score for simulations only; to select on real data use "
+        "skhybrid.model_selection.PrivateGridSearchCV, which chooses privately and "
+        "charges the choice (see the private selection guide)",
         PrivacyLeakWarning,
         stacklevel=3,
     )
@@ -298,6 +305,12 @@ class MeanEstimatorMixin:
         """Minus the mean over features of the squared error of the estimate against ``X``.
 
         For a mean estimator, the estimate is compared with ``X``'s column means.
+
+        For simulations only: with real data the score is not private (it reads ``X``
+        exactly) and no ledger charges it, so selecting a model by it publishes a
+        non-private choice. To select on real data use
+        :class:`~skhybrid.model_selection.PrivateGridSearchCV`
+        (:doc:`/user_guide/private_selection`).
 
         Parameters
         ----------

@@ -41,6 +41,16 @@ class PrivacyBudgetWarning(UserWarning):
     """
 
 
+class UnaccountedReleaseWarning(UserWarning):
+    """A release with secure noise spent users' privacy budget and no ledger recorded it.
+
+    Emitted once per process, by the first such fit (or search): it says what that
+    release spent per user. Give the estimator ``ledger=PrivacyLedger(...)`` and pass
+    ``user_id`` to ``fit`` to record every release, or charge releases yourself with
+    :meth:`skhybrid.accounting.PrivacyLedger.charge`.
+    """
+
+
 class BudgetExceededError(RuntimeError):
     """A release would take some users past their privacy budget; nothing was charged.
 
@@ -116,4 +126,5 @@ __all__ = [
     "MetadataOverrideWarning",
     "PrivacyBudgetWarning",
     "PrivacyLeakWarning",
+    "UnaccountedReleaseWarning",
 ]

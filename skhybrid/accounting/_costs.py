@@ -41,10 +41,16 @@ Public users (``epsilon_i = inf``, where an estimator accepts them) are not char
 their data are public. Users with a zero cost are left out of the charge.
 """
 
+import os
+import sys
+import warnings
 from dataclasses import dataclass
+
+import sklearn
 
 import numpy as np
 
+from ..exceptions import UnaccountedReleaseWarning
 from ..mechanisms._calibration import gaussian_noise_multiplier
 from ..utils._dask import is_dask_collection
 from ..utils._validation import check_epsilon, check_trust_group
@@ -160,6 +166,53 @@ def release_cost(estimator, is_tcm, epsilon, **resolved):
     raise TypeError(f"no privacy cost is defined for {type(estimator).__name__}")
 
 
+#: Whether this process has said that a release went unrecorded (it says so once).
+_UNACCOUNTED = {"warned": False}
+
+
+_LIBRARY_DIRS = tuple(
+    os.path.dirname(os.path.dirname(os.path.abspath(path))) + os.sep
+    for path in (__file__,)
+) + (os.path.dirname(os.path.abspath(sklearn.__file__)) + os.sep,)
+
+
+def _user_stacklevel():
+    """The stacklevel of the first caller outside skhybrid and scikit-learn (tests count)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        inside = path.startswith(_LIBRARY_DIRS) and f"{os.sep}tests{os.sep}" not in path
+        if not inside and "joblib" not in path:
+            return level
+        frame, level = frame.f_back, level + 1
+    return 1
+
+
+def warn_unaccounted_release(name, epsilon, n_users):
+    """Say, once per process, that a release with secure noise had no ledger to record it.
+
+    Parameters
+    ----------
+    name : str
+        The estimator or search that released.
+    epsilon : float
+        The largest epsilon it spent for one user.
+    n_users : int
+    """
+    if _UNACCOUNTED["warned"]:
+        return
+    _UNACCOUNTED["warned"] = True
+    warnings.warn(
+        f"{name} released with secure noise and no ledger: it spent up to epsilon "
+        f"{epsilon:g} of each of {n_users} users' budget, and nothing records it (this is "
+        "said once per process; later releases are not reported). Give the estimator "
+        "ledger=PrivacyLedger(...) and pass user_id to fit to record every release, or "
+        "record it yourself with PrivacyLedger.charge",
+        UnaccountedReleaseWarning,
+        stacklevel=_user_stacklevel(),
+    )
+
+
 def check_user_id(estimator, user_id):
     """Refuse a ledger without ``user_id`` (row positions are not identities)."""
     if getattr(estimator, "ledger", None) is not None and user_id is None:
@@ -198,6 +251,11 @@ def charge_release(estimator, user_id, is_tcm, epsilon, **resolved):
     """
     ledger = getattr(estimator, "ledger", None)
     if ledger is None:
+        if getattr(estimator, "random_state", 0) is None and not _UNACCOUNTED["warned"]:
+            cost = release_cost(estimator, is_tcm, epsilon, **resolved)
+            spent = cost.epsilon if cost.mechanism != "gaussian" else np.zeros(1)
+            warn_unaccounted_release(type(estimator).__name__,
+                                     float(np.max(spent, initial=0.0)), is_tcm.shape[0])
         return
     check_user_id(estimator, user_id)
     ids = id_array(_materialised(user_id))

@@ -1331,6 +1331,12 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedP
         Each row counts in the cluster of its nearest private centre; see
         :func:`within_cluster_sum_of_squares`.
 
+        For simulations only: with real data the score is not private (it reads ``X``
+        exactly) and no ledger charges it, so selecting a model by it publishes a
+        non-private choice. To select on real data use
+        :class:`~skhybrid.model_selection.PrivateGridSearchCV`
+        (:doc:`/user_guide/private_selection`).
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)

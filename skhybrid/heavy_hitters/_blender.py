@@ -1142,6 +1142,12 @@ class BlenderHeavyHitters(ValidatedParamsMixin, BaseEstimator):
         ``max_records`` are comparable in model selection. The paper's own figures
         use the ideal of the head list's length (``ideal="estimated"``).
 
+        For simulations only: with real data the score is not private (it reads ``X``
+        exactly) and no ledger charges it, so selecting a model by it publishes a
+        non-private choice. To select on real data use
+        :class:`~skhybrid.model_selection.PrivateGridSearchCV`
+        (:doc:`/user_guide/private_selection`).
+
         Parameters
         ----------
         X : array-like of shape (n_users, 2)

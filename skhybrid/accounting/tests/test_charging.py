@@ -231,15 +231,18 @@ def test_a_stream_charges_the_ids_and_levels_given_at_partial_fit(users):
     assert set(ledger.users()["user_id"]) == set(ids)
 
 
-def test_score_warns_once_per_estimator_with_a_ledger(users):
+def test_score_warns_once_per_class_and_process_with_a_ledger(users, monkeypatch):
     X, trust, _, ids = users
+    monkeypatch.setattr("skhybrid.base._SCORE_WARNED", set())
     estimator = HybridMeanEstimator(bounds=(0, 1), ledger=PrivacyLedger(default_budget=9.0))
     estimator.fit(X, trust_group=trust, user_id=ids)
-    with pytest.warns(PrivacyLeakWarning, match="not differentially private.*expected_mse_"):
+    with pytest.warns(PrivacyLeakWarning,
+                      match="not differentially private.*PrivateGridSearchCV"):
         estimator.score(X)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         estimator.score(X)
+        clone(estimator).fit(X, trust_group=trust, user_id=ids).score(X)  # a search's clone
 
 
 # -- model selection ----------------------------------------------------------------------

@@ -1,0 +1,711 @@
+"""Private model selection: a grid search whose choice is differentially private and charged.
+
+:class:`PrivateGridSearchCV` fits every candidate on every training fold (each fit a
+private release, charged), scores the held-out tcm users with a loss of public range
+(:mod:`._losses`) and picks a candidate with the exponential mechanism. Its whole cost
+is known before it runs (:func:`search_cost`, from the estimators' own charges), is
+reserved on the ledger in one charge, and what no release used is refunded.
+"""
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
+from sklearn.model_selection import (
+    GridSearchCV,
+    ParameterGrid,
+    ParameterSampler,
+    RandomizedSearchCV,
+    check_cv,
+)
+from sklearn.utils import Bunch, _safe_indexing
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.metadata_routing import (
+    MetadataRouter,
+    MethodMapping,
+    _routing_enabled,
+    process_routing,
+)
+from sklearn.utils.parallel import Parallel, delayed
+from sklearn.utils.validation import _check_method_params, _num_samples, check_is_fitted
+
+from ..accounting._costs import _user_stacklevel, warn_unaccounted_release
+from ..accounting._ledger import id_array
+from ..base import RANDOM_STATE_CONSTRAINT, ValidatedParamsMixin
+from ..exceptions import BudgetExceededError
+from ..mechanisms import ExponentialMechanism
+from ..utils._random import check_random_state
+from ..utils._validation import check_bounds, check_epsilon, check_trust_group
+from ._losses import selection_loss
+
+# -- ledger stand-ins: what a candidate's fit charges, without charging the ledger again --
+
+
+class _DryRun(Exception):
+    """Raised by :class:`_CostProbe` at the charge, before any noise: the planned cost."""
+
+    def __init__(self, user_ids, epsilon, delta, noise_multiplier):
+        super().__init__("dry run")
+        self.user_ids, self.epsilon, self.delta = user_ids, epsilon, delta
+        self.noise_multiplier = noise_multiplier
+
+
+class _CostProbe:
+    """A ledger that stops the fit at its charge and reports the cost: nothing is released."""
+
+    def charge(self, user_ids, epsilon=0.0, delta=0.0, *, noise_multiplier=None, release=None,
+               description=None):
+        raise _DryRun(user_ids, epsilon, delta, noise_multiplier)
+
+
+class _Allotment:
+    """A ledger for one planned release, drawing on the search's reservation.
+
+    It accepts the charge it was planned for (each user at most the planned amount)
+    and records it; it travels to worker processes with the candidate (it pickles),
+    and what it recorded comes back with the fit's result.
+    """
+
+    def __init__(self, epsilon, delta):
+        self.epsilon, self.delta = epsilon, delta
+        self.used = None
+
+    def charge(self, user_ids, epsilon=0.0, delta=0.0, *, noise_multiplier=None, release=None,
+               description=None):
+        n = self.epsilon.shape[0]
+        epsilon = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), (n,))
+        delta = np.broadcast_to(np.asarray(delta, dtype=np.float64), (n,))
+        slack = 1e-12 * np.maximum(self.epsilon, 1.0)
+        if (self.used is not None or noise_multiplier is not None
+                or (epsilon > self.epsilon + slack).any() or (delta > self.delta + 1e-15).any()):
+            raise BudgetExceededError.for_users(
+                list(np.asarray(user_ids).tolist()), epsilon > self.epsilon + slack,
+                n_users=n, budget=self.epsilon, spent=np.zeros(n), would_spend=epsilon,
+                budget_delta=self.delta, would_spend_delta=delta,
+            )
+        self.used = (epsilon.copy(), delta.copy())
+        return int(np.count_nonzero((epsilon > 0) | (delta > 0)))
+
+
+def _planned_cost(estimator, params, X, fit_params, n_rows):
+    """What one fit of ``estimator`` with ``params`` would charge each row's user.
+
+    The fit runs with a :class:`_CostProbe` up to its charge (every estimator charges
+    after validating its input and before any noise), so the cost is the estimators'
+    own (``skhybrid.accounting._costs``) and nothing is released.
+    """
+    probe = clone(estimator).set_params(**params, ledger=_CostProbe())
+    try:
+        probe.fit(X, **fit_params)
+    except _DryRun as charge:
+        if charge.noise_multiplier is not None:
+            raise ValueError(
+                f"{type(estimator).__name__} with a Gaussian mechanism composes by noise "
+                "multipliers, which a search cannot reserve and refund as epsilon; use "
+                "mechanism='laplace' in private searches and their cost"
+            ) from None
+        return (np.broadcast_to(np.asarray(charge.epsilon, dtype=np.float64), (n_rows,)).copy(),
+                np.broadcast_to(np.asarray(charge.delta, dtype=np.float64), (n_rows,)).copy())
+    return np.zeros(n_rows), np.zeros(n_rows)
+
+
+# -- warnings: once per search, whichever process raised them ------------------------------
+
+
+def _recording(function, *args, **kwargs):
+    """``function(*args, **kwargs)`` with its warnings recorded, and any exception returned."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result, error = function(*args, **kwargs), None
+        except Exception as exception:  # returned: the caller needs what was charged first
+            result, error = None, exception
+    return result, error, [(w.category, str(w.message)) for w in caught]
+
+
+def _warn_once_per_kind(records, owner):
+    """Re-emit recorded warnings in this process: one of each class, saying how many there were."""
+    by_kind = {}
+    for category, message in records:
+        by_kind.setdefault(category, []).append(message)
+    for category, messages in by_kind.items():
+        note = "" if len(messages) == 1 else (
+            f" [{owner}: {len(messages)} of its fits warned {category.__name__}; shown once]")
+        warnings.warn(messages[0] + note, category, stacklevel=_user_stacklevel())
+
+
+# -- metadata: the same routing as scikit-learn's searches ---------------------------------
+
+
+def _routed_params(search, params):
+    """The estimator's fit metadata and the splitter's split metadata of one search fit."""
+    if _routing_enabled():
+        routed = process_routing(search, "fit", **params)
+        return dict(routed.estimator.fit), dict(routed.splitter.split)
+    params = dict(params)
+    groups = params.pop("groups", None)
+    return params, {} if groups is None else {"groups": groups}
+
+
+def _user_ids(estimator, user_id, n_rows):
+    if user_id is None:
+        if getattr(estimator, "ledger", None) is not None:
+            raise ValueError(
+                f"{type(estimator).__name__} has a ledger but the search was fit without "
+                "user_id: pass one id per row (search.fit(X, ..., user_id=ids))"
+            )
+        return np.arange(n_rows)
+    ids = id_array(getattr(user_id, "to_numpy", lambda: user_id)())
+    if ids.shape != (n_rows,):
+        raise ValueError(f"user_id must have one id per row of X ({n_rows}); got shape "
+                         f"{ids.shape}")
+    return ids
+
+
+class _NoPublicError(ValueError):
+    """A candidate has no expected error computable from public quantities alone."""
+
+
+class _Plan(Bunch):
+    """A search's releases and what each costs each row's user (arrays over the rows).
+
+    Keys: ``candidates``, ``splits``, ``fits`` (``(candidate, train, test, epsilon,
+    delta)`` per fold fit, costs over the training rows), ``selection`` (epsilon per
+    row), ``refits`` (candidate index to ``(epsilon, delta)`` over all rows: every
+    candidate that may be refit), ``ids``, ``is_scored``, ``fit_params``, ``n_test``,
+    ``expected`` (public expected errors, or None), ``records`` (the ranking's
+    warnings) and ``probe_records`` (the cost probes' warnings, which the fits repeat).
+    """
+
+    def reserved(self):
+        """Each row's epsilon and delta: every fit, the selection and the dearest refit."""
+        n = self.ids.shape[0]
+        epsilon, delta = self.selection.copy(), np.zeros(n)
+        for _, train, _, fit_epsilon, fit_delta in self.fits:
+            epsilon[train] += fit_epsilon
+            delta[train] += fit_delta
+        if self.refits:
+            epsilon += np.max([cost[0] for cost in self.refits.values()], axis=0)
+            delta += np.max([cost[1] for cost in self.refits.values()], axis=0)
+        return epsilon, delta
+
+
+def _search_inputs(owner, estimator, X, y, params, cv):
+    """The estimator's fit metadata (``user_id`` always given), the splits, the user ids."""
+    fit_params, split_params = _routed_params(owner, params)
+    ids = _user_ids(estimator, params.get("user_id"), _num_samples(X))
+    fit_params["user_id"] = ids  # every planned fit is charged (or probed) per user
+    splits = [] if cv is None else list(cv.split(X, y, **split_params))
+    return fit_params, splits, ids
+
+
+def _plan_fits(estimator, candidates, X, fit_params, splits, refit_candidates):
+    """Each fold fit's and each refit's cost (see :class:`_Plan`), and their warnings."""
+    records, fits, refits = [], [], {}
+
+    def probe(candidate, rows):
+        X_rows = X if rows is None else _safe_indexing(X, rows)
+        rows_params = (fit_params if rows is None
+                       else _check_method_params(X, params=fit_params, indices=rows))
+        cost, error, caught = _recording(_planned_cost, estimator, candidate, X_rows,
+                                         rows_params, _num_samples(X_rows))
+        records.extend(caught)
+        if error is not None:
+            raise error
+        return cost
+
+    for index, candidate in enumerate(candidates):
+        for train, test in splits:
+            fits.append((index, train, test, *probe(candidate, train)))
+    for index in refit_candidates:
+        refits[index] = probe(candidates[index], None)
+    return fits, refits, records
+
+
+def _fit_candidate(estimator, X_train, fit_params, X_scored):
+    """One fit: the held-out loss sum, the loss's width, what it charged, error, warnings.
+
+    ``estimator`` charges an :class:`_Allotment` or nothing (``ledger=None``).
+    """
+    allotment = estimator.ledger if isinstance(estimator.ledger, _Allotment) else None
+
+    def run():
+        fitted = estimator.fit(X_train, **fit_params)
+        losses, width = selection_loss(fitted, X_scored)
+        return float(np.sum(losses)), width
+
+    result, error, records = _recording(run)
+    return result, None if allotment is None else allotment.used, error, records
+
+
+class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimator):
+    """Exhaustive search over a grid whose choice is differentially private and charged.
+
+    The private counterpart of scikit-learn's ``GridSearchCV`` for skhybrid's
+    estimators. By default (``selection="auto"``) the mean estimators are ranked by
+    their public expected error and everything else by the exponential mechanism.
+    With ``selection="exponential"`` every candidate is fit on every
+    training fold (each fit a release, charged as the estimator charges it), each
+    candidate gets the sum over the held-out *tcm* users of a loss whose range is
+    public (:mod:`skhybrid.model_selection._losses`), and the exponential mechanism
+    picks one at ``selection_epsilon``. With ``selection="expected_mse"`` (mean
+    estimators) candidates are ranked by their analytic expected error, which depends
+    on public quantities only: nothing is fit on the data before the chosen candidate's
+    one fit, and the selection costs nothing.
+
+    Before its first release the search reserves its whole cost
+    (:func:`search_cost`) on the estimator's ledger in one charge; if any user cannot
+    afford it, it raises :class:`~skhybrid.exceptions.BudgetExceededError` and nothing
+    is charged or released. The candidates' fits draw on the reservation (they never
+    charge the ledger themselves); what no release used (an exception before a fit's
+    noise, a refit cheaper than the dearest candidate's) is refunded, with a history row.
+
+    Read more in :doc:`/user_guide/private_selection`, which proves the guarantee.
+
+    Parameters
+    ----------
+    estimator : skhybrid estimator
+        With ``ledger=`` to charge the search (``None``: nothing is recorded, and a
+        search with secure noise warns once per process). Its ``bounds`` must be given.
+    param_grid : dict or list of dict
+        As ``GridSearchCV``'s.
+    selection : {"auto", "exponential", "expected_mse"}, default="auto"
+        How the candidate is chosen: the exponential mechanism on held-out losses
+        (every estimator), or the smallest ``expected_mse_`` from public quantities
+        (estimators with an analytic error, when it does not depend on the data: it is
+        computed on public stand-ins of ``X``'s shape, and refused if it differs between
+        two of them). ``"auto"``: ``"expected_mse"`` where it applies, else
+        ``"exponential"``. Held-out losses cannot tell mean estimators apart at realistic
+        sizes (their errors differ by far less than one user's loss range), so
+        ``"expected_mse"`` is the way to select a mean estimator.
+    selection_epsilon : float, default=1.0
+        Epsilon of the exponential mechanism, charged to every tcm user with a finite
+        privacy level (the users whose held-out records are scored).
+    cv : int, cross-validation generator or iterable, default=5
+        As ``GridSearchCV``'s (unused with ``selection="expected_mse"``). The splits
+        must not depend on ``X``'s values (KFold, ShuffleSplit, GroupKFold on public
+        groups); a user held out in several splits multiplies the sensitivity.
+    refit : bool, default=True
+        Refit the chosen candidate on all of ``X`` (one more release, charged).
+    n_jobs : int, default=None
+        Fits in parallel (joblib); their warnings come back to this process.
+    random_state : None, int or numpy.random.Generator, default=None
+        Of the selection's noise. ``None`` is secure randomness; seeds are for
+        simulations. The candidates' noise comes from the estimator's own
+        ``random_state``.
+
+    Attributes
+    ----------
+    best_index_ : int
+    best_params_ : dict
+    best_estimator_ : estimator
+        The chosen candidate refit on all of ``X`` (with ``refit=True``); its ledger is
+        the estimator's.
+    cv_results_ : dict of ndarray
+        ``params``, ``param_<name>``, ``selected`` (the chosen candidate), and with
+        ``selection="expected_mse"`` the public ``expected_mse`` and its rank. There
+        are no test scores: they would not be private (only the choice is).
+    n_splits_ : int
+        0 with ``expected_mse`` selection (nothing is fit on folds).
+    selection_ : str
+        The selection used: ``"expected_mse"`` or ``"exponential"``.
+    reserved_epsilon_ : ndarray of shape (n_users,)
+        What the search reserved from each user (in the order of ``user_id``).
+    spent_epsilon_ : ndarray of shape (n_users,)
+        What its releases used; the difference was refunded.
+
+    See Also
+    --------
+    search_cost : Each user's cost of a search, before it runs.
+    sklearn.model_selection.GridSearchCV : The non-private search.
+
+    Notes
+    -----
+    Privacy, for user ``i`` under replace-one neighbours (proof in the user guide):
+    the sum of the epsilons the candidates' fits charge ``i`` (each fit is a release of
+    the estimator), plus ``selection_epsilon`` if ``i`` is a scored tcm user (the
+    exponential mechanism with utility sensitivity ``B`` times the number of splits
+    holding out ``i``), plus the refit; by adaptive composition. lm users are never
+    scored: their raw records do not reach the curator's selection.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skhybrid import HybridMeanEstimator
+    >>> from skhybrid.accounting import PrivacyLedger
+    >>> from skhybrid.model_selection import PrivateGridSearchCV, search_cost
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(size=(2000, 1))
+    >>> g = np.where(rng.random(2000) < 0.3, "tcm", "lm")
+    >>> ids = np.arange(2000)
+    >>> ledger = PrivacyLedger(default_budget=10.0)
+    >>> est = HybridMeanEstimator(bounds=(0, 1), ledger=ledger, random_state=0)
+    >>> search = PrivateGridSearchCV(est, {"strategy": ["pwh", "tcm_only"]})
+    >>> cost = search_cost(search, X, trust_group=g, user_id=ids)
+    >>> search = search.fit(X, trust_group=g, user_id=ids)
+    >>> bool(np.allclose(ledger.spent(ids), cost))
+    True
+    >>> search.selection_, search.best_params_
+    ('expected_mse', {'strategy': 'pwh'})
+    """
+
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["fit"])],
+        "param_grid": [dict, list],
+        "selection": [StrOptions({"auto", "exponential", "expected_mse"})],
+        "selection_epsilon": [Interval(Real, 0, None, closed="neither")],
+        "cv": ["cv_object"],
+        "refit": ["boolean"],
+        "n_jobs": [Integral, None],
+        "random_state": RANDOM_STATE_CONSTRAINT,
+    }
+
+    def __init__(self, estimator, param_grid, *, selection="auto", selection_epsilon=1.0,
+                 cv=5, refit=True, n_jobs=None, random_state=None):
+        self.estimator = estimator
+        self.param_grid = param_grid
+        self.selection = selection
+        self.selection_epsilon = selection_epsilon
+        self.cv = cv
+        self.refit = refit
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    def fit(self, X, y=None, **params):
+        """Reserve the search's cost, fit the candidates, choose privately, refit.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+        **params : dict
+            ``trust_group``, ``epsilon`` and ``user_id`` (routed to the estimator as in
+            ``GridSearchCV``: all of them with metadata routing off, the requested ones
+            with it on; the search itself reads ``trust_group`` and ``user_id``), and
+            ``groups`` for the splitter.
+
+        Returns
+        -------
+        self : PrivateGridSearchCV
+        """
+        self._validate_params()
+        plan = self._plan(X, y, params)
+        ledger = getattr(self.estimator, "ledger", None)
+        epsilon, delta = plan.reserved()
+        # Pre-flight: raises (nothing charged, nothing released) if anyone cannot afford it.
+        if ledger is not None:
+            ledger.charge(plan.ids, epsilon, delta, release={
+                "estimator": type(self).__name__, "mechanism": "reservation",
+                "params": {"estimator": type(self.estimator).__name__,
+                           "param_grid": self.param_grid, "selection": self.selection,
+                           "selection_epsilon": self.selection_epsilon,
+                           "n_splits": len(plan.splits), "refit": self.refit},
+            }, kind="reservation", description=(
+                f"reservation of {type(self).__name__}: {len(plan.candidates)} candidates "
+                f"x {len(plan.splits)} folds, "
+                + ("exponential selection" if plan.expected is None
+                   else "public expected_mse ranking") + f", refit={self.refit}"))
+        elif self.random_state is None and plan.expected is None:
+            warn_unaccounted_release(type(self).__name__, float(epsilon.max(initial=0.0)),
+                                     plan.ids.shape[0])
+        self.reserved_epsilon_ = epsilon
+        used = Bunch(epsilon=np.zeros_like(epsilon), delta=np.zeros_like(delta),
+                     reason="the chosen candidate's refit costs less than the dearest one's")
+        try:
+            self._run(X, plan, used)
+        except BaseException as error:
+            used.reason = f"stopped by {type(error).__name__} before these releases"
+            raise
+        finally:
+            self.spent_epsilon_ = used.epsilon
+            if ledger is not None:
+                self._refund(ledger, plan, epsilon - used.epsilon, delta - used.delta,
+                             used.reason)
+        return self
+
+    def _plan(self, X, y, params):
+        candidates = list(ParameterGrid(self.param_grid))
+        fit_params, _, ids = _search_inputs(self, self.estimator, X, y, params, None)
+        records, expected = [], None
+        if self.selection != "exponential":
+            try:
+                expected, records = self._expected_mse(X, candidates, fit_params)
+            except _NoPublicError:
+                if self.selection == "expected_mse":
+                    raise
+        exponential = expected is None
+        if exponential:
+            fit_params, splits, ids = _search_inputs(self, self.estimator, X, y, params,
+                                                     check_cv(self.cv))
+            refit_candidates = range(len(candidates)) if self.refit else []
+        else:
+            # The ranking is public, so only the chosen candidate's refit is planned.
+            splits, refit_candidates = [], [int(np.argmin(expected))] if self.refit else []
+        n_rows = ids.shape[0]
+        fits, refits, caught = _plan_fits(self.estimator, candidates, X, fit_params, splits,
+                                          refit_candidates)
+        is_tcm = check_trust_group(params.get("trust_group"), n_rows)
+        levels = params.get("epsilon")
+        finite = (np.ones(n_rows, dtype=bool) if levels is None
+                  else np.isfinite(check_epsilon(levels, n_rows, allow_inf=True)))
+        is_scored = is_tcm & finite & exponential
+        n_test = np.zeros(n_rows, dtype=np.intp)
+        for _, test in splits:
+            n_test[test] += 1
+        return _Plan(candidates=candidates, splits=splits, fits=fits, refits=refits, ids=ids,
+                     fit_params=fit_params, is_scored=is_scored, n_test=n_test,
+                     expected=expected, records=records, probe_records=caught,
+                     selection=np.where(is_scored, float(self.selection_epsilon), 0.0))
+
+    def _run(self, X, plan, used):
+        ledger = getattr(self.estimator, "ledger", None)
+        records = list(plan.records)
+        expected = plan.expected
+        if expected is not None:
+            self.selection_ = "expected_mse"
+            best = int(np.argmin(expected))
+        else:
+            self.selection_ = "exponential"
+            best = self._select(X, plan, used, records, ledger)
+        self.best_index_ = best
+        self.best_params_ = plan.candidates[best]
+        self.n_splits_ = len(plan.splits)
+        if self.refit:
+            charges = {} if ledger is None else {"ledger": _Allotment(*plan.refits[best])}
+            refit = clone(self.estimator).set_params(**self.best_params_, **charges)
+            try:
+                _, _, error, caught = _fit_candidate(refit, X, plan.fit_params,
+                                                     _safe_indexing(X, []))
+            finally:  # the allotment is in this process: read even if interrupted
+                self._count(used, charges["ledger"].used if charges else None, slice(None))
+            records += caught
+            if error is not None:
+                raise error
+            if ledger is not None:
+                refit.set_params(ledger=ledger)
+            self.best_estimator_ = refit
+            if hasattr(refit, "n_features_in_"):
+                self.n_features_in_ = refit.n_features_in_
+        self.cv_results_ = self._results(plan.candidates, best, expected)
+        _warn_once_per_kind(records, type(self).__name__)
+
+    def _select(self, X, plan, used, records, ledger):
+        """Fit every candidate on every fold, then the exponential mechanism on the losses."""
+        tasks = []
+        for index, train, test, epsilon, delta in plan.fits:
+            scored = test[plan.is_scored[test]]
+            # The allotment replaces the ledger before the clone leaves this process
+            # (an in-memory ledger does not pickle; an allotment does).
+            charges = {} if ledger is None else {"ledger": _Allotment(epsilon, delta)}
+            tasks.append((index, train, (
+                clone(self.estimator).set_params(**plan.candidates[index], **charges),
+                _safe_indexing(X, train),
+                _check_method_params(X, params=plan.fit_params, indices=train),
+                _safe_indexing(X, scored),
+            )))
+        results = []
+        try:
+            if self.n_jobs in (None, 1):
+                # One at a time: the first failure stops the search before further releases.
+                for _, _, task in tasks:
+                    results.append(_fit_candidate(*task))
+                    if results[-1][2] is not None:
+                        break
+            else:
+                results = Parallel(n_jobs=self.n_jobs)(
+                    delayed(_fit_candidate)(*task) for _, _, task in tasks)
+        except BaseException:
+            # Interrupted (KeyboardInterrupt, a dead worker): a fit whose result never
+            # came back may have drawn its noise, so its allotment counts as used.
+            for index, train, task in tasks[len(results):]:
+                allotment = task[0].ledger
+                if self.n_jobs in (None, 1) and isinstance(allotment, _Allotment):
+                    self._count(used, allotment.used, train)
+                elif isinstance(allotment, _Allotment):
+                    self._count(used, (allotment.epsilon, allotment.delta), train)
+            raise
+        finally:
+            for (_, train, _), (_, charged, _, _) in zip(tasks, results):
+                self._count(used, charged, train)
+        utilities = np.zeros(len(plan.candidates))
+        width = 0.0
+        for (index, _, _), (result, _, error, caught) in zip(tasks, results):
+            records += caught
+            if error is None:
+                utilities[index] -= result[0]
+                width = max(width, result[1])
+        for result in results:
+            if result[2] is not None:
+                _warn_once_per_kind(records, type(self).__name__)
+                raise result[2]
+        if not plan.is_scored.any():
+            raise ValueError(
+                "the exponential selection scores held-out tcm users with a finite epsilon, "
+                "and there are none; use selection='expected_mse' or give tcm users")
+        mechanism = ExponentialMechanism(epsilon=self.selection_epsilon,
+                                         sensitivity=self._sensitivity(width, plan))
+        # The selection's cost is used from here: the noise is drawn next.
+        used.epsilon += plan.selection
+        return mechanism.select(utilities, random_state=check_random_state(self.random_state))
+
+    @staticmethod
+    def _sensitivity(width, plan):
+        """Of the utilities: the loss width times the most splits holding out one user."""
+        return width * max(int(plan.n_test.max()), 1)
+
+    @staticmethod
+    def _count(used, charged, rows):
+        if charged is not None:
+            used.epsilon[rows] += charged[0]
+            used.delta[rows] += charged[1]
+
+    def _expected_mse(self, X, candidates, fit_params):
+        """Each candidate's ``expected_mse_`` from public stand-ins of ``X``'s shape.
+
+        Three stand-ins with the same public metadata (every value at the lower bound;
+        at the upper bound; alternating between them, the widest spread): a candidate
+        whose figure differs between them reads the data (its location or its spread),
+        and is refused. Nothing is fit on ``X``.
+        """
+        n_rows = _num_samples(X)
+        n_features = np.shape(X)[1] if len(np.shape(X)) > 1 else 1
+        lower, upper = check_bounds(_public_bounds_of(self.estimator), n_features)
+        alternating = np.where((np.arange(n_rows) % 2 == 0)[:, None], lower, upper)
+        stand_ins = [np.tile(lower, (n_rows, 1)), np.tile(upper, (n_rows, 1)), alternating]
+        fit_params = {key: value for key, value in fit_params.items() if key != "user_id"}
+        records, expected = [], []
+        for candidate in candidates:
+            figures = []
+            for stand_in in stand_ins:
+                model = clone(self.estimator).set_params(**candidate, ledger=None,
+                                                         random_state=0)
+                fitted, error, caught = _recording(model.fit, stand_in, **fit_params)
+                records += caught
+                if error is not None:
+                    raise error
+                if not hasattr(fitted, "expected_mse_"):
+                    raise _NoPublicError(
+                        "selection='expected_mse' needs an estimator with expected_mse_; "
+                        f"{type(fitted).__name__} has none: use selection='exponential'")
+                figures.append(float(np.mean(fitted.expected_mse_)))
+            if not np.allclose(figures, figures[0], rtol=1e-9, atol=0.0):
+                raise _NoPublicError(
+                    f"the expected_mse_ of candidate {candidate} depends on the data "
+                    f"({', '.join(f'{f:g}' for f in figures)} on public stand-ins), so "
+                    "ranking by it would not be private: use selection='exponential'")
+            expected.append(figures[0])
+        return np.array(expected), records
+
+    def _results(self, candidates, best, expected):
+        results = {"params": candidates}
+        for name in sorted({key for candidate in candidates for key in candidate}):
+            column = np.ma.MaskedArray(np.empty(len(candidates), dtype=object),
+                                       mask=True)
+            for index, candidate in enumerate(candidates):
+                if name in candidate:
+                    column[index] = candidate[name]
+            results[f"param_{name}"] = column
+        results["selected"] = np.arange(len(candidates)) == best
+        if expected is not None:
+            results["expected_mse"] = expected
+            results["rank_expected_mse"] = np.argsort(np.argsort(expected)) + 1
+        return results
+
+    def _refund(self, ledger, plan, epsilon, delta, reason):
+        epsilon = np.maximum(epsilon, 0.0)
+        delta = np.maximum(delta, 0.0)
+        if (epsilon > 0).any() or (delta > 0).any():
+            ledger.refund(plan.ids, epsilon, delta, description=(
+                f"refund of {type(self).__name__}'s unused reservation: {reason}"))
+
+    def predict(self, X):
+        """The refit best estimator's ``predict``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y : ndarray
+        """
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict(X)
+
+    def get_metadata_routing(self):
+        """The routing of ``fit``'s metadata: to the estimator's ``fit`` and the splitter.
+
+        Returns
+        -------
+        routing : MetadataRouter
+        """
+        return (
+            MetadataRouter(owner=self)
+            .add(estimator=self.estimator,
+                 method_mapping=MethodMapping().add(caller="fit", callee="fit"))
+            .add(splitter=check_cv(self.cv),
+                 method_mapping=MethodMapping().add(caller="fit", callee="split"))
+        )
+
+
+def _public_bounds_of(estimator):
+    if getattr(estimator, "bounds", None) is None:
+        raise ValueError(
+            f"private selection needs data-independent bounds; {type(estimator).__name__} "
+            "has bounds=None (pass bounds=(lower, upper))")
+    return estimator.bounds
+
+
+def search_cost(search, X, y=None, **params):
+    """Each user's epsilon that running ``search`` on ``X`` would charge, before any release.
+
+    Every fit of the search is run up to its charge (every estimator charges after
+    validating its input and before drawing noise) against a probe that records the
+    cost and stops it: the costs are the estimators' own (the table of
+    :mod:`skhybrid.accounting._costs`) and nothing is released.
+
+    Parameters
+    ----------
+    search : PrivateGridSearchCV, GridSearchCV or RandomizedSearchCV
+        Over a skhybrid estimator (a ``RandomizedSearchCV`` needs an int
+        ``random_state``, so that its candidates are known in advance).
+    X : array-like of shape (n_samples, n_features)
+    y : ignored
+    **params : dict
+        The metadata ``search.fit`` would get (``trust_group``, ``epsilon``,
+        ``user_id``, ``groups``).
+
+    Returns
+    -------
+    epsilon : ndarray of shape (n_samples,)
+        Per user, in the order of ``user_id`` (the rows of ``X``). With a refit, the
+        dearest candidate's refit is counted: the cost is exact when the candidates'
+        refits cost the same, an upper bound otherwise (a private search refunds the
+        difference).
+    """
+    if isinstance(search, PrivateGridSearchCV):
+        search._validate_params()
+        plan = search._plan(X, y, params)
+        _warn_once_per_kind(plan.records + plan.probe_records, "search_cost")
+        return plan.reserved()[0]
+    if isinstance(search, GridSearchCV):
+        candidates = list(ParameterGrid(search.param_grid))
+    elif isinstance(search, RandomizedSearchCV):
+        if not isinstance(search.random_state, Integral):
+            raise ValueError(
+                "search_cost needs RandomizedSearchCV(random_state=<int>) to know its "
+                f"candidates before it runs; got random_state={search.random_state!r}")
+        candidates = list(ParameterSampler(search.param_distributions, search.n_iter,
+                                           random_state=search.random_state))
+    else:
+        raise TypeError(
+            "search_cost accepts PrivateGridSearchCV, GridSearchCV and RandomizedSearchCV; "
+            f"got {type(search).__name__}")
+    fit_params, splits, ids = _search_inputs(search, search.estimator, X, y, params,
+                                             check_cv(search.cv))
+    refit_candidates = range(len(candidates)) if search.refit else []
+    fits, refits, records = _plan_fits(search.estimator, candidates, X, fit_params, splits,
+                                       refit_candidates)
+    _warn_once_per_kind(records, "search_cost")
+    return _Plan(fits=fits, refits=refits, ids=ids, selection=np.zeros(ids.shape[0])).reserved()[0]
