@@ -19,6 +19,7 @@ from .mechanisms import (
     LocalGaussianRandomizer,
     LocalLaplaceRandomizer,
 )
+from .mechanisms._feature_weights import feature_noise_weights, scaled_ranges
 from .mechanisms._noise import laplace_release, laplace_variance
 from .utils._sums import per_feature, rounding_slack
 from .utils._validation import masked_rows
@@ -121,13 +122,29 @@ def central_group_mean(centred_sum, size, *, origin, mechanism, epsilon, delta, 
     estimate : GroupEstimate
     """
     n_features = centred_sum.shape[0]
+    # Each feature's noise in proportion to its range (feature_noise_weights): the
+    # mechanism releases the mean divided by the weights, calibrated to the scaled ranges.
+    weights = feature_noise_weights(ranges, mechanism)
+    magnitude = ranges if magnitude is None else magnitude
     noise = central_mechanism(
-        mechanism, epsilon=epsilon, delta=delta, ranges=slack_ranges(ranges, size, magnitude),
+        mechanism, epsilon=epsilon, delta=delta,
+        ranges=slack_ranges(scaled_ranges(ranges, weights), size,
+                            scaled_ranges(magnitude, weights)),
         group_size=size,
     )
-    mean = noise.randomise(centred_sum / size, random_state=rng) + origin
-    variance = per_feature(noise.variance(n_features), n_features)
+    mean = _unscaled(noise.randomise(_scaled(centred_sum / size, weights), random_state=rng),
+                     weights) + origin
+    variance = per_feature(noise.variance(n_features), n_features) * weights**2
     return GroupEstimate(mean=mean, noise_variance=variance, size=size)
+
+
+def _scaled(values, weights):
+    """``values / weights`` (``values`` itself for one feature: bit-identical releases)."""
+    return values if np.all(weights == 1.0) else values / weights
+
+
+def _unscaled(values, weights):
+    return values if np.all(weights == 1.0) else values * weights
 
 
 def central_group_means(centred_sums, sizes, *, origin, epsilons, ranges, rng):
@@ -152,24 +169,29 @@ def central_group_means(centred_sums, sizes, *, origin, epsilons, ranges, rng):
     Returns
     -------
     means : ndarray of shape (n_groups, n_features)
-    noise_variances : ndarray of shape (n_groups,)
-        Per-coordinate variance of each group's noise.
+    noise_variances : ndarray of shape (n_groups, n_features)
+        Variance of each group's noise, per coordinate (in proportion to the squared
+        ranges, :func:`~skhybrid.mechanisms._feature_weights.feature_noise_weights`).
     """
     sizes = np.asarray(sizes, dtype=np.float64)
     epsilons = np.asarray(epsilons, dtype=np.float64)
     if not np.all(np.isfinite(epsilons) & (epsilons > 0)):
         raise ValueError("every group's epsilon must be finite and > 0")
     n_features = centred_sums.shape[1]
-    sensitivity = laplace_mean_sensitivity(slack_ranges(ranges, sizes), sizes)
-    means = laplace_release(centred_sums / sizes[:, np.newaxis], sensitivity, epsilons, rng,
-                            secure=True) + origin
-    return means, laplace_variance(sensitivity, epsilons, n_features, True)
+    weights = feature_noise_weights(ranges)
+    sensitivity = laplace_mean_sensitivity(
+        slack_ranges(scaled_ranges(ranges, weights), sizes), sizes
+    )
+    means = _unscaled(laplace_release(_scaled(centred_sums / sizes[:, np.newaxis], weights),
+                                      sensitivity, epsilons, rng, secure=True), weights) + origin
+    return means, np.multiply.outer(laplace_variance(sensitivity, epsilons, n_features, True),
+                                    weights**2)
 
 
 def local_report_variance(mechanism, *, epsilon, delta, lower, upper):
-    """Per-coordinate variance of one lm user's local noise."""
+    """Per-coordinate variance of one lm user's local noise, ndarray of shape (n_features,)."""
     randomizer = local_randomizer(mechanism, epsilon=epsilon, delta=delta, lower=lower, upper=upper)
-    return np.full(lower.shape[0], randomizer.noise_variance(lower.shape[0]))
+    return per_feature(randomizer.noise_variance(lower.shape[0]), lower.shape[0]).copy()
 
 
 def privatize_locally(values, *, mechanism, epsilon, delta, lower, upper, rng, owned=False):

@@ -162,9 +162,10 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         Expected squared error of ``mean_`` against the empirical mean of the fitted
         data, by Lemma 3.13 (hybrid strategies) or Lemmas 3.2, 3.4 and 3.11 (baselines),
         for i.i.d. data of the given ``variance`` (or its worst-case bound).
-    noise_variance_tcm_, noise_variance_lm_ : float
+    noise_variance_tcm_, noise_variance_lm_ : ndarray of shape (n_features,)
         s_T^2, the variance of the noise on the tcm group's mean, and s_L^2, that of one
-        lm user's report (per coordinate); NaN for a group that is absent.
+        lm user's report, per feature (in proportion to the squared ranges, see
+        :ref:`several-features`); NaN for a group that is absent.
     amplified_epsilon_ : dict or None
         For the Gaussian mechanism with both groups present, one feature and a hybrid
         strategy: the amplified epsilon of tcm and lm users against an adversary who
@@ -457,14 +458,16 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
                 estimate = (1.0 - weight) * lm.mean
             else:
                 estimate = weight * tcm.mean + (1.0 - weight) * lm.mean
-            tcm_variance = float(tcm.noise_variance[0]) if tcm is not None else np.nan
+            tcm_variance = tcm.noise_variance if tcm is not None else np.nan
 
         self.weight_ = per_feature(weight, lower.shape[0]).copy()
         self.expected_mse_ = per_feature(mse, lower.shape[0]).copy()
         self.n_tcm_ = n_tcm
         self.n_lm_ = n_lm
-        self.noise_variance_tcm_ = tcm_variance
-        self.noise_variance_lm_ = float(lm_variance[0]) if lm_variance is not None else np.nan
+        n_features = lower.shape[0]
+        self.noise_variance_tcm_ = per_feature(tcm_variance, n_features).copy()
+        self.noise_variance_lm_ = per_feature(np.nan if lm_variance is None else lm_variance,
+                                              n_features).copy()
         self.amplified_epsilon_ = self._amplification(lower, upper, epsilon_tcm, epsilon_lm)
         return estimate
 
@@ -480,15 +483,16 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             self.mechanism == "gaussian"
             and self.strategy in _HYBRID_STRATEGIES
             and lower.shape[0] == 1
-            and np.isfinite(self.noise_variance_tcm_)
-            and np.isfinite(self.noise_variance_lm_)
+            and np.isfinite(self.noise_variance_tcm_[0])
+            and np.isfinite(self.noise_variance_lm_[0])
         )
         if not applicable:
             return None
         n = self.n_tcm_ + self.n_lm_
         amplified_tcm, amplified_lm = hybrid_privacy_amplification(
             weight=float(self.weight_[0]), n=n, c=self.n_tcm_ / n, m=float(upper[0] - lower[0]),
-            s_T2=self.noise_variance_tcm_, s_L2=self.noise_variance_lm_, delta=self.delta,
+            s_T2=float(self.noise_variance_tcm_[0]), s_L2=float(self.noise_variance_lm_[0]),
+            delta=self.delta,
         )
         nominal = {"tcm": epsilon_tcm, "lm": epsilon_lm}
         amplified = {"tcm": float(amplified_tcm), "lm": float(amplified_lm)}

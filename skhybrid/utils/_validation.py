@@ -414,19 +414,63 @@ def check_sample_epsilon(epsilon, default, n_samples, *, allow_inf=False):
     return check_epsilon(epsilon, n_samples, allow_inf=allow_inf)
 
 
+def _is_pair(value):
+    return isinstance(value, (tuple, list, np.ndarray)) and np.ndim(value) == 1 and len(value) == 2
+
+
+def _per_feature_pairs(bounds, n_features):
+    """``bounds`` as ``(lower, upper)``, accepting a list of per-feature pairs too.
+
+    ``[(0, 200_000), (0, 120)]`` (one ``(lower, upper)`` pair per feature, the way people
+    write them) is read as per-feature pairs when it has one pair per feature and
+    ``n_features != 2``. With two features, ``[(a, b), (c, d)]`` is also a valid
+    ``(lower, upper)`` of two arrays; it is read as the one reading with lower < upper
+    everywhere, and refused when both readings are valid and differ (a silent guess
+    would clip every user to the wrong box).
+    """
+    if isinstance(bounds, np.ndarray) and bounds.ndim == 2 and bounds.shape[1] == 2:
+        bounds = [tuple(row) for row in bounds]
+    if not (isinstance(bounds, (list, tuple)) and len(bounds) == n_features
+            and len(bounds) > 0 and all(_is_pair(pair) for pair in bounds)):
+        return bounds
+    pairs = (tuple(pair[0] for pair in bounds), tuple(pair[1] for pair in bounds))
+    if n_features != 2:
+        return pairs
+    try:
+        as_pairs = np.asarray(pairs, dtype=np.float64)
+        as_arrays = np.asarray(bounds, dtype=np.float64)
+    except (TypeError, ValueError):
+        return bounds
+    pairs_valid = bool(np.all(as_pairs[0] < as_pairs[1]))
+    arrays_valid = bool(np.all(as_arrays[0] < as_arrays[1]))
+    if pairs_valid and arrays_valid and not np.array_equal(as_pairs, as_arrays):
+        raise ValueError(
+            f"bounds={bounds!r} is ambiguous for 2 features: it reads as per-feature pairs "
+            f"(lower, upper) = {[tuple(pair) for pair in bounds]!r} and as (lower array, "
+            f"upper array) = {tuple(list(side) for side in bounds)!r}. Write it as "
+            f"(lower, upper) arrays, e.g. bounds=({list(pairs[0])!r}, {list(pairs[1])!r}) "
+            "for the per-feature pairs"
+        )
+    return pairs if pairs_valid else bounds
+
+
 def check_bounds(bounds, n_features):
     """Validate data-independent clipping bounds.
 
     Parameters
     ----------
-    bounds : tuple (lower, upper)
-        Scalars or arrays of shape (n_features,); finite with lower < upper.
+    bounds : tuple (lower, upper) or list of per-feature (lower, upper) pairs
+        Scalars or arrays of shape (n_features,); finite with lower < upper. A list of
+        ``n_features`` pairs ``[(lower_0, upper_0), ...]`` is accepted too (with two
+        features only when it cannot be read as ``(lower, upper)`` arrays, see
+        :func:`_per_feature_pairs`).
     n_features : int
 
     Returns
     -------
     lower, upper : ndarray of shape (n_features,)
     """
+    bounds = _per_feature_pairs(bounds, n_features)
     try:
         lower, upper = bounds
     except (TypeError, ValueError):

@@ -118,13 +118,17 @@ def test_gaussian_fit_reports_privacy_amplification_below_the_nominal_epsilon():
 # -- several features, heterogeneous epsilon, local reports -------------------------------
 
 
-def test_several_features_split_the_budget_by_the_l1_range():
+def test_several_features_split_the_budget_evenly_noise_in_proportion_to_each_range():
     X, trust = _population(n_features=3)
     est = HybridMeanEstimator(epsilon=1.0, bounds=(0.0, [1.0, 2.0, 1.0]), random_state=0)
     est.fit(X, trust_group=trust)
     assert est.mean_.shape == est.weight_.shape == est.expected_mse_.shape == (3,)
-    # One report has L1 sensitivity 1 + 2 + 1 = 4 over the three coordinates.
-    assert est.noise_variance_lm_ == pytest.approx(2 * 4.0**2, rel=1e-9)
+    # epsilon / 3 per feature: a report's scales are 3 * range_j / epsilon.
+    np.testing.assert_allclose(est.noise_variance_lm_, 2 * (3.0 * np.array([1.0, 2.0, 1.0]))**2,
+                               rtol=1e-9)
+    tcm = 200  # _population's tcm users
+    np.testing.assert_allclose(est.noise_variance_tcm_,
+                               2 * (3.0 * np.array([1.0, 2.0, 1.0]) / tcm) ** 2, rtol=1e-6)
 
 
 def test_each_group_uses_its_own_epsilon():
