@@ -210,7 +210,7 @@ def privatize_locally(values, *, mechanism, epsilon, delta, lower, upper, rng, o
 _PRIVATIZE_ROWS = 2**16
 
 
-def privatized_sum(X, rows, *, mechanism, epsilon, delta, lower, upper, rng):
+def privatized_sum(X, rows, *, mechanism, epsilon, delta, lower, upper, rng, squares_about=None):
     """The column sums of :func:`privatize_locally` of ``X[rows]``, without the reports.
 
     The selected rows are privatized block by block, in order, and only their sums are
@@ -225,20 +225,36 @@ def privatized_sum(X, rows, *, mechanism, epsilon, delta, lower, upper, rng):
     rows : ndarray of bool of shape (n_samples,)
     mechanism, epsilon, delta, lower, upper, rng
         As in :func:`privatize_locally`.
+    squares_about : ndarray of shape (n_features,), default=None
+        Also sum the reports' squared distances to this point (post-processing of the
+        reports: for a private variance estimate).
 
     Returns
     -------
     sums : ndarray of shape (n_features,)
+    square_sums : ndarray of shape (n_features,)
+        Only with ``squares_about``.
     """
     randomizer = local_randomizer(mechanism, epsilon=epsilon, delta=delta, lower=lower,
                                   upper=upper)
     sums = np.zeros(X.shape[1])
+    square_sums = np.zeros(X.shape[1])
     for start in range(0, X.shape[0], _PRIVATIZE_ROWS):
         block = masked_rows(X[start : start + _PRIVATIZE_ROWS],
                             rows[start : start + _PRIVATIZE_ROWS])
         if block.shape[0]:
-            sums += randomizer._privatize_owned(block, rng).sum(axis=0)
-    return sums
+            reports = randomizer._privatize_owned(block, rng)
+            sums += reports.sum(axis=0)
+            if squares_about is not None:
+                square_sums += square_sum_about(reports, squares_about)
+    return sums if squares_about is None else (sums, square_sums)
+
+
+def square_sum_about(values, centre):
+    """``sum_i (values_i - centre)**2`` per column (the squared values are not kept)."""
+    centred = values - centre
+    np.square(centred, out=centred)
+    return centred.sum(axis=0)
 
 
 def reported_group_mean(report_sum, size, report_variance):

@@ -15,9 +15,10 @@ from .._group_estimates import (
     privatize_locally,
     privatized_sum,
     reported_group_mean,
+    square_sum_about,
 )
 from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, ValidatedParamsMixin
-from ..exceptions import EmptyGroupWarning
+from ..exceptions import EmptyGroupWarning, WorstCaseVarianceWarning
 from ..theory._hybrid import (
     full_lm_mse,
     hybrid_mse,
@@ -44,6 +45,70 @@ from ._statistics import StatisticsFitMixin
 
 _HYBRID_STRATEGIES = ("kvh", "pwh", "naive")
 _STRATEGIES = _HYBRID_STRATEGIES + ("tcm_only", "full_lm", "lm_only")
+#: With ``variance="private"``: the share of each tcm user's epsilon spent on the second
+#: moment of the tcm group (the rest goes to their mean). lm users spend nothing more:
+#: the curator estimates the variance from their reports, which are already private.
+PRIVATE_VARIANCE_SHARE = 0.1
+
+
+def _inverse_variance_mix(estimates, variances):
+    """Mix independent unbiased estimates with inverse-variance weights (None = absent)."""
+    present = [(e, v) for e, v in zip(estimates, variances) if e is not None]
+    if len(present) == 1:
+        return present[0][0]
+    weights = [1.0 / np.maximum(v, np.finfo(np.float64).tiny) for _, v in present]
+    return sum(w * e for w, (e, _) in zip(weights, present)) / sum(weights)
+
+
+def private_variance_estimate(*, ranges, tcm_first, tcm_first_variance, tcm_second,
+                              tcm_second_variance, report_first, report_second, n_reports,
+                              report_noise_variance):
+    """The data variance from private releases only: second moment minus squared mean.
+
+    Not from the papers (derived here for ``variance="private"``). All moments are about
+    the bounds' midpoint, so a value's squared distance lies in ``[0, (range / 2)**2]``.
+
+    - tcm group: ``tcm_first`` and ``tcm_second``, the centrally released means of
+      ``x - mid`` and ``(x - mid)**2``, with the variances of their noise plus sampling.
+    - reports (lm users, and every user under ``"full_lm"``): a report is ``y = x + e``
+      with independent noise of known variance ``s2`` per user, so
+      ``E[(y - mid)**2] = E[(x - mid)**2] + s2`` and ``report_second - mean(s2)`` is
+      unbiased; its variance is at most ``(range**2 s2 + 5 s2**2) / n`` for Laplace
+      noise (``E e**4 = 6 s2**2``; ``4 (x - mid)**2 s2 <= range**2 s2``), a bound that
+      also holds for Gaussian noise (``E e**4 = 3 s2**2``).
+
+    The two groups' moments are mixed with inverse-variance weights (the groups share one
+    distribution, as KVH assumes) and the result is clipped to Popoviciu's range
+    ``[0, range**2 / 4]``. Everything here is post-processing of private releases.
+
+    Parameters
+    ----------
+    ranges : ndarray of shape (n_features,)
+    tcm_first, tcm_second : ndarray of shape (n_features,) or None
+        None when the tcm group is absent or not used.
+    tcm_first_variance, tcm_second_variance : ndarray of shape (n_features,) or None
+    report_first, report_second : ndarray of shape (n_features,) or None
+        The reports' means of ``y - mid`` and ``(y - mid)**2``; None without reports.
+    n_reports : int
+    report_noise_variance : ndarray of shape (n_features,) or None
+        The reports' mean noise variance ``mean(s2)``.
+
+    Returns
+    -------
+    variance : ndarray of shape (n_features,)
+    """
+    first_variance = second_variance = None
+    report_second_unbiased = None
+    if report_first is not None:
+        s2 = report_noise_variance
+        report_second_unbiased = report_second - s2
+        first_variance = (ranges**2 / 4.0 + s2) / n_reports
+        second_variance = (ranges**2 * s2 + 5.0 * s2**2 + ranges**4 / 16.0) / n_reports
+    first = _inverse_variance_mix([tcm_first, report_first],
+                                  [tcm_first_variance, first_variance])
+    second = _inverse_variance_mix([tcm_second, report_second_unbiased],
+                                   [tcm_second_variance, second_variance])
+    return np.clip(second - first**2, 0.0, ranges**2 / 4.0)
 
 
 def _tcm_codes_and_lm_reports(X, is_tcm, lower, upper):
@@ -71,7 +136,10 @@ class _GroupStatistics:
 
     ``tcm_sum`` is the exact fixed-point sum (int64) of the tcm users' clipped values
     (the float sum of their local reports for ``"full_lm"``); ``lm_sum`` adds lm users'
-    reports (zeros for ``"tcm_only"``, which never reads lm users' data).
+    reports (zeros for ``"tcm_only"``, which never reads lm users' data). With
+    ``variance="private"``, ``tcm_square_sum`` is the exact fixed-point sum of the tcm
+    users' ``(x - mid)**2`` and ``report_square_sum`` the float sum of the reports'
+    ``(y - mid)**2`` (lm users' reports; every user's under ``"full_lm"``).
     """
 
     n_tcm: int
@@ -80,6 +148,8 @@ class _GroupStatistics:
     epsilon_lm: float | None
     tcm_sum: np.ndarray
     lm_sum: np.ndarray
+    tcm_square_sum: np.ndarray | None = None
+    report_square_sum: np.ndarray | None = None
 
     def __add__(self, other):
         return _GroupStatistics(
@@ -89,7 +159,13 @@ class _GroupStatistics:
             epsilon_lm=_same_level(self.epsilon_lm, other.epsilon_lm, "lm"),
             tcm_sum=self.tcm_sum + other.tcm_sum,
             lm_sum=self.lm_sum + other.lm_sum,
+            tcm_square_sum=_sum_or_none(self.tcm_square_sum, other.tcm_square_sum),
+            report_square_sum=_sum_or_none(self.report_square_sum, other.report_square_sum),
         )
+
+
+def _sum_or_none(first, second):
+    return None if first is None else first + second
 
 
 class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin,
