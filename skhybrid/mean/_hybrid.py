@@ -288,7 +288,8 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         "delta": [Interval(Real, 0, 1, closed="left")],
         "mechanism": [StrOptions(set(MECHANISMS))],
         "bounds": ["array-like", None],
-        "variance": [Interval(Real, 0, None, closed="left"), "array-like", None],
+        "variance": [Interval(Real, 0, None, closed="left"), "array-like",
+                     StrOptions({"private"}), None],
         "local_reports": ["boolean"],
         "clamp": ["boolean"],
         "random_state": RANDOM_STATE_CONSTRAINT,
@@ -347,6 +348,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         self : HybridMeanEstimator
         """
         self._check_mechanism()
+        self._warn_worst_case_variance()
         return self._fit_statistics(X, trust_group, epsilon, user_id)
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -376,6 +378,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         self : HybridMeanEstimator
         """
         self._check_mechanism()
+        self._warn_worst_case_variance()
         return self._partial_fit_statistics(X, trust_group, epsilon, user_id)
 
     # -- private helpers ------------------------------------------------------------------
@@ -441,9 +444,12 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         return is_tcm if self.local_reports else np.ones_like(is_tcm)
 
     def _public_context(self, lower, upper):
-        return {
-            "lower": lower, "upper": upper, "variance": resolve_variance(self.variance, lower, upper),
-        }
+        if self._private_variance():
+            # Estimated in the release; the worst case until then.
+            variance = resolve_variance(None, lower, upper)
+        else:
+            variance = resolve_variance(self.variance, lower, upper)
+        return {"lower": lower, "upper": upper, "variance": variance}
 
     def _noise(self, context):
         return {"mechanism": self.mechanism, "delta": self.delta,
@@ -464,16 +470,25 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         )
         noise = self._noise(context)
         lower, upper = context["lower"], context["upper"]
+        # With variance="private": squared distances to the midpoint (see
+        # private_variance_estimate).
+        centre = (lower + upper) / 2.0 if self._private_variance() else None
         n_tcm = int(np.count_nonzero(is_tcm))
         n_lm = X.shape[0] - n_tcm
         all_tcm = n_lm == 0
         reads_lm = n_lm > 0 and self.strategy != "tcm_only"  # tcm_only never reads lm data
         lm_sum = np.zeros(X.shape[1])
+        tcm_square_sum = report_square_sum = None
+        if centre is not None:
+            report_square_sum = np.zeros(X.shape[1])
         if self.strategy == "full_lm":
             tcm_values = clip_to_bounds(X if all_tcm else masked_rows(X, is_tcm), lower, upper)
-            tcm_sum = privatize_locally(
+            tcm_reports = privatize_locally(
                 tcm_values, epsilon=epsilon_tcm, rng=rng, **noise
-            ).sum(axis=0) if n_tcm else np.zeros(X.shape[1])
+            ) if n_tcm else np.zeros((0, X.shape[1]))
+            tcm_sum = tcm_reports.sum(axis=0)
+            if centre is not None:
+                report_square_sum += square_sum_about(tcm_reports, centre)
             if reads_lm and self.local_reports:
                 lm_sum = _tcm_codes_and_lm_reports(X, is_tcm, lower, upper)[1]
         elif reads_lm and self.local_reports:
@@ -483,14 +498,28 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             # Rows labelled 1 (lm) fall outside the single group 0 and are skipped.
             labels = None if all_tcm else (~is_tcm).view(np.int8)
             tcm_sum = fixed_point_sums(X, lower, upper, labels=labels)[0]
+        if (centre is not None and self.mechanism == "laplace"
+                and self.strategy not in ("full_lm", "lm_only") and n_tcm):
+            # Exact fixed-point sums of squared distances in [0, (range / 2)**2].
+            clipped = clip_to_bounds(X if all_tcm else masked_rows(X, is_tcm), lower, upper)
+            squares = np.square(clipped - centre)
+            tcm_square_sum = fixed_point_sums(squares, np.zeros_like(lower),
+                                              ((upper - lower) / 2.0) ** 2)[0]
+        if centre is not None and reads_lm and self.local_reports:
+            report_square_sum += square_sum_about(masked_rows(X, ~is_tcm), centre)
         if reads_lm and not self.local_reports:
             # Privatized block by block; only the reports' sums are kept.
-            lm_sum = privatized_sum(X, ~is_tcm, epsilon=epsilon_lm, rng=rng, **noise)
+            lm_sum = privatized_sum(X, ~is_tcm, epsilon=epsilon_lm, rng=rng,
+                                    squares_about=centre, **noise)
+            if centre is not None:
+                lm_sum, lm_square_sum = lm_sum
+                report_square_sum += lm_square_sum
         return _GroupStatistics(
             n_tcm=n_tcm, n_lm=n_lm,
             epsilon_tcm=epsilon_tcm if n_tcm else None,
             epsilon_lm=epsilon_lm if n_lm else None,
             tcm_sum=tcm_sum, lm_sum=lm_sum,
+            tcm_square_sum=tcm_square_sum, report_square_sum=report_square_sum,
         )
 
     def _release(self, statistics, context, rng, fit_warnings):
@@ -515,18 +544,37 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             # Lemma 3.4 with the users' average report variance (group epsilons may differ).
             mse = full_lm_mse(n=n_samples, s_L2=variance_sum / n_samples)
             tcm_variance = np.nan
+            if self._private_variance():
+                centre = (lower + upper) / 2.0
+                variance = private_variance_estimate(
+                    ranges=upper - lower, tcm_first=None, tcm_first_variance=None,
+                    tcm_second=None, tcm_second_variance=None,
+                    report_first=estimate - centre,
+                    report_second=statistics.report_square_sum / n_samples,
+                    n_reports=n_samples, report_noise_variance=variance_sum / n_samples,
+                )
         else:
-            tcm = None
+            tcm = tcm_second = None
             if n_tcm and self.strategy != "lm_only":
+                mean_share = 1.0
+                if statistics.tcm_square_sum is not None:
+                    # Sequential composition: the second moment at a share of epsilon_tcm,
+                    # the mean at the rest (PRIVATE_VARIANCE_SHARE).
+                    mean_share = 1.0 - PRIVATE_VARIANCE_SHARE
+                    tcm_second = self._tcm_second_moment(statistics, epsilon_tcm, lower, upper,
+                                                         rng)
                 tcm = central_group_mean(
                     centred_sums(statistics.tcm_sum, lower, upper, n_users=n_tcm), n_tcm,
                     origin=lower,
                     mechanism=self.mechanism,
-                    epsilon=epsilon_tcm, delta=self.delta, ranges=upper - lower, rng=rng,
+                    epsilon=epsilon_tcm * mean_share, delta=self.delta, ranges=upper - lower,
+                    rng=rng,
                 )
             lm = None
             if n_lm and self.strategy != "tcm_only":
                 lm = reported_group_mean(statistics.lm_sum, n_lm, lm_variance)
+            if self._private_variance():
+                variance = self._estimate_variance(statistics, tcm, tcm_second, lm, lower, upper)
             weight, mse = self._weight_and_mse(tcm, n_tcm, n_lm, variance, lm_variance)
             if lm is None:
                 estimate = weight * tcm.mean
@@ -536,6 +584,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
                 estimate = weight * tcm.mean + (1.0 - weight) * lm.mean
             tcm_variance = tcm.noise_variance if tcm is not None else np.nan
 
+        self.variance_ = per_feature(variance, lower.shape[0]).copy()
         self.weight_ = per_feature(weight, lower.shape[0]).copy()
         self.expected_mse_ = per_feature(mse, lower.shape[0]).copy()
         self.n_tcm_ = n_tcm
@@ -546,6 +595,68 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
                                               n_features).copy()
         self.amplified_epsilon_ = self._amplification(lower, upper, epsilon_tcm, epsilon_lm)
         return estimate
+
+    def _warn_worst_case_variance(self):
+        if self.strategy == "kvh" and self.variance is None:
+            warnings.warn(
+                "strategy='kvh' with variance=None computes its weight for the worst-case "
+                "variance of the bounds, (upper - lower)**2 / 4, which puts far too little "
+                "weight on the tcm group for most data; pass a known variance, or "
+                "variance='private' to estimate it privately",
+                WorstCaseVarianceWarning,
+                # _warn_worst_case_variance <- fit <- scikit-learn's fit wrapper <- the user
+                stacklevel=4,
+            )
+
+    def _private_variance(self):
+        return isinstance(self.variance, str) and self.variance == "private"
+
+    def _tcm_second_moment(self, statistics, epsilon_tcm, lower, upper, rng):
+        """The tcm group's private mean of ``(x - mid)**2``, at a share of its epsilon.
+
+        Laplace, with each feature's noise in proportion to its range ``(range / 2)**2``;
+        the values were clipped before squaring, so one user moves the exact fixed-point
+        sum by at most one range per feature.
+        """
+        n_tcm = statistics.n_tcm
+        square_range = ((upper - lower) / 2.0) ** 2
+        zero = np.zeros_like(lower)
+        return central_group_mean(
+            centred_sums(statistics.tcm_square_sum, zero, square_range, n_users=n_tcm), n_tcm,
+            origin=zero, mechanism="laplace", epsilon=epsilon_tcm * PRIVATE_VARIANCE_SHARE,
+            delta=0.0, ranges=square_range, rng=rng,
+        )
+
+    def _estimate_variance(self, statistics, tcm, tcm_second, lm, lower, upper):
+        """``variance="private"``: :func:`private_variance_estimate` of this fit's releases."""
+        ranges = upper - lower
+        centre = (lower + upper) / 2.0
+        tcm_moments = {"tcm_first": None, "tcm_first_variance": None, "tcm_second": None,
+                       "tcm_second_variance": None}
+        if tcm_second is not None:
+            n_tcm = statistics.n_tcm
+            # Noise plus sampling variance (a value's spread is at most range**2 / 4,
+            # a squared distance's at most range**4 / 64).
+            tcm_moments = {
+                "tcm_first": tcm.mean - centre,
+                "tcm_first_variance": tcm.noise_variance + ranges**2 / (4.0 * n_tcm),
+                "tcm_second": tcm_second.mean,
+                "tcm_second_variance": tcm_second.noise_variance + ranges**4 / (64.0 * n_tcm),
+            }
+        report_moments = {"report_first": None, "report_second": None, "n_reports": 0,
+                          "report_noise_variance": None}
+        if lm is not None:
+            n_lm = statistics.n_lm
+            report_moments = {
+                "report_first": lm.mean - centre,
+                "report_second": statistics.report_square_sum / n_lm,
+                "n_reports": n_lm,
+                "report_noise_variance": lm.noise_variance * n_lm,
+            }
+        if tcm_second is None and lm is None:
+            # No private moment to read (the Gaussian mechanism without lm reports).
+            return resolve_variance(None, lower, upper)
+        return private_variance_estimate(ranges=ranges, **tcm_moments, **report_moments)
 
     def _amplification(self, lower, upper, epsilon_tcm, epsilon_lm):
         """Theorem 8.1's amplified epsilon of each group, never above the nominal one.
