@@ -48,16 +48,26 @@ _STRATEGIES = _HYBRID_STRATEGIES + ("tcm_only", "full_lm", "lm_only")
 #: With ``variance="private"``: the share of each tcm user's epsilon spent on the second
 #: moment of the tcm group (the rest goes to their mean). lm users spend nothing more:
 #: the curator estimates the variance from their reports, which are already private.
-PRIVATE_VARIANCE_SHARE = 0.1
+PRIVATE_VARIANCE_SHARE = 0.05
+
+
+#: With ``variance="private"``: the estimate is lowered by this many of its standard
+#: errors (a lower confidence bound). An overestimated variance moves KVH's weight
+#: towards the worst case, the failure this option exists to avoid; an underestimate
+#: moves it towards PWH's, which is close to the best whenever the estimate is noisy
+#: (few tcm users, data spread thinly over wide bounds).
+PRIVATE_VARIANCE_LOWER_Z = 1.0
 
 
 def _inverse_variance_mix(estimates, variances):
-    """Mix independent unbiased estimates with inverse-variance weights (None = absent)."""
+    """Mix independent unbiased estimates with inverse-variance weights (None = absent).
+
+    Returns the mixture and its variance.
+    """
     present = [(e, v) for e, v in zip(estimates, variances) if e is not None]
-    if len(present) == 1:
-        return present[0][0]
     weights = [1.0 / np.maximum(v, np.finfo(np.float64).tiny) for _, v in present]
-    return sum(w * e for w, (e, _) in zip(weights, present)) / sum(weights)
+    total = sum(weights)
+    return sum(w * e for w, (e, _) in zip(weights, present)) / total, 1.0 / total
 
 
 def private_variance_estimate(*, ranges, tcm_first, tcm_first_variance, tcm_second,
@@ -78,8 +88,10 @@ def private_variance_estimate(*, ranges, tcm_first, tcm_first_variance, tcm_seco
       also holds for Gaussian noise (``E e**4 = 3 s2**2``).
 
     The two groups' moments are mixed with inverse-variance weights (the groups share one
-    distribution, as KVH assumes) and the result is clipped to Popoviciu's range
-    ``[0, range**2 / 4]``. Everything here is post-processing of private releases.
+    distribution, as KVH assumes); the difference is lowered by
+    ``PRIVATE_VARIANCE_LOWER_Z`` standard errors of the mixed second moment and clipped
+    to Popoviciu's range ``[0, range**2 / 4]``. Everything here is post-processing of
+    private releases.
 
     Parameters
     ----------
@@ -104,11 +116,12 @@ def private_variance_estimate(*, ranges, tcm_first, tcm_first_variance, tcm_seco
         report_second_unbiased = report_second - s2
         first_variance = (ranges**2 / 4.0 + s2) / n_reports
         second_variance = (ranges**2 * s2 + 5.0 * s2**2 + ranges**4 / 16.0) / n_reports
-    first = _inverse_variance_mix([tcm_first, report_first],
-                                  [tcm_first_variance, first_variance])
-    second = _inverse_variance_mix([tcm_second, report_second_unbiased],
-                                   [tcm_second_variance, second_variance])
-    return np.clip(second - first**2, 0.0, ranges**2 / 4.0)
+    first, _ = _inverse_variance_mix([tcm_first, report_first],
+                                     [tcm_first_variance, first_variance])
+    second, error = _inverse_variance_mix([tcm_second, report_second_unbiased],
+                                          [tcm_second_variance, second_variance])
+    lowered = second - first**2 - PRIVATE_VARIANCE_LOWER_Z * np.sqrt(error)
+    return np.clip(lowered, 0.0, ranges**2 / 4.0)
 
 
 def _tcm_codes_and_lm_reports(X, is_tcm, lower, upper):
@@ -202,9 +215,20 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
     bounds : pair (lower, upper) or None, default=None
         Data-independent clipping bounds, scalars or per feature. ``None`` derives them
         from the data and emits :class:`~skhybrid.exceptions.PrivacyLeakWarning`.
-    variance : float, array-like of shape (n_features,) or None, default=None
-        The known data variance used by ``"kvh"`` and by ``expected_mse_``; ``None``
-        uses the worst case for the bounds, (upper - lower)**2 / 4.
+    variance : "private", float, array-like of shape (n_features,) or None, default="private"
+        The data variance used by ``"kvh"``'s weight and by ``expected_mse_``.
+
+        - ``"private"``: estimated privately in the same fit. Each tcm user spends
+          ``PRIVATE_VARIANCE_SHARE`` (5%) of their epsilon on the tcm group's second
+          moment and the rest on the mean (sequential composition: each user's total,
+          and the ledger's charge, is still their epsilon); lm users' reports, already
+          private, give the rest for free (post-processing). The estimate is
+          ``variance_``. With ``mechanism="gaussian"`` only the reports are used.
+          Measured against the best strategy in hindsight in :ref:`default-strategy`.
+        - a float or per-feature array: a known (public) variance.
+        - ``None``: the worst case for the bounds, (upper - lower)**2 / 4. ``"kvh"``
+          then warns with :class:`~skhybrid.exceptions.WorstCaseVarianceWarning`: its
+          weight is far from the best for most data.
     local_reports : bool, default=False
         Whether the lm rows of ``X`` are reports the users' devices already privatized
         with this estimator's ``mechanism``, ``epsilon`` and ``bounds`` (see
@@ -237,7 +261,12 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
     expected_mse_ : ndarray of shape (n_features,)
         Expected squared error of ``mean_`` against the empirical mean of the fitted
         data, by Lemma 3.13 (hybrid strategies) or Lemmas 3.2, 3.4 and 3.11 (baselines),
-        for i.i.d. data of the given ``variance`` (or its worst-case bound).
+        for i.i.d. data of variance ``variance_``: an estimate with
+        ``variance="private"``, exact for a known ``variance``, a worst-case bound with
+        ``variance=None``.
+    variance_ : ndarray of shape (n_features,)
+        The data variance the fit used: the private estimate (``variance="private"``),
+        the given one, or the worst case (``None``).
     noise_variance_tcm_, noise_variance_lm_ : ndarray of shape (n_features,)
         s_T^2, the variance of the noise on the tcm group's mean, and s_L^2, that of one
         lm user's report, per feature (in proportion to the squared ranges, see
@@ -304,7 +333,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         delta=0.0,
         mechanism="laplace",
         bounds=None,
-        variance=None,
+        variance="private",
         local_reports=False,
         clamp=False,
         random_state=None,

@@ -415,41 +415,56 @@ def check_sample_epsilon(epsilon, default, n_samples, *, allow_inf=False):
 
 
 def _is_pair(value):
-    return isinstance(value, (tuple, list, np.ndarray)) and np.ndim(value) == 1 and len(value) == 2
+    return isinstance(value, (tuple, list)) and len(value) == 2
 
 
 def _per_feature_pairs(bounds, n_features):
     """``bounds`` as ``(lower, upper)``, accepting a list of per-feature pairs too.
 
-    ``[(0, 200_000), (0, 120)]`` (one ``(lower, upper)`` pair per feature, the way people
-    write them) is read as per-feature pairs when it has one pair per feature and
-    ``n_features != 2``. With two features, ``[(a, b), (c, d)]`` is also a valid
-    ``(lower, upper)`` of two arrays; it is read as the one reading with lower < upper
-    everywhere, and refused when both readings are valid and differ (a silent guess
-    would clip every user to the wrong box).
+    The rule (documented in :ref:`several-features`):
+
+    - a tuple is always ``(lower, upper)``, each a scalar or one entry per feature (the
+      documented form, whatever its entries look like);
+    - a list (or a 2-d array) of ``n_features`` pairs, ``[(0, 200_000), (0, 120)]``, is
+      one ``(lower, upper)`` pair per feature;
+    - with two features a list of two pairs ``[(a, b), (c, d)]`` could also mean
+      ``lower = (a, b), upper = (c, d)``: it is read the one way that has lower < upper
+      for every feature, and refused when both ways do and differ (clipping every user
+      to the wrong box would be silent).
     """
-    if isinstance(bounds, np.ndarray) and bounds.ndim == 2 and bounds.shape[1] == 2:
-        bounds = [tuple(row) for row in bounds]
-    if not (isinstance(bounds, (list, tuple)) and len(bounds) == n_features
-            and len(bounds) > 0 and all(_is_pair(pair) for pair in bounds)):
+    if isinstance(bounds, tuple):
+        return bounds
+    if isinstance(bounds, np.ndarray):
+        if bounds.ndim != 2 or bounds.shape != (n_features, 2):
+            return bounds
+        bounds = [tuple(row) for row in bounds.tolist()]
+    if not (isinstance(bounds, list) and len(bounds) == n_features and n_features > 0
+            and all(_is_pair(pair) for pair in bounds)):
         return bounds
     pairs = (tuple(pair[0] for pair in bounds), tuple(pair[1] for pair in bounds))
     if n_features != 2:
         return pairs
     try:
         as_pairs = np.asarray(pairs, dtype=np.float64)
-        as_arrays = np.asarray(bounds, dtype=np.float64)
-    except (TypeError, ValueError):
+        as_sides = np.asarray(bounds, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
         return bounds
     pairs_valid = bool(np.all(as_pairs[0] < as_pairs[1]))
-    arrays_valid = bool(np.all(as_arrays[0] < as_arrays[1]))
-    if pairs_valid and arrays_valid and not np.array_equal(as_pairs, as_arrays):
+    sides_valid = bool(np.all(as_sides[0] < as_sides[1]))
+    if pairs_valid and sides_valid and not np.array_equal(as_pairs, as_sides):
+        lower, upper = (list(map(float, side)) for side in as_pairs)
         raise ValueError(
-            f"bounds={bounds!r} is ambiguous for 2 features: it reads as per-feature pairs "
-            f"(lower, upper) = {[tuple(pair) for pair in bounds]!r} and as (lower array, "
-            f"upper array) = {tuple(list(side) for side in bounds)!r}. Write it as "
-            f"(lower, upper) arrays, e.g. bounds=({list(pairs[0])!r}, {list(pairs[1])!r}) "
-            "for the per-feature pairs"
+            f"bounds={bounds!r} is ambiguous for 2 features: a list of two pairs reads as "
+            f"one (lower, upper) pair per feature and as (lower, upper) arrays. Pass a "
+            f"tuple (lower, upper): bounds=({lower!r}, {upper!r}) for the per-feature pairs, "
+            f"bounds=({list(map(float, as_sides[0]))!r}, {list(map(float, as_sides[1]))!r}) "
+            "for the other reading"
+        )
+    if not (pairs_valid or sides_valid):
+        raise ValueError(
+            f"bounds={bounds!r} has lower >= upper for some feature however it is read: "
+            "pass one (lower, upper) pair per feature, e.g. [(0, 200_000), (0, 120)], or a "
+            "tuple (lower, upper) of per-feature arrays, e.g. ([0, 0], [200_000, 120])"
         )
     return pairs if pairs_valid else bounds
 
@@ -462,8 +477,7 @@ def check_bounds(bounds, n_features):
     bounds : tuple (lower, upper) or list of per-feature (lower, upper) pairs
         Scalars or arrays of shape (n_features,); finite with lower < upper. A list of
         ``n_features`` pairs ``[(lower_0, upper_0), ...]`` is accepted too (with two
-        features only when it cannot be read as ``(lower, upper)`` arrays, see
-        :func:`_per_feature_pairs`).
+        features, see :func:`_per_feature_pairs`).
     n_features : int
 
     Returns
@@ -506,7 +520,9 @@ def check_bounds(bounds, n_features):
         index = int(np.flatnonzero(lower >= upper)[0])
         raise ValueError(
             f"bounds must satisfy lower < upper; got lower={float(lower[index])!r} >= "
-            f"upper={float(upper[index])!r} for feature {index}"
+            f"upper={float(upper[index])!r} for feature {index} (bounds is a tuple "
+            "(lower, upper) of scalars or per-feature arrays, or a list of one (lower, "
+            "upper) pair per feature)"
         )
     check_bounds_scale(lower, upper)
     return lower, upper
