@@ -30,6 +30,7 @@ from ..utils._validation import (
     masked_rows,
     resolve_variance,
 )
+from ._ranking import error_variance
 from ._statistics import LevelStatistics, StatisticsFitMixin, level_lookup
 
 _BASELINES = {
@@ -322,8 +323,8 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
             saturation_threshold(levels, data_range=data_range, variance=program_variance,
                                  local=local, counts=counts)
         )
-        self.expected_mse_ = self._expected_mse(solution, feature_variance, report_variance,
-                                                lower, upper, counts)
+        self.expected_mse_ = self._expected_mse(solution, error_variance(self, feature_variance),
+                                                report_variance, lower, upper, counts)
         return estimate
 
     def _noisy_sum(self, solution, statistics, level_weights, lower, upper, rng):

@@ -41,6 +41,7 @@ from ..utils._validation import (
     masked_rows,
     resolve_variance,
 )
+from ._ranking import error_variance
 from ._statistics import StatisticsFitMixin
 
 _HYBRID_STRATEGIES = ("kvh", "pwh", "naive")
@@ -444,7 +445,12 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             )
 
     def _weight_and_mse(self, tcm, n_tcm, n_lm, variance, s_L2):
-        """Weight on the tcm estimate and the expected MSE, from the theory module."""
+        """Weight on the tcm estimate and the expected MSE, from the theory module.
+
+        ``variance`` sets KVH's weight; the MSE is for data of that variance, or of the
+        design's variance when :func:`~skhybrid.mean.expected_mse` evaluates the
+        candidate.
+        """
         n = n_tcm + n_lm
         if n_lm == 0:
             # c = 1: Lemma 3.2's sampling terms vanish and only s_T^2 remains.
@@ -453,7 +459,8 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             # c = 0: LM-only and the hybrids all reduce to Full-LM (Lemma 3.4).
             return 0.0, full_lm_mse(n=n, s_L2=s_L2)
         c = n_tcm / n
-        sigma = {"sigma_T2": variance, "sigma_L2": variance}
+        data_variance = error_variance(self, variance)
+        sigma = {"sigma_T2": data_variance, "sigma_L2": data_variance}
         if self.strategy == "lm_only":
             return 0.0, lm_only_mse(n=n, c=c, s_L2=s_L2, **sigma)
         if self.strategy == "tcm_only":
@@ -603,7 +610,10 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             if n_lm and self.strategy != "tcm_only":
                 lm = reported_group_mean(statistics.lm_sum, n_lm, lm_variance)
             if self._private_variance():
-                variance = self._estimate_variance(statistics, tcm, tcm_second, lm, lower, upper)
+                # Evaluated as a design (expected_mse), the estimate is the design's variance.
+                variance = error_variance(
+                    self, self._estimate_variance(statistics, tcm, tcm_second, lm, lower, upper)
+                )
             weight, mse = self._weight_and_mse(tcm, n_tcm, n_lm, variance, lm_variance)
             if lm is None:
                 estimate = weight * tcm.mean

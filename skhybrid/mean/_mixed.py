@@ -29,6 +29,7 @@ from ..theory._mixed import (
 )
 from ..utils._random import check_random_state
 from ..utils._validation import resolve_variance
+from ._ranking import error_variance
 from ._pdp import _validate_curator_fit, check_curator_users
 from ._statistics import LevelStatistics, StatisticsFitMixin
 
@@ -340,13 +341,14 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
         self.group_epsilons_ = epsilons
         self.group_sizes_ = sizes
         self.group_weights_ = weights.T.copy()
+        data_variance = error_variance(self, variance)
         population_mse = mixed_mean_variance(
-            sizes, epsilons, data_range=data_range, variance=variance[:, np.newaxis],
+            sizes, epsilons, data_range=data_range, variance=data_variance[:, np.newaxis],
             weights=weights,
         )
         self.expected_mse_ = np.asarray(
             mse_about_empirical_mean(population_mse, n_samples=statistics.n_users,
-                                     variance=variance),
+                                     variance=data_variance),
             dtype=np.float64,
         )
         return np.einsum("fg,gf->f", weights, estimates)

@@ -43,6 +43,7 @@ from ..utils._validation import (
     resolve_variance,
     spread_levels,
 )
+from ._ranking import error_variance
 from ._statistics import LevelStatistics, _validate_chunk, dask_bounds, level_lookup
 
 _NAMED_THRESHOLDS = ("min", "mean", "max", "optimal")
@@ -412,6 +413,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
                 epsilon=threshold, delta=0.0, ranges=upper - lower, rng=rng,
                 magnitude=magnitude,
             ).mean
+        variance = error_variance(self, variance)
         population_mse = sample_mechanism_mse(
             levels, threshold, data_range=data_range, variance=variance, counts=counts
         )
