@@ -9,6 +9,7 @@ from sklearn.utils.validation import _num_samples
 
 from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, ValidatedParamsMixin
 from ..mechanisms import LaplaceMechanism, LocalLaplaceRandomizer
+from ..mechanisms._feature_weights import feature_noise_weights, scaled_ranges
 from ..mechanisms._noise import personalized_laplace_release
 from ..theory._adpm import (
     adpm_weights,
@@ -294,17 +295,24 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
         """Solve the weights from the level counts, then add the noise to the weighted sum."""
         lower, upper, feature_variance = context["lower"], context["upper"], context["variance"]
         data_range = float(np.sum(upper - lower))
-        program_variance = float(np.mean(feature_variance))
+        # Several features: each feature's noise in proportion to its range
+        # (feature_noise_weights). In the scaled units every feature has range
+        # data_range / d, and the program sees the features' mean scaled variance.
+        feature_weights = feature_noise_weights(upper - lower)
+        program_variance = float(np.mean(feature_variance / feature_weights**2))
         # The programs take the privacy levels with their sizes (their level form): users
         # of a level get equal weights, so nothing n-long is built.
         levels, local, counts = statistics.epsilons, statistics.local, statistics.counts
         solution = self._solve(levels, local, counts, data_range, program_variance)
         level_weights = solution.weights
 
-        report_variance = np.zeros(levels.size)
+        # Each level's report noise variance, per feature.
+        report_variance = np.zeros((levels.size, lower.shape[0]))
         if local.any():
-            report_variance[local] = LocalLaplaceRandomizer(bounds=(lower, upper)).noise_variance(
-                lower.shape[0], epsilon=levels[local]
+            report_variance[local] = np.reshape(
+                LocalLaplaceRandomizer(bounds=(lower, upper)).noise_variance(
+                    lower.shape[0], epsilon=levels[local]),
+                (-1, 1) if lower.shape[0] == 1 else (-1, lower.shape[0]),
             )
         self.released_midpoint_ = bool(solution.trivial)
         if solution.trivial:
@@ -314,7 +322,7 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
             estimate, scale = self._noisy_sum(
                 solution, statistics, level_weights, lower, upper, rng
             )
-            self.noise_scale_ = np.full(lower.shape[0], scale)
+            self.noise_scale_ = scale * feature_weights
         self.level_epsilons_ = statistics.epsilons
         self.level_local_ = statistics.local
         self.level_sizes_ = statistics.counts
@@ -324,7 +332,8 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
                                  local=local, counts=counts)
         )
         self.expected_mse_ = self._expected_mse(solution, error_variance(self, feature_variance),
-                                                report_variance, lower, upper, counts)
+                                                report_variance, feature_weights, lower, upper,
+                                                counts)
         return estimate
 
     def _noisy_sum(self, solution, statistics, level_weights, lower, upper, rng):
@@ -336,11 +345,18 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
         """
         central = ~statistics.local
         ranges = upper - lower
+        # Released in scaled units, each feature divided by its noise weight (see
+        # feature_noise_weights; one feature: weight 1, unchanged), then scaled back.
+        feature_weights = feature_noise_weights(ranges)
+        scaled = scaled_ranges(ranges, feature_weights)
         weighted = level_weights[central] @ statistics.centred_sums(lower, upper)[central]
         # The weighted centred sum is at most sum_k W_k n_k |range| (weights sum to at most
-        # 1); the dot product over the levels rounds by a few ulps of it per level.
-        magnitude = float(np.sum(np.abs(level_weights) * statistics.counts)) * ranges
-        slack = float(np.sum(rounding_slack(magnitude, n_operations=4 + int(central.sum()))))
+        # 1); the dot product over the levels (and the scaling) rounds by a few ulps of it
+        # per level.
+        magnitude = float(np.sum(np.abs(level_weights) * statistics.counts)) * scaled
+        slack = float(np.sum(rounding_slack(magnitude, n_operations=5 + int(central.sum()))))
+        if feature_weights.shape[0] > 1:
+            weighted = weighted / feature_weights
         if self.strategy == "ldpe":
             # LDPE noises each privacy level's mean: level k's term W_k mean_k moves by at
             # most W_k D / n_k when one of its users is replaced.
@@ -357,12 +373,14 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
             # user of a level has the level's weight, so the per-level maximum is the
             # per-user one.
             sensitivity = np.where(
-                statistics.local, 0.0, np.abs(level_weights) * float(np.sum(ranges)) + slack
+                statistics.local, 0.0, np.abs(level_weights) * float(np.sum(scaled)) + slack
             )
             released, scale = personalized_laplace_release(
                 weighted[np.newaxis, :], sensitivity, statistics.epsilons, rng, secure=True
             )
             released = released[0]
+        if feature_weights.shape[0] > 1:
+            released = released * feature_weights
         # The centred values need their lower bound back: sum_i w_i lower for the tcm
         # users. Stretching releases lower + sum_i w_i (x_i - lower) with weights summing
         # to less than 1: its values shrink towards the lower bound, as Example 2 shrinks
@@ -404,24 +422,31 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
         return _BASELINES[self.strategy](levels, data_range=data_range, variance=variance,
                                          counts=counts)
 
-    def _expected_mse(self, solution, feature_variance, report_variance, lower, upper, counts):
+    def _expected_mse(self, solution, feature_variance, report_variance, feature_weights, lower,
+                      upper, counts):
         if solution.trivial:
             return (upper - lower) ** 2 / 4.0
         if self.strategy == "stretching":
             # Biased: the bound puts the data's mean at the upper bound (the largest bias).
+            # The noise scale is linear in the data range: feature j's is the scaled
+            # release's times its weight.
             return np.array([
                 stretching_mse(self.level_epsilons_, mean_offset=offset, variance=variance,
-                               data_range=float(np.sum(upper - lower)), empirical=True,
-                               counts=counts)
-                for offset, variance in zip(upper - lower, feature_variance)
+                               data_range=float(np.sum(upper - lower)) * weight,
+                               empirical=True, counts=counts)
+                for offset, variance, weight in zip(upper - lower, feature_variance,
+                                                    feature_weights)
             ])
+        level_scales = solution.level_noise_scales
         population = np.array([
             affine_mse(
-                solution.weights, variance=variance, noise_scale=solution.noise_scale,
-                report_noise_variance=report_variance,
-                level_noise_scales=solution.level_noise_scales, counts=counts,
+                solution.weights, variance=variance, noise_scale=solution.noise_scale * weight,
+                report_noise_variance=reports,
+                level_noise_scales=None if level_scales is None else level_scales * weight,
+                counts=counts,
             )
-            for variance in feature_variance
+            for variance, reports, weight in zip(feature_variance, report_variance.T,
+                                                 feature_weights)
         ])
         return mse_about_empirical_mean(population, n_samples=int(counts.sum()),
                                         variance=feature_variance)
