@@ -28,6 +28,7 @@ from ..theory._mixed import (
     mse_about_empirical_mean,
 )
 from ..utils._random import check_random_state
+from ..mechanisms._feature_weights import noise_ranges
 from ..utils._validation import resolve_variance
 from ._ranking import error_variance
 from ._pdp import _validate_curator_fit, check_curator_users
@@ -324,7 +325,8 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
     def _release(self, statistics, context, rng, fit_warnings):
         """Each group's mean (Laplace noise at its epsilon; exact if public), mixed."""
         lower, upper, variance = context["lower"], context["upper"], context["variance"]
-        data_range = float(np.sum(upper - lower))
+        # Each feature's noise is calibrated to its share of the budget (noise_ranges).
+        data_range = noise_ranges(upper - lower)[:, np.newaxis]
         epsilons, sizes = statistics.epsilons, statistics.counts
         # Every private group at once; the public group (inf) is exact.
         centred = statistics.centred_sums(lower, upper)

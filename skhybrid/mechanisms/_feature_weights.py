@@ -56,3 +56,22 @@ def scaled_ranges(ranges, weights):
     if np.all(weights == 1.0):
         return ranges
     return ranges / weights * (1.0 + 2.0**-50)
+
+
+def noise_ranges(ranges):
+    """The range each feature's Laplace noise is calibrated to: ``sum(ranges) * w_j``.
+
+    Equal to ``d * range_j``: a one-feature formula for the error of a Laplace release
+    (an expected MSE, mixing weights) evaluated at this range gives feature j's error
+    in a release of all ``d`` features. One feature: its range.
+
+    Parameters
+    ----------
+    ranges : ndarray of shape (n_features,)
+
+    Returns
+    -------
+    noise_ranges : ndarray of shape (n_features,)
+    """
+    ranges = np.asarray(ranges, dtype=np.float64)
+    return np.sum(ranges) * feature_noise_weights(ranges)
