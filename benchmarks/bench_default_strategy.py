@@ -79,20 +79,26 @@ def measure(X, bounds, share, n_trials, seed=0):
         usable = {name: est for name, est in named.items() if name != "kvh, true variance"}
         chosen = rank_by_expected_mse(usable, variance=pilot.variance_, trust_group=trust)[0][0]
     rmse = dict(zip(result.table["estimator"], result.table["rmse"]))
-    return rmse, chosen
+    relative_se = dict(zip(result.table["estimator"],
+                           result.table["rmse_se"] / result.table["rmse"]))
+    return rmse, relative_se, chosen
 
 
 def main(n_trials=40):
     names = list(candidates((0.0, 1.0), 0.1))
     print("| data | tcm share | " + " | ".join(names) + " | ranking picks |")
     print("|" + " --- |" * (len(names) + 3))
+    standard_errors = []
     for name, (X, bounds) in distributions().items():
         for share in SHARES:
-            rmse, chosen = measure(X, bounds, share, n_trials)
+            rmse, relative_se, chosen = measure(X, bounds, share, n_trials)
+            standard_errors.extend(relative_se.values())
             best = min(rmse.values())
             cells = [f"{rmse[n] / best:.2f}" for n in names]
             print(f"| {name} | {share:.1%} | " + " | ".join(cells)
                   + f" | {chosen} ({rmse[chosen] / best:.2f}) |", flush=True)
+    print(f"\nEach RMSE's relative standard error: median {np.median(standard_errors):.1%}, "
+          f"largest {np.max(standard_errors):.1%} ({n_trials} trials).")
 
 
 if __name__ == "__main__":
