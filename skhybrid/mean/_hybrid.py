@@ -133,6 +133,33 @@ def _tcm_codes_and_lm_reports(X, is_tcm, lower, upper):
     return fixed_point_and_float_sums(X, lower, upper, is_tcm)
 
 
+#: Rows squared at once by :func:`_square_code_sums` (the block stays in cache).
+_SQUARE_ROWS = 2**15
+
+
+def _square_code_sums(X, rows, lower, upper):
+    """Exact fixed-point sums of ``(clip(x) - mid)**2`` over ``X[rows]``, in [0, (range / 2)**2].
+
+    Block by block, so that clipping, centring and squaring stay in cache. A value
+    squared in float rounds, but it is a function of the user's own value, and the
+    fixed-point sum clips it to ``[0, (range / 2)**2]``: one user moves the sum by at
+    most one grid range.
+    """
+    centre = (lower + upper) / 2.0
+    square_range = ((upper - lower) / 2.0) ** 2
+    sums = np.zeros(X.shape[1], dtype=np.int64)
+    for start in range(0, X.shape[0], _SQUARE_ROWS):
+        block = X[start : start + _SQUARE_ROWS]
+        if rows is not None:
+            block = masked_rows(block, rows[start : start + _SQUARE_ROWS])
+        if block.shape[0]:
+            squares = clip_to_bounds(block, lower, upper)
+            squares -= centre
+            np.square(squares, out=squares)
+            sums += fixed_point_sums(squares, np.zeros_like(lower), square_range)[0]
+    return sums
+
+
 def _same_level(first, second, group):
     """The one epsilon of a group seen in two sets of statistics (None = group absent)."""
     if first is None or second is None or first == second:
@@ -536,11 +563,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             tcm_sum = fixed_point_sums(X, lower, upper, labels=labels)[0]
         if (centre is not None and self.mechanism == "laplace"
                 and self.strategy not in ("full_lm", "lm_only") and n_tcm):
-            # Exact fixed-point sums of squared distances in [0, (range / 2)**2].
-            clipped = clip_to_bounds(X if all_tcm else masked_rows(X, is_tcm), lower, upper)
-            squares = np.square(clipped - centre)
-            tcm_square_sum = fixed_point_sums(squares, np.zeros_like(lower),
-                                              ((upper - lower) / 2.0) ** 2)[0]
+            tcm_square_sum = _square_code_sums(X, None if all_tcm else is_tcm, lower, upper)
         if centre is not None and reads_lm and self.local_reports:
             report_square_sum += square_sum_about(masked_rows(X, ~is_tcm), centre)
         if reads_lm and not self.local_reports:
