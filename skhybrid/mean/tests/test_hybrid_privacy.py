@@ -67,8 +67,11 @@ def _audit_variance(seed):
     """The released variance estimate (variance="private") of 1,000 tcm users (enough for
     the estimate to carry information; with ten it is clipped to 0 almost always)."""
     X = np.linspace(0.0, 1.0, 1000).reshape(-1, 1)
+    # The user at the midpoint moves to the bound: the largest change of (x - mid)**2
+    # (from the lower bound to the upper one would not change it at all).
+    X[500, 0] = 0.5
     X_prime = X.copy()
-    X_prime[0, 0] = 1e6
+    X_prime[500, 0] = 1e6
     trust = np.array(["tcm"] * 1000)
     estimator = HybridMeanEstimator("tcm_only", epsilon=EPSILON, bounds=(0.0, 1.0))
     release_a = estimator_release(estimator, X, attribute="variance_", trust_group=trust)
