@@ -412,3 +412,39 @@ def test_in_parts_covers_the_rows_once_in_order(monkeypatch):
         assert len(parts) == n_parts
         assert [start for start, _ in parts][0] == 0 and parts[-1][1] == n_rows
         assert all(stop == start for (_, stop), (start, _) in zip(parts, parts[1:]))
+
+
+# -- per-feature pairs ---------------------------------------------------------------------
+
+
+def test_a_list_of_pairs_gives_one_pair_per_feature():
+    from skhybrid.utils._validation import check_bounds
+
+    lower, upper = check_bounds([(0, 200_000), (0, 120), (-1, 1)], 3)
+    np.testing.assert_array_equal(lower, [0, 0, -1])
+    np.testing.assert_array_equal(upper, [200_000, 120, 1])
+    lower, upper = check_bounds(np.array([[0, 1], [2, 3], [4, 5]]), 3)
+    np.testing.assert_array_equal(upper, [1, 3, 5])
+
+
+def test_a_tuple_is_always_lower_and_upper():
+    from skhybrid.utils._validation import check_bounds
+
+    # Both readings of these two pairs are valid; a tuple is never read as pairs.
+    lower, upper = check_bounds((np.array([-4.0, -2.8]), np.array([13.0, 14.0])), 2)
+    np.testing.assert_array_equal(lower, [-4.0, -2.8])
+    lower, upper = check_bounds(([0, 0], [200_000, 120]), 2)
+    np.testing.assert_array_equal(upper, [200_000, 120])
+
+
+def test_two_pairs_take_the_one_valid_reading_or_are_refused():
+    from skhybrid.utils._validation import check_bounds
+
+    lower, upper = check_bounds([(0, 200_000), (0, 120)], 2)  # only valid as pairs
+    np.testing.assert_array_equal(upper, [200_000, 120])
+    lower, upper = check_bounds([[0, 0], [1, 1]], 2)  # only valid as (lower, upper)
+    np.testing.assert_array_equal(upper, [1, 1])
+    with pytest.raises(ValueError, match="ambiguous"):
+        check_bounds([(0, 10), (5, 20)], 2)
+    with pytest.raises(ValueError, match="however it is read"):
+        check_bounds([(0, 0), (0, 120)], 2)
