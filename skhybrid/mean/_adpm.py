@@ -354,7 +354,9 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
         # 1); the dot product over the levels (and the scaling) rounds by a few ulps of it
         # per level.
         magnitude = float(np.sum(np.abs(level_weights) * statistics.counts)) * scaled
-        slack = float(np.sum(rounding_slack(magnitude, n_operations=5 + int(central.sum()))))
+        divisions = int(feature_weights.shape[0] > 1)  # the scaling, with several features
+        slack = float(np.sum(rounding_slack(
+            magnitude, n_operations=4 + divisions + int(central.sum()))))
         if feature_weights.shape[0] > 1:
             weighted = weighted / feature_weights
         if self.strategy == "ldpe":
