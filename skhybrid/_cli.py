@@ -50,7 +50,9 @@ class _Method:
         common = {"epsilon": epsilon, "bounds": bounds, "variance": variance,
                   "clamp": clamp, "random_state": random_state}
         if self.family == "hybrid":
-            return HybridMeanEstimator(self.strategy, **common)
+            # Without a known variance, the library's default: a private estimate.
+            return HybridMeanEstimator(self.strategy, **{
+                **common, "variance": "private" if variance is None else variance})
         if self.family == "adpm":
             return ADPMEstimator(strategy=self.strategy, **common)
         if self.family == "pdp":
@@ -80,9 +82,24 @@ _METHODS = {
                           needs_tcm_only=True),
 }
 # Names are the library's own strategy names (snake_case); "tcm-only", "PDP-Sample"...
-# are accepted too. The default accepts every input the command does: tcm and lm users
-# with any epsilon per user.
-_DEFAULT_METHOD = "adpm"
+# are accepted too. The default, "auto", accepts every input the command does: kvh with
+# a private variance (HybridMeanEstimator's default, near the best strategy at any tcm
+# share) when each trust group has one finite epsilon, else adpm (any epsilon per user).
+_DEFAULT_METHOD = "auto"
+
+
+def _auto_method(trust_group, user_epsilon):
+    """``"kvh"`` when each trust group has one finite epsilon, else ``"adpm"``."""
+    if user_epsilon is None:
+        return "kvh"
+    if not np.all(np.isfinite(user_epsilon)):
+        return "adpm"
+    groups = [np.ones(len(user_epsilon), dtype=bool)] if trust_group is None else [
+        trust_group == "tcm", trust_group != "tcm"]
+    for rows in groups:
+        if rows.any() and np.ptp(user_epsilon[rows]) != 0:
+            return "adpm"
+    return "kvh"
 
 
 def _method_name(text):
@@ -530,7 +547,7 @@ def _in_user_words(message, *, estimator=None, name=None, table=None):
 
 def _estimate(args):
     method = _METHODS.get(_method_name(args.estimator))
-    if method is None:
+    if method is None and _method_name(args.estimator) != "auto":
         raise _CommandError(
             f"unknown --estimator {args.estimator!r}; choose one of: {', '.join(_METHODS)}"
         )
@@ -566,6 +583,9 @@ def _estimate(args):
 
     epsilon_parameter, user_epsilon = _epsilon(args.epsilon, table)
     ledger, user_id = _ledger_and_ids(args, table)
+    if method is None:
+        args.estimator = _auto_method(trust_group, user_epsilon)
+        method = _METHODS[args.estimator]
 
     estimator = method.build(
         epsilon=epsilon_parameter, bounds=(lower, upper), variance=args.variance,
@@ -1106,12 +1126,15 @@ def _build_parser():
     estimate.add_argument("--bounds", required=True, nargs=2, type=float, metavar=("LO", "HI"),
                           help="public, data-independent bounds of the values (LO < HI)")
     estimate.add_argument("--estimator", default=_DEFAULT_METHOD, metavar="NAME",
-                          help="one of: " + ", ".join(_METHODS) + " (see below; hyphens "
-                               f"work too); default: {_DEFAULT_METHOD}, which accepts tcm "
-                               "and lm users with any epsilon per user")
+                          help="one of: auto, " + ", ".join(_METHODS) + " (see below; "
+                               "hyphens work too); default: auto, which is kvh with a "
+                               "private variance estimate when each trust group has one "
+                               "epsilon, else adpm (any epsilon per user)")
     estimate.add_argument("--variance", type=float, metavar="V",
-                          help="the known (public) variance of the values; default: the worst "
-                               "case for the bounds, (HI - LO)^2 / 4")
+                          help="the known (public) variance of the values; default: kvh, "
+                               "pwh, naive, tcm_only, full_lm and lm_only estimate it "
+                               "privately (5%% of tcm users' epsilon), the others assume "
+                               "the worst case for the bounds, (HI - LO)^2 / 4")
     estimate.add_argument("--sep", metavar="SEP", default=None,
                           help="the CSV delimiter: a character, or tab / comma / semicolon / "
                                "pipe; default: sniffed from the file")

@@ -19,6 +19,7 @@ from .mechanisms import (
     LocalGaussianRandomizer,
     LocalLaplaceRandomizer,
 )
+from .mechanisms._feature_weights import feature_noise_weights, scaled_ranges
 from .mechanisms._noise import laplace_release, laplace_variance
 from .utils._sums import per_feature, rounding_slack
 from .utils._validation import masked_rows
@@ -121,24 +122,42 @@ def central_group_mean(centred_sum, size, *, origin, mechanism, epsilon, delta, 
     estimate : GroupEstimate
     """
     n_features = centred_sum.shape[0]
+    # Each feature's noise in proportion to its range (feature_noise_weights): the
+    # mechanism releases the mean divided by the weights, calibrated to the scaled ranges.
+    weights = feature_noise_weights(ranges, mechanism)
     noise = central_group_noise(size, mechanism=mechanism, epsilon=epsilon, delta=delta,
                                 ranges=ranges, magnitude=magnitude)
-    variance = per_feature(noise.variance(n_features), n_features)
-    mean = noise.randomise(centred_sum / size, random_state=rng) + origin
+    variance = per_feature(noise.variance(n_features), n_features) * weights**2
+    mean = _unscaled(noise.randomise(_scaled(centred_sum / size, weights), random_state=rng),
+                     weights) + origin
     return GroupEstimate(mean=mean, noise_variance=variance, size=size)
 
 
 def central_group_noise(size, *, mechanism, epsilon, delta, ranges, magnitude=None):
-    """The mechanism :func:`central_group_mean` adds to a group's centred mean.
+    """The mechanism :func:`central_group_mean` adds to a group's centred mean (divided
+    by the features' noise weights).
 
     Public quantities only: a fit calls its ``variance`` before charging the ledger,
-    which refuses a noise too wide to draw (:func:`~skhybrid.mechanisms._noise.check_noise_units`)
-    before anyone is charged.
+    which refuses a noise too wide to draw
+    (:func:`~skhybrid.mechanisms._noise.check_noise_units`) before anyone is charged.
     """
+    weights = feature_noise_weights(ranges, mechanism)
+    magnitude = ranges if magnitude is None else magnitude
     return central_mechanism(
-        mechanism, epsilon=epsilon, delta=delta, ranges=slack_ranges(ranges, size, magnitude),
+        mechanism, epsilon=epsilon, delta=delta,
+        ranges=slack_ranges(scaled_ranges(ranges, weights), size,
+                            scaled_ranges(magnitude, weights)),
         group_size=size,
     )
+
+
+def _scaled(values, weights):
+    """``values / weights`` (``values`` itself for one feature: bit-identical releases)."""
+    return values if np.all(weights == 1.0) else values / weights
+
+
+def _unscaled(values, weights):
+    return values if np.all(weights == 1.0) else values * weights
 
 
 def central_group_means(centred_sums, sizes, *, origin, epsilons, ranges, rng):
@@ -163,16 +182,19 @@ def central_group_means(centred_sums, sizes, *, origin, epsilons, ranges, rng):
     Returns
     -------
     means : ndarray of shape (n_groups, n_features)
-    noise_variances : ndarray of shape (n_groups,)
-        Per-coordinate variance of each group's noise.
+    noise_variances : ndarray of shape (n_groups, n_features)
+        Variance of each group's noise, per coordinate (in proportion to the squared
+        ranges, :func:`~skhybrid.mechanisms._feature_weights.feature_noise_weights`).
     """
     sizes = np.asarray(sizes, dtype=np.float64)
     epsilons = np.asarray(epsilons, dtype=np.float64)
-    sensitivity = _group_means_sensitivity(sizes, epsilons, ranges)
-    variances = laplace_variance(sensitivity, epsilons, centred_sums.shape[1], True)
-    means = laplace_release(centred_sums / sizes[:, np.newaxis], sensitivity, epsilons, rng,
-                            secure=True) + origin
-    return means, variances
+    n_features = centred_sums.shape[1]
+    weights = feature_noise_weights(ranges)
+    sensitivity = _group_means_sensitivity(sizes, epsilons, ranges, weights)
+    variances = laplace_variance(sensitivity, epsilons, n_features, True)
+    means = _unscaled(laplace_release(_scaled(centred_sums / sizes[:, np.newaxis], weights),
+                                      sensitivity, epsilons, rng, secure=True), weights) + origin
+    return means, np.multiply.outer(variances, weights**2)
 
 
 def central_group_means_variance(sizes, *, epsilons, ranges):
@@ -183,20 +205,22 @@ def central_group_means_variance(sizes, *, epsilons, ranges):
     """
     sizes = np.asarray(sizes, dtype=np.float64)
     epsilons = np.asarray(epsilons, dtype=np.float64)
-    return laplace_variance(_group_means_sensitivity(sizes, epsilons, ranges), epsilons,
-                            np.shape(ranges)[0], True)
+    weights = feature_noise_weights(ranges)
+    sensitivity = _group_means_sensitivity(sizes, epsilons, ranges, weights)
+    return np.multiply.outer(laplace_variance(sensitivity, epsilons, np.shape(ranges)[0], True),
+                             weights**2)
 
 
-def _group_means_sensitivity(sizes, epsilons, ranges):
+def _group_means_sensitivity(sizes, epsilons, ranges, weights):
     if not np.all(np.isfinite(epsilons) & (epsilons > 0)):
         raise ValueError("every group's epsilon must be finite and > 0")
-    return laplace_mean_sensitivity(slack_ranges(ranges, sizes), sizes)
+    return laplace_mean_sensitivity(slack_ranges(scaled_ranges(ranges, weights), sizes), sizes)
 
 
 def local_report_variance(mechanism, *, epsilon, delta, lower, upper):
-    """Per-coordinate variance of one lm user's local noise."""
+    """Per-coordinate variance of one lm user's local noise, ndarray of shape (n_features,)."""
     randomizer = local_randomizer(mechanism, epsilon=epsilon, delta=delta, lower=lower, upper=upper)
-    return np.full(lower.shape[0], randomizer.noise_variance(lower.shape[0]))
+    return per_feature(randomizer.noise_variance(lower.shape[0]), lower.shape[0]).copy()
 
 
 def privatize_locally(values, *, mechanism, epsilon, delta, lower, upper, rng, owned=False):
@@ -215,7 +239,7 @@ def privatize_locally(values, *, mechanism, epsilon, delta, lower, upper, rng, o
 _PRIVATIZE_ROWS = 2**16
 
 
-def privatized_sum(X, rows, *, mechanism, epsilon, delta, lower, upper, rng):
+def privatized_sum(X, rows, *, mechanism, epsilon, delta, lower, upper, rng, squares_about=None):
     """The column sums of :func:`privatize_locally` of ``X[rows]``, without the reports.
 
     The selected rows are privatized block by block, in order, and only their sums are
@@ -230,20 +254,36 @@ def privatized_sum(X, rows, *, mechanism, epsilon, delta, lower, upper, rng):
     rows : ndarray of bool of shape (n_samples,)
     mechanism, epsilon, delta, lower, upper, rng
         As in :func:`privatize_locally`.
+    squares_about : ndarray of shape (n_features,), default=None
+        Also sum the reports' squared distances to this point (post-processing of the
+        reports: for a private variance estimate).
 
     Returns
     -------
     sums : ndarray of shape (n_features,)
+    square_sums : ndarray of shape (n_features,)
+        Only with ``squares_about``.
     """
     randomizer = local_randomizer(mechanism, epsilon=epsilon, delta=delta, lower=lower,
                                   upper=upper)
     sums = np.zeros(X.shape[1])
+    square_sums = np.zeros(X.shape[1])
     for start in range(0, X.shape[0], _PRIVATIZE_ROWS):
         block = masked_rows(X[start : start + _PRIVATIZE_ROWS],
                             rows[start : start + _PRIVATIZE_ROWS])
         if block.shape[0]:
-            sums += randomizer._privatize_owned(block, rng).sum(axis=0)
-    return sums
+            reports = randomizer._privatize_owned(block, rng)
+            sums += reports.sum(axis=0)
+            if squares_about is not None:
+                square_sums += square_sum_about(reports, squares_about)
+    return sums if squares_about is None else (sums, square_sums)
+
+
+def square_sum_about(values, centre):
+    """``sum_i (values_i - centre)**2`` per column (the squared values are not kept)."""
+    centred = values - centre
+    np.square(centred, out=centred)
+    return centred.sum(axis=0)
 
 
 def reported_group_mean(report_sum, size, report_variance):

@@ -310,7 +310,7 @@ class MeanEstimatorMixin:
         exactly) and no ledger charges it, so selecting a model by it publishes a
         non-private choice. To select on real data use
         :class:`~skhybrid.model_selection.PrivateGridSearchCV`
-        (:doc:`/user_guide/private_selection`).
+        (docs/user_guide/private_selection.rst).
 
         Parameters
         ----------

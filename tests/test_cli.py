@@ -380,15 +380,29 @@ def test_estimate_messages_carry_no_numpy_reprs(tmp_path, capsys):
         assert not re.search(r"np\.\w+\(", err), err  # np.float64(-2.0), np.str_('x')
 
 
-def test_estimate_names_follow_the_library_and_default_to_adpm(users_csv, capsys):
+def _default_estimate(path, capsys, **options):
+    """``estimate`` without ``--estimator`` (nor ``--variance``): the JSON report."""
+    args = _estimate_args(path, "--seed", "2", "--json", **options)
+    for option in ("--estimator", "--variance"):
+        del args[args.index(option) : args.index(option) + 2]
+    assert main(args) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_estimate_names_follow_the_library_and_default_to_auto(users_csv, capsys, tmp_path):
     path, values, _ = users_csv
     # One convention (the library's strategy names); hyphens are forgiven.
     for name in ("tcm_only", "tcm-only", "TCM_ONLY"):
         assert _estimate_json(path, capsys, estimator=name)["estimator"] == name
-    args = _estimate_args(path, "--seed", "2", "--json", epsilon="eps")
-    del args[args.index("--estimator") : args.index("--estimator") + 2]
-    assert main(args) == 0
-    report = json.loads(capsys.readouterr().out)
+    # One epsilon per trust group: kvh with a private variance (the library's default).
+    report = _default_estimate(path, capsys, epsilon="eps")
+    assert report["estimator"] == "kvh"
+    assert abs(report["estimate"] - values.mean()) < 4 * report["expected_rmse"]
+    # An epsilon per user: adpm, which takes any.
+    varied = tmp_path / "varied.csv"
+    varied.write_text("salary,group,eps\n" + "".join(
+        f"{value},{'tcm' if i % 3 == 0 else 'lm'},{1 + i % 5}\n" for i, value in enumerate(values)))
+    report = _default_estimate(varied, capsys, epsilon="eps")
     assert report["estimator"] == "adpm"
     assert abs(report["estimate"] - values.mean()) < 4 * report["expected_rmse"]
 

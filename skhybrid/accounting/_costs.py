@@ -17,7 +17,11 @@ HybridMeanEstimator       ``epsilon_i`` (Laplace, pure DP; the user's own level,
                           users with ``local_reports=True`` (their reports were made
                           on their devices; charge that once with
                           :meth:`PrivacyLedger.charge` when you collect them: reusing a
-                          report is post-processing).
+                          report is post-processing). With ``variance="private"``
+                          (the default) the same ``epsilon_i``: a tcm user's epsilon
+                          is split, 5% on the group's second moment and 95% on its
+                          mean (sequential composition); lm users' variance estimate
+                          is post-processing of their reports.
 ADPMEstimator             ``epsilon_i`` (Laplace on an affine estimate whose weights
                           give user ``i`` ``epsilon_i``-DP, Chaudhuri and Courtade).
 PDPSampleEstimator        ``min(epsilon_i, t)`` for the threshold ``t``: a user below

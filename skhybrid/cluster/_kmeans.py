@@ -63,6 +63,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from .._group_estimates import local_report_variance, privatize_locally
+from ..mechanisms._feature_weights import feature_noise_weights, scaled_ranges
 from ..accounting._costs import charge_dask_release, charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
@@ -133,6 +134,11 @@ def central_iteration_sensitivity(ranges, n_users=1):
     where ``sum(upper - lower)`` (the L1 diameter of the box) is the paper's ``m d`` for
     per-feature bounds.
 
+    Several features: the sums are released divided by each feature's noise weight
+    (:func:`~skhybrid.mechanisms._feature_weights.feature_noise_weights`), so that each
+    feature's noise is in proportion to its range; the scaled ranges have the same L1
+    sum, and the division's rounding is one more operation in the slack.
+
     In floating point: the counts are exact integers, and the centred sums are
     computed exactly in fixed point (:mod:`skhybrid.utils._sums`, centred on the middle
     of the grid in integers) and then converted to floats, which rounds each sum, of
@@ -154,8 +160,11 @@ def central_iteration_sensitivity(ranges, n_users=1):
     sensitivity : float
     """
     ranges = np.asarray(ranges, dtype=np.float64)
-    slack = 2.0 * rounding_slack(n_users * ranges / 2.0)
-    return float(np.nextafter(math.fsum([*(ranges + slack), 2.0]), np.inf))
+    weights = feature_noise_weights(ranges)
+    scaled = scaled_ranges(ranges, weights)
+    n_operations = 4 if ranges.shape[0] == 1 else 5
+    slack = 2.0 * rounding_slack(n_users * scaled / 2.0, n_operations)
+    return float(np.nextafter(math.fsum([*(scaled + slack), 2.0]), np.inf))
 
 
 def central_iteration_mechanism(ranges, n_iter, epsilon, n_users=1):
@@ -560,14 +569,20 @@ def _release_central(statistics, lower, upper, mechanism, rng):
     k, n_features = code_sums.shape
     ranges = upper - lower
     sums = centred_sums(code_sums, lower, upper, n_users=int(counts.max(initial=0)))
+    # Each feature's sums divided by its noise weight (see central_iteration_sensitivity).
+    weights = feature_noise_weights(ranges)
+    if n_features > 1:
+        sums = sums / weights
     released = mechanism.randomise(
         np.concatenate([counts.astype(np.float64), sums.ravel()]), random_state=rng
     )
     noisy_counts, noisy_sums = released[:k], released[k:].reshape(k, n_features)
+    if n_features > 1:
+        noisy_sums = noisy_sums * weights
     # The mean's error is (Y_sum - mu Y_count) / count, with mu the centred mean: both
     # noises, the count's times |mu| <= half the range.
     noise = mechanism.variance(released.size)
-    sum_variance = np.broadcast_to(noise * (1.0 + (ranges / 2.0) ** 2), (k, n_features))
+    sum_variance = np.broadcast_to(noise * (weights**2 + (ranges / 2.0) ** 2), (k, n_features))
     return _cluster_means(lower + ranges / 2.0, noisy_sums, noisy_counts, sum_variance)
 
 
@@ -607,7 +622,7 @@ def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance)
         (n_users - inside) * other * (1.0 - other)
         + inside * (keep * (1.0 - other) ** 2 + (1.0 - keep) * other**2)
     ) / gain**2
-    second_moment = report_variance[:, np.newaxis] + ranges**2
+    second_moment = report_variance + ranges**2
     sum_variance = np.einsum("lk,ld->kd", spread, second_moment)
     return _cluster_means(midpoint, demixed.sum(axis=0), sizes.sum(axis=0), sum_variance)
 
@@ -669,8 +684,10 @@ class _LocalClustering:
     ----------
     values, reports : ndarray of shape (n_users, n_features)
     midpoint, ranges : ndarray of shape (n_features,)
-    release_epsilon, report_variance : ndarray of shape (n_levels,)
-        Each privacy level's budget per release and per-coordinate report noise variance.
+    release_epsilon : ndarray of shape (n_levels,)
+        Each privacy level's budget per release.
+    report_variance : ndarray of shape (n_levels, n_features)
+        Each privacy level's report noise variance, per feature.
     level : ndarray of shape (n_users,) or None
         Each user's privacy level (index into the two arrays above); None for one level.
     """
@@ -897,7 +914,8 @@ class _FitPlan:
         The tcm release of each iteration; None when no one runs the central algorithm.
     local_groups : tuple of bool
         Whether tcm users and whether lm users run the local algorithm.
-    release_epsilon, report_variance : ndarray of shape (n_levels,) or None
+    release_epsilon : ndarray of shape (n_levels,) or None
+    report_variance : ndarray of shape (n_levels, n_features) or None
         Each local privacy level's budget per release and report noise variance; None
         when no one runs the local algorithm.
     group_levels : tuple of int
@@ -1335,7 +1353,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedP
         exactly) and no ledger charges it, so selecting a model by it publishes a
         non-private choice. To select on real data use
         :class:`~skhybrid.model_selection.PrivateGridSearchCV`
-        (:doc:`/user_guide/private_selection`).
+        (docs/user_guide/private_selection.rst).
 
         Parameters
         ----------
@@ -1406,7 +1424,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedP
         levels = np.unique(present)
         release_epsilon = local_release_epsilon(levels, self.n_iter)
         report_variance = np.array([
-            local_report_variance(epsilon=step, **plan.local_noise)[0] for step in release_epsilon
+            local_report_variance(epsilon=step, **plan.local_noise) for step in release_epsilon
         ])
         group_levels = tuple(
             int(np.searchsorted(levels, group_epsilon)) if group_epsilon is not None else 0

@@ -1146,7 +1146,7 @@ class BlenderHeavyHitters(ValidatedParamsMixin, BaseEstimator):
         exactly) and no ledger charges it, so selecting a model by it publishes a
         non-private choice. To select on real data use
         :class:`~skhybrid.model_selection.PrivateGridSearchCV`
-        (:doc:`/user_guide/private_selection`).
+        (docs/user_guide/private_selection.rst).
 
         Parameters
         ----------

@@ -5,6 +5,7 @@ from ._hybrid import EmptyGroupWarning, HybridMeanEstimator
 from ._mixed import MixedMeanEstimator, MixedQuantileEstimator
 from ._pdp import PDPSampleEstimator
 from ._pdp_quantile import PDPQuantileEstimator
+from ._ranking import expected_mse, rank_by_expected_mse
 
 __all__ = [
     "ADPMEstimator",
@@ -14,4 +15,6 @@ __all__ = [
     "MixedQuantileEstimator",
     "PDPQuantileEstimator",
     "PDPSampleEstimator",
+    "expected_mse",
+    "rank_by_expected_mse",
 ]

@@ -9,6 +9,7 @@ from sklearn.utils.validation import _num_samples
 
 from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, ValidatedParamsMixin
 from ..mechanisms import LaplaceMechanism, LocalLaplaceRandomizer
+from ..mechanisms._feature_weights import feature_noise_weights, scaled_ranges
 from ..mechanisms._noise import personalized_laplace_release, personalized_laplace_variance
 from ..theory._adpm import (
     adpm_weights,
@@ -30,6 +31,7 @@ from ..utils._validation import (
     masked_rows,
     resolve_variance,
 )
+from ._ranking import error_variance
 from ._statistics import LevelStatistics, StatisticsFitMixin, level_lookup
 
 _BASELINES = {
@@ -43,6 +45,13 @@ _BASELINES = {
 def _local_users(is_tcm, epsilon):
     """lm users with a finite epsilon; public lm users need no local noise (count as tcm)."""
     return ~is_tcm & np.isfinite(epsilon)
+
+
+def _program_variance(feature_variance, lower, upper):
+    """The variance the weight programs see with several features: in the scaled units
+    (feature_noise_weights) every feature has range data_range / d, and the program
+    takes the features' mean scaled variance."""
+    return float(np.mean(feature_variance / feature_noise_weights(upper - lower) ** 2))
 
 
 class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin,
@@ -300,11 +309,10 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
     def _plan_release(self, statistics, context, fit_warnings):
         """Solve the weights from the level counts (public), and refuse a noise too wide
         to draw: both before the charge."""
-        lower, upper = context["lower"], context["upper"]
-        # The programs take the privacy levels with their sizes (their level form): users
-        # of a level get equal weights, so nothing n-long is built.
+        lower, upper, feature_variance = context["lower"], context["upper"], context["variance"]
         solution = self._solve(statistics.epsilons, statistics.local, statistics.counts,
-                               float(np.sum(upper - lower)), float(np.mean(context["variance"])))
+                               float(np.sum(upper - lower)),
+                               _program_variance(feature_variance, lower, upper))
         if not solution.trivial:
             for mechanism, sensitivity, epsilons in self._noise(solution, statistics, lower,
                                                                 upper):
@@ -318,14 +326,18 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
         """Add the noise to the weighted sum with the planned weights."""
         lower, upper, feature_variance = context["lower"], context["upper"], context["variance"]
         data_range = float(np.sum(upper - lower))
-        program_variance = float(np.mean(feature_variance))
+        feature_weights = feature_noise_weights(upper - lower)
+        program_variance = _program_variance(feature_variance, lower, upper)
         levels, local, counts = statistics.epsilons, statistics.local, statistics.counts
         level_weights = solution.weights
 
-        report_variance = np.zeros(levels.size)
+        # Each level's report noise variance, per feature.
+        report_variance = np.zeros((levels.size, lower.shape[0]))
         if local.any():
-            report_variance[local] = LocalLaplaceRandomizer(bounds=(lower, upper)).noise_variance(
-                lower.shape[0], epsilon=levels[local]
+            report_variance[local] = np.reshape(
+                LocalLaplaceRandomizer(bounds=(lower, upper)).noise_variance(
+                    lower.shape[0], epsilon=levels[local]),
+                (-1, 1) if lower.shape[0] == 1 else (-1, lower.shape[0]),
             )
         self.released_midpoint_ = bool(solution.trivial)
         if solution.trivial:
@@ -333,7 +345,7 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
             self.noise_scale_ = np.zeros(lower.shape[0])
         else:
             estimate, scale = self._noisy_sum(solution, statistics, lower, upper, rng)
-            self.noise_scale_ = np.full(lower.shape[0], scale)
+            self.noise_scale_ = scale * feature_weights
         self.level_epsilons_ = statistics.epsilons
         self.level_local_ = statistics.local
         self.level_sizes_ = statistics.counts
@@ -342,12 +354,13 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
             saturation_threshold(levels, data_range=data_range, variance=program_variance,
                                  local=local, counts=counts)
         )
-        self.expected_mse_ = self._expected_mse(solution, feature_variance, report_variance,
-                                                lower, upper, counts)
+        self.expected_mse_ = self._expected_mse(solution, error_variance(self, feature_variance),
+                                                report_variance, feature_weights, lower, upper,
+                                                counts)
         return estimate
 
     def _noise(self, solution, statistics, lower, upper):
-        """The central noise of the weighted sum, from public quantities only.
+        """The central noise of the weighted sum (in scaled units), from public quantities.
 
         Returns a list of ``(mechanism, None, None)``, one per privacy level (LDPE), or
         ``[(None, user_sensitivity, epsilons)]`` for one personalized Laplace release.
@@ -355,10 +368,17 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
         level_weights = solution.weights
         central = ~statistics.local
         ranges = upper - lower
+        # Released in scaled units, each feature divided by its noise weight (see
+        # feature_noise_weights; one feature: weight 1, unchanged), then scaled back.
+        feature_weights = feature_noise_weights(ranges)
+        scaled = scaled_ranges(ranges, feature_weights)
         # The weighted centred sum is at most sum_k W_k n_k |range| (weights sum to at most
-        # 1); the dot product over the levels rounds by a few ulps of it per level.
-        magnitude = float(np.sum(np.abs(level_weights) * statistics.counts)) * ranges
-        slack = float(np.sum(rounding_slack(magnitude, n_operations=4 + int(central.sum()))))
+        # 1); the dot product over the levels (and the scaling) rounds by a few ulps of it
+        # per level.
+        magnitude = float(np.sum(np.abs(level_weights) * statistics.counts)) * scaled
+        divisions = int(feature_weights.shape[0] > 1)  # the scaling, with several features
+        slack = float(np.sum(rounding_slack(
+            magnitude, n_operations=4 + divisions + int(central.sum()))))
         if self.strategy == "ldpe":
             # LDPE noises each privacy level's mean: level k's term W_k mean_k moves by at
             # most W_k D / n_k when one of its users is replaced.
@@ -371,7 +391,7 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
         # are already private and public users need no protection. Every user of a level
         # has the level's weight, so the per-level maximum is the per-user one.
         sensitivity = np.where(
-            statistics.local, 0.0, np.abs(level_weights) * float(np.sum(ranges)) + slack
+            statistics.local, 0.0, np.abs(level_weights) * float(np.sum(scaled)) + slack
         )
         return [(None, sensitivity, statistics.epsilons)]
 
@@ -384,13 +404,16 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
         """
         level_weights = solution.weights
         central = ~statistics.local
+        feature_weights = feature_noise_weights(upper - lower)
         weighted = level_weights[central] @ statistics.centred_sums(lower, upper)[central]
+        if feature_weights.shape[0] > 1:
+            weighted = weighted / feature_weights
         noise = self._noise(solution, statistics, lower, upper)
         if self.strategy == "ldpe":
-            total = np.zeros_like(weighted)
+            noise_sum = np.zeros_like(weighted)
             for mechanism, _, _ in noise:
-                total += mechanism.randomise(np.zeros_like(weighted), random_state=rng)
-            released = weighted + total
+                noise_sum += mechanism.randomise(np.zeros_like(weighted), random_state=rng)
+            released = weighted + noise_sum
             scale = 0.0
         else:
             _, sensitivity, epsilons = noise[0]
@@ -398,6 +421,8 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
                 weighted[np.newaxis, :], sensitivity, epsilons, rng, secure=True
             )
             released = released[0]
+        if feature_weights.shape[0] > 1:
+            released = released * feature_weights
         # The centred values need their lower bound back: sum_i w_i lower for the tcm
         # users. Stretching releases centre + sum_i w_i (x_i - centre), with weights
         # summing to W < 1: its values shrink towards the centre of the bounds, as
@@ -436,25 +461,31 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
         return _BASELINES[self.strategy](levels, data_range=data_range, variance=variance,
                                          counts=counts)
 
-    def _expected_mse(self, solution, feature_variance, report_variance, lower, upper, counts):
+    def _expected_mse(self, solution, feature_variance, report_variance, feature_weights, lower,
+                      upper, counts):
         if solution.trivial:
             return (upper - lower) ** 2 / 4.0
         if self.strategy == "stretching":
             # Biased: the bound puts the data's mean at a bound, half a range from the
-            # centre the values shrink to (the largest bias).
+            # centre the values shrink to (the largest bias). The noise scale is linear in
+            # the data range: feature j's is the scaled release's times its weight.
             return np.array([
                 stretching_mse(self.level_epsilons_, mean_offset=offset, variance=variance,
-                               data_range=float(np.sum(upper - lower)), empirical=True,
-                               counts=counts)
-                for offset, variance in zip((upper - lower) / 2.0, feature_variance)
+                               data_range=float(np.sum(upper - lower)) * weight,
+                               empirical=True, counts=counts)
+                for offset, variance, weight in zip((upper - lower) / 2.0, feature_variance,
+                                                    feature_weights)
             ])
+        level_scales = solution.level_noise_scales
         population = np.array([
             affine_mse(
-                solution.weights, variance=variance, noise_scale=solution.noise_scale,
-                report_noise_variance=report_variance,
-                level_noise_scales=solution.level_noise_scales, counts=counts,
+                solution.weights, variance=variance, noise_scale=solution.noise_scale * weight,
+                report_noise_variance=reports,
+                level_noise_scales=None if level_scales is None else level_scales * weight,
+                counts=counts,
             )
-            for variance in feature_variance
+            for variance, reports, weight in zip(feature_variance, report_variance.T,
+                                                 feature_weights)
         ])
         return mse_about_empirical_mean(population, n_samples=int(counts.sum()),
                                         variance=feature_variance)

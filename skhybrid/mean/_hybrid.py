@@ -16,9 +16,10 @@ from .._group_estimates import (
     privatize_locally,
     privatized_sum,
     reported_group_mean,
+    square_sum_about,
 )
 from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, ValidatedParamsMixin
-from ..exceptions import EmptyGroupWarning
+from ..exceptions import EmptyGroupWarning, WorstCaseVarianceWarning
 from ..theory._hybrid import (
     full_lm_mse,
     hybrid_mse,
@@ -41,10 +42,88 @@ from ..utils._validation import (
     masked_rows,
     resolve_variance,
 )
+from ._ranking import error_variance
 from ._statistics import StatisticsFitMixin
 
 _HYBRID_STRATEGIES = ("kvh", "pwh", "naive")
 _STRATEGIES = _HYBRID_STRATEGIES + ("tcm_only", "full_lm", "lm_only")
+#: With ``variance="private"``: the share of each tcm user's epsilon spent on the second
+#: moment of the tcm group (the rest goes to their mean). lm users spend nothing more:
+#: the curator estimates the variance from their reports, which are already private.
+PRIVATE_VARIANCE_SHARE = 0.05
+
+
+#: With ``variance="private"``: the estimate is lowered by this many of its standard
+#: errors (a lower confidence bound). An overestimated variance moves KVH's weight
+#: towards the worst case, the failure this option exists to avoid; an underestimate
+#: moves it towards PWH's, which is close to the best whenever the estimate is noisy
+#: (few tcm users, data spread thinly over wide bounds).
+PRIVATE_VARIANCE_LOWER_Z = 1.0
+
+
+def _inverse_variance_mix(estimates, variances):
+    """Mix independent unbiased estimates with inverse-variance weights (None = absent).
+
+    Returns the mixture and its variance.
+    """
+    present = [(e, v) for e, v in zip(estimates, variances) if e is not None]
+    weights = [1.0 / np.maximum(v, np.finfo(np.float64).tiny) for _, v in present]
+    total = sum(weights)
+    return sum(w * e for w, (e, _) in zip(weights, present)) / total, 1.0 / total
+
+
+def private_variance_estimate(*, ranges, tcm_first, tcm_first_variance, tcm_second,
+                              tcm_second_variance, report_first, report_second, n_reports,
+                              report_noise_variance):
+    """The data variance from private releases only: second moment minus squared mean.
+
+    Not from the papers (derived here for ``variance="private"``). All moments are about
+    the bounds' midpoint, so a value's squared distance lies in ``[0, (range / 2)**2]``.
+
+    - tcm group: ``tcm_first`` and ``tcm_second``, the centrally released means of
+      ``x - mid`` and ``(x - mid)**2``, with the variances of their noise plus sampling.
+    - reports (lm users, and every user under ``"full_lm"``): a report is ``y = x + e``
+      with independent noise of known variance ``s2`` per user, so
+      ``E[(y - mid)**2] = E[(x - mid)**2] + s2`` and ``report_second - mean(s2)`` is
+      unbiased; its variance is at most ``(range**2 s2 + 5 s2**2) / n`` for Laplace
+      noise (``E e**4 = 6 s2**2``; ``4 (x - mid)**2 s2 <= range**2 s2``), a bound that
+      also holds for Gaussian noise (``E e**4 = 3 s2**2``).
+
+    The two groups' moments are mixed with inverse-variance weights (the groups share one
+    distribution, as KVH assumes); the difference is lowered by
+    ``PRIVATE_VARIANCE_LOWER_Z`` standard errors of the mixed second moment and clipped
+    to Popoviciu's range ``[0, range**2 / 4]``. Everything here is post-processing of
+    private releases.
+
+    Parameters
+    ----------
+    ranges : ndarray of shape (n_features,)
+    tcm_first, tcm_second : ndarray of shape (n_features,) or None
+        None when the tcm group is absent or not used.
+    tcm_first_variance, tcm_second_variance : ndarray of shape (n_features,) or None
+    report_first, report_second : ndarray of shape (n_features,) or None
+        The reports' means of ``y - mid`` and ``(y - mid)**2``; None without reports.
+    n_reports : int
+    report_noise_variance : ndarray of shape (n_features,) or None
+        The reports' mean noise variance ``mean(s2)``.
+
+    Returns
+    -------
+    variance : ndarray of shape (n_features,)
+    """
+    first_variance = second_variance = None
+    report_second_unbiased = None
+    if report_first is not None:
+        s2 = report_noise_variance
+        report_second_unbiased = report_second - s2
+        first_variance = (ranges**2 / 4.0 + s2) / n_reports
+        second_variance = (ranges**2 * s2 + 5.0 * s2**2 + ranges**4 / 16.0) / n_reports
+    first, _ = _inverse_variance_mix([tcm_first, report_first],
+                                     [tcm_first_variance, first_variance])
+    second, error = _inverse_variance_mix([tcm_second, report_second_unbiased],
+                                          [tcm_second_variance, second_variance])
+    lowered = second - first**2 - PRIVATE_VARIANCE_LOWER_Z * np.sqrt(error)
+    return np.clip(lowered, 0.0, ranges**2 / 4.0)
 
 
 def _tcm_codes_and_lm_reports(X, is_tcm, lower, upper):
@@ -53,6 +132,33 @@ def _tcm_codes_and_lm_reports(X, is_tcm, lower, upper):
     Never a difference of sums: each row is added to its own group's sum only.
     """
     return fixed_point_and_float_sums(X, lower, upper, is_tcm)
+
+
+#: Rows squared at once by :func:`_square_code_sums` (the block stays in cache).
+_SQUARE_ROWS = 2**15
+
+
+def _square_code_sums(X, rows, lower, upper):
+    """Exact fixed-point sums of ``(clip(x) - mid)**2`` over ``X[rows]``, in [0, (range / 2)**2].
+
+    Block by block, so that clipping, centring and squaring stay in cache. A value
+    squared in float rounds, but it is a function of the user's own value, and the
+    fixed-point sum clips it to ``[0, (range / 2)**2]``: one user moves the sum by at
+    most one grid range.
+    """
+    centre = (lower + upper) / 2.0
+    square_range = ((upper - lower) / 2.0) ** 2
+    sums = np.zeros(X.shape[1], dtype=np.int64)
+    for start in range(0, X.shape[0], _SQUARE_ROWS):
+        block = X[start : start + _SQUARE_ROWS]
+        if rows is not None:
+            block = masked_rows(block, rows[start : start + _SQUARE_ROWS])
+        if block.shape[0]:
+            squares = clip_to_bounds(block, lower, upper)
+            squares -= centre
+            np.square(squares, out=squares)
+            sums += fixed_point_sums(squares, np.zeros_like(lower), square_range)[0]
+    return sums
 
 
 def _same_level(first, second, group):
@@ -72,7 +178,10 @@ class _GroupStatistics:
 
     ``tcm_sum`` is the exact fixed-point sum (int64) of the tcm users' clipped values
     (the float sum of their local reports for ``"full_lm"``); ``lm_sum`` adds lm users'
-    reports (zeros for ``"tcm_only"``, which never reads lm users' data).
+    reports (zeros for ``"tcm_only"``, which never reads lm users' data). With
+    ``variance="private"``, ``tcm_square_sum`` is the exact fixed-point sum of the tcm
+    users' ``(x - mid)**2`` and ``report_square_sum`` the float sum of the reports'
+    ``(y - mid)**2`` (lm users' reports; every user's under ``"full_lm"``).
     """
 
     n_tcm: int
@@ -81,6 +190,8 @@ class _GroupStatistics:
     epsilon_lm: float | None
     tcm_sum: np.ndarray
     lm_sum: np.ndarray
+    tcm_square_sum: np.ndarray | None = None
+    report_square_sum: np.ndarray | None = None
 
     def __add__(self, other):
         return _GroupStatistics(
@@ -90,7 +201,13 @@ class _GroupStatistics:
             epsilon_lm=_same_level(self.epsilon_lm, other.epsilon_lm, "lm"),
             tcm_sum=self.tcm_sum + other.tcm_sum,
             lm_sum=self.lm_sum + other.lm_sum,
+            tcm_square_sum=_sum_or_none(self.tcm_square_sum, other.tcm_square_sum),
+            report_square_sum=_sum_or_none(self.report_square_sum, other.report_square_sum),
         )
+
+
+def _sum_or_none(first, second):
+    return None if first is None else first + second
 
 
 class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin,
@@ -127,9 +244,21 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
     bounds : pair (lower, upper) or None, default=None
         Data-independent clipping bounds, scalars or per feature. ``None`` derives them
         from the data and emits :class:`~skhybrid.exceptions.PrivacyLeakWarning`.
-    variance : float, array-like of shape (n_features,) or None, default=None
-        The known data variance used by ``"kvh"`` and by ``expected_mse_``; ``None``
-        uses the worst case for the bounds, (upper - lower)**2 / 4.
+    variance : "private", float, array-like of shape (n_features,) or None, default="private"
+        The data variance used by ``"kvh"``'s weight and by ``expected_mse_``.
+
+        - ``"private"``: estimated privately in the same fit. Each tcm user spends
+          ``PRIVATE_VARIANCE_SHARE`` (5%) of their epsilon on the tcm group's second
+          moment and the rest on the mean (sequential composition: each user's total,
+          and the ledger's charge, is still their epsilon); lm users' reports, already
+          private, give the rest for free (post-processing). The estimate is
+          ``variance_``. With ``mechanism="gaussian"`` only the reports are used.
+          Measured against the best strategy in hindsight in "The default strategy"
+          in docs/user_guide/choosing.rst.
+        - a float or per-feature array: a known (public) variance.
+        - ``None``: the worst case for the bounds, (upper - lower)**2 / 4. ``"kvh"``
+          then warns with :class:`~skhybrid.exceptions.WorstCaseVarianceWarning`: its
+          weight is far from the best for most data.
     local_reports : bool, default=False
         Whether the lm rows of ``X`` are reports the users' devices already privatized
         with this estimator's ``mechanism``, ``epsilon`` and ``bounds`` (see
@@ -162,10 +291,16 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
     expected_mse_ : ndarray of shape (n_features,)
         Expected squared error of ``mean_`` against the empirical mean of the fitted
         data, by Lemma 3.13 (hybrid strategies) or Lemmas 3.2, 3.4 and 3.11 (baselines),
-        for i.i.d. data of the given ``variance`` (or its worst-case bound).
-    noise_variance_tcm_, noise_variance_lm_ : float
+        for i.i.d. data of variance ``variance_``: an estimate with
+        ``variance="private"``, exact for a known ``variance``, a worst-case bound with
+        ``variance=None``.
+    variance_ : ndarray of shape (n_features,)
+        The data variance the fit used: the private estimate (``variance="private"``),
+        the given one, or the worst case (``None``).
+    noise_variance_tcm_, noise_variance_lm_ : ndarray of shape (n_features,)
         s_T^2, the variance of the noise on the tcm group's mean, and s_L^2, that of one
-        lm user's report (per coordinate); NaN for a group that is absent.
+        lm user's report, per feature (in proportion to the squared ranges, see
+        "Several features" in docs/user_guide/choosing.rst); NaN for a group that is absent.
     amplified_epsilon_ : dict or None
         For the Gaussian mechanism with both groups present, one feature and a hybrid
         strategy: the amplified epsilon of tcm and lm users against an adversary who
@@ -212,7 +347,8 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         "delta": [Interval(Real, 0, 1, closed="left")],
         "mechanism": [StrOptions(set(MECHANISMS))],
         "bounds": ["array-like", None],
-        "variance": [Interval(Real, 0, None, closed="left"), "array-like", None],
+        "variance": [Interval(Real, 0, None, closed="left"), "array-like",
+                     StrOptions({"private"}), None],
         "local_reports": ["boolean"],
         "clamp": ["boolean"],
         "random_state": RANDOM_STATE_CONSTRAINT,
@@ -227,7 +363,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         delta=0.0,
         mechanism="laplace",
         bounds=None,
-        variance=None,
+        variance="private",
         local_reports=False,
         clamp=False,
         random_state=None,
@@ -271,6 +407,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         self : HybridMeanEstimator
         """
         self._check_mechanism()
+        self._warn_worst_case_variance()
         return self._fit_statistics(X, trust_group, epsilon, user_id)
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -300,6 +437,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         self : HybridMeanEstimator
         """
         self._check_mechanism()
+        self._warn_worst_case_variance()
         return self._partial_fit_statistics(X, trust_group, epsilon, user_id)
 
     # -- private helpers ------------------------------------------------------------------
@@ -336,7 +474,12 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             )
 
     def _weight_and_mse(self, tcm, n_tcm, n_lm, variance, s_L2):
-        """Weight on the tcm estimate and the expected MSE, from the theory module."""
+        """Weight on the tcm estimate and the expected MSE, from the theory module.
+
+        ``variance`` sets KVH's weight; the MSE is for data of that variance, or of the
+        design's variance when :func:`~skhybrid.mean.expected_mse` evaluates the
+        candidate.
+        """
         n = n_tcm + n_lm
         if n_lm == 0:
             # c = 1: Lemma 3.2's sampling terms vanish and only s_T^2 remains.
@@ -345,7 +488,8 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             # c = 0: LM-only and the hybrids all reduce to Full-LM (Lemma 3.4).
             return 0.0, full_lm_mse(n=n, s_L2=s_L2)
         c = n_tcm / n
-        sigma = {"sigma_T2": variance, "sigma_L2": variance}
+        data_variance = error_variance(self, variance)
+        sigma = {"sigma_T2": data_variance, "sigma_L2": data_variance}
         if self.strategy == "lm_only":
             return 0.0, lm_only_mse(n=n, c=c, s_L2=s_L2, **sigma)
         if self.strategy == "tcm_only":
@@ -365,9 +509,12 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         return is_tcm if self.local_reports else np.ones_like(is_tcm)
 
     def _public_context(self, lower, upper):
-        return {
-            "lower": lower, "upper": upper, "variance": resolve_variance(self.variance, lower, upper),
-        }
+        if self._private_variance():
+            # Estimated in the release; the worst case until then.
+            variance = resolve_variance(None, lower, upper)
+        else:
+            variance = resolve_variance(self.variance, lower, upper)
+        return {"lower": lower, "upper": upper, "variance": variance}
 
     def _noise(self, context):
         return {"mechanism": self.mechanism, "delta": self.delta,
@@ -388,16 +535,25 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         )
         noise = self._noise(context)
         lower, upper = context["lower"], context["upper"]
+        # With variance="private": squared distances to the midpoint (see
+        # private_variance_estimate).
+        centre = (lower + upper) / 2.0 if self._private_variance() else None
         n_tcm = int(np.count_nonzero(is_tcm))
         n_lm = X.shape[0] - n_tcm
         all_tcm = n_lm == 0
         reads_lm = n_lm > 0 and self.strategy != "tcm_only"  # tcm_only never reads lm data
         lm_sum = np.zeros(X.shape[1])
+        tcm_square_sum = report_square_sum = None
+        if centre is not None:
+            report_square_sum = np.zeros(X.shape[1])
         if self.strategy == "full_lm":
             tcm_values = clip_to_bounds(X if all_tcm else masked_rows(X, is_tcm), lower, upper)
-            tcm_sum = privatize_locally(
+            tcm_reports = privatize_locally(
                 tcm_values, epsilon=epsilon_tcm, rng=rng, **noise
-            ).sum(axis=0) if n_tcm else np.zeros(X.shape[1])
+            ) if n_tcm else np.zeros((0, X.shape[1]))
+            tcm_sum = tcm_reports.sum(axis=0)
+            if centre is not None:
+                report_square_sum += square_sum_about(tcm_reports, centre)
             if reads_lm and self.local_reports:
                 lm_sum = _tcm_codes_and_lm_reports(X, is_tcm, lower, upper)[1]
         elif reads_lm and self.local_reports:
@@ -407,25 +563,44 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             # Rows labelled 1 (lm) fall outside the single group 0 and are skipped.
             labels = None if all_tcm else (~is_tcm).view(np.int8)
             tcm_sum = fixed_point_sums(X, lower, upper, labels=labels)[0]
+        if (centre is not None and self.mechanism == "laplace"
+                and self.strategy not in ("full_lm", "lm_only") and n_tcm):
+            tcm_square_sum = _square_code_sums(X, None if all_tcm else is_tcm, lower, upper)
+        if centre is not None and reads_lm and self.local_reports:
+            report_square_sum += square_sum_about(masked_rows(X, ~is_tcm), centre)
         if reads_lm and not self.local_reports:
             # Privatized block by block; only the reports' sums are kept.
-            lm_sum = privatized_sum(X, ~is_tcm, epsilon=epsilon_lm, rng=rng, **noise)
+            lm_sum = privatized_sum(X, ~is_tcm, epsilon=epsilon_lm, rng=rng,
+                                    squares_about=centre, **noise)
+            if centre is not None:
+                lm_sum, lm_square_sum = lm_sum
+                report_square_sum += lm_square_sum
         return _GroupStatistics(
             n_tcm=n_tcm, n_lm=n_lm,
             epsilon_tcm=epsilon_tcm if n_tcm else None,
             epsilon_lm=epsilon_lm if n_lm else None,
             tcm_sum=tcm_sum, lm_sum=lm_sum,
+            tcm_square_sum=tcm_square_sum, report_square_sum=report_square_sum,
         )
 
     def _plan_release(self, statistics, context, fit_warnings):
         """Refuse an empty group the strategy needs, or a central noise too wide to draw."""
         self._check_groups(statistics.n_tcm, statistics.n_lm, fit_warnings)
         if statistics.n_tcm and self.strategy not in ("lm_only", "full_lm"):
-            ranges = context["upper"] - context["lower"]
+            lower, upper = context["lower"], context["upper"]
+            mean_share = 1.0
+            if statistics.tcm_square_sum is not None:  # as in _release
+                mean_share = 1.0 - PRIVATE_VARIANCE_SHARE
+                central_group_noise(
+                    statistics.n_tcm, mechanism="laplace",
+                    epsilon=statistics.epsilon_tcm * PRIVATE_VARIANCE_SHARE, delta=0.0,
+                    ranges=((upper - lower) / 2.0) ** 2,
+                ).variance(lower.shape[0])
             central_group_noise(
-                statistics.n_tcm, mechanism=self.mechanism, epsilon=statistics.epsilon_tcm,
-                delta=self.delta, ranges=ranges,
-            ).variance(ranges.shape[0])
+                statistics.n_tcm, mechanism=self.mechanism,
+                epsilon=statistics.epsilon_tcm * mean_share, delta=self.delta,
+                ranges=upper - lower,
+            ).variance(lower.shape[0])
 
     def _release(self, statistics, context, plan, rng):
         """Draw the central noise once from the groups' statistics and weight the estimates."""
@@ -448,18 +623,40 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             # Lemma 3.4 with the users' average report variance (group epsilons may differ).
             mse = full_lm_mse(n=n_samples, s_L2=variance_sum / n_samples)
             tcm_variance = np.nan
+            if self._private_variance():
+                centre = (lower + upper) / 2.0
+                variance = private_variance_estimate(
+                    ranges=upper - lower, tcm_first=None, tcm_first_variance=None,
+                    tcm_second=None, tcm_second_variance=None,
+                    report_first=estimate - centre,
+                    report_second=statistics.report_square_sum / n_samples,
+                    n_reports=n_samples, report_noise_variance=variance_sum / n_samples,
+                )
         else:
-            tcm = None
+            tcm = tcm_second = None
             if n_tcm and self.strategy != "lm_only":
+                mean_share = 1.0
+                if statistics.tcm_square_sum is not None:
+                    # Sequential composition: the second moment at a share of epsilon_tcm,
+                    # the mean at the rest (PRIVATE_VARIANCE_SHARE).
+                    mean_share = 1.0 - PRIVATE_VARIANCE_SHARE
+                    tcm_second = self._tcm_second_moment(statistics, epsilon_tcm, lower, upper,
+                                                         rng)
                 tcm = central_group_mean(
                     centred_sums(statistics.tcm_sum, lower, upper, n_users=n_tcm), n_tcm,
                     origin=lower,
                     mechanism=self.mechanism,
-                    epsilon=epsilon_tcm, delta=self.delta, ranges=upper - lower, rng=rng,
+                    epsilon=epsilon_tcm * mean_share, delta=self.delta, ranges=upper - lower,
+                    rng=rng,
                 )
             lm = None
             if n_lm and self.strategy != "tcm_only":
                 lm = reported_group_mean(statistics.lm_sum, n_lm, lm_variance)
+            if self._private_variance():
+                # Evaluated as a design (expected_mse), the estimate is the design's variance.
+                variance = error_variance(
+                    self, self._estimate_variance(statistics, tcm, tcm_second, lm, lower, upper)
+                )
             weight, mse = self._weight_and_mse(tcm, n_tcm, n_lm, variance, lm_variance)
             if lm is None:
                 estimate = weight * tcm.mean
@@ -467,16 +664,81 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
                 estimate = (1.0 - weight) * lm.mean
             else:
                 estimate = weight * tcm.mean + (1.0 - weight) * lm.mean
-            tcm_variance = float(tcm.noise_variance[0]) if tcm is not None else np.nan
+            tcm_variance = tcm.noise_variance if tcm is not None else np.nan
 
+        self.variance_ = per_feature(variance, lower.shape[0]).copy()
         self.weight_ = per_feature(weight, lower.shape[0]).copy()
         self.expected_mse_ = per_feature(mse, lower.shape[0]).copy()
         self.n_tcm_ = n_tcm
         self.n_lm_ = n_lm
-        self.noise_variance_tcm_ = tcm_variance
-        self.noise_variance_lm_ = float(lm_variance[0]) if lm_variance is not None else np.nan
+        n_features = lower.shape[0]
+        self.noise_variance_tcm_ = per_feature(tcm_variance, n_features).copy()
+        self.noise_variance_lm_ = per_feature(np.nan if lm_variance is None else lm_variance,
+                                              n_features).copy()
         self.amplified_epsilon_ = self._amplification(lower, upper, epsilon_tcm, epsilon_lm)
         return estimate
+
+    def _warn_worst_case_variance(self):
+        if self.strategy == "kvh" and self.variance is None:
+            warnings.warn(
+                "strategy='kvh' with variance=None computes its weight for the worst-case "
+                "variance of the bounds, (upper - lower)**2 / 4, which puts far too little "
+                "weight on the tcm group for most data; pass a known variance, or "
+                "variance='private' to estimate it privately",
+                WorstCaseVarianceWarning,
+                # _warn_worst_case_variance <- fit <- scikit-learn's fit wrapper <- the user
+                stacklevel=4,
+            )
+
+    def _private_variance(self):
+        return isinstance(self.variance, str) and self.variance == "private"
+
+    def _tcm_second_moment(self, statistics, epsilon_tcm, lower, upper, rng):
+        """The tcm group's private mean of ``(x - mid)**2``, at a share of its epsilon.
+
+        Laplace, with each feature's noise in proportion to its range ``(range / 2)**2``;
+        the values were clipped before squaring, so one user moves the exact fixed-point
+        sum by at most one range per feature.
+        """
+        n_tcm = statistics.n_tcm
+        square_range = ((upper - lower) / 2.0) ** 2
+        zero = np.zeros_like(lower)
+        return central_group_mean(
+            centred_sums(statistics.tcm_square_sum, zero, square_range, n_users=n_tcm), n_tcm,
+            origin=zero, mechanism="laplace", epsilon=epsilon_tcm * PRIVATE_VARIANCE_SHARE,
+            delta=0.0, ranges=square_range, rng=rng,
+        )
+
+    def _estimate_variance(self, statistics, tcm, tcm_second, lm, lower, upper):
+        """``variance="private"``: :func:`private_variance_estimate` of this fit's releases."""
+        ranges = upper - lower
+        centre = (lower + upper) / 2.0
+        tcm_moments = {"tcm_first": None, "tcm_first_variance": None, "tcm_second": None,
+                       "tcm_second_variance": None}
+        if tcm_second is not None:
+            n_tcm = statistics.n_tcm
+            # Noise plus sampling variance (a value's spread is at most range**2 / 4,
+            # a squared distance's at most range**4 / 64).
+            tcm_moments = {
+                "tcm_first": tcm.mean - centre,
+                "tcm_first_variance": tcm.noise_variance + ranges**2 / (4.0 * n_tcm),
+                "tcm_second": tcm_second.mean,
+                "tcm_second_variance": tcm_second.noise_variance + ranges**4 / (64.0 * n_tcm),
+            }
+        report_moments = {"report_first": None, "report_second": None, "n_reports": 0,
+                          "report_noise_variance": None}
+        if lm is not None:
+            n_lm = statistics.n_lm
+            report_moments = {
+                "report_first": lm.mean - centre,
+                "report_second": statistics.report_square_sum / n_lm,
+                "n_reports": n_lm,
+                "report_noise_variance": lm.noise_variance * n_lm,
+            }
+        if tcm_second is None and lm is None:
+            # No private moment to read (the Gaussian mechanism without lm reports).
+            return resolve_variance(None, lower, upper)
+        return private_variance_estimate(ranges=ranges, **tcm_moments, **report_moments)
 
     def _amplification(self, lower, upper, epsilon_tcm, epsilon_lm):
         """Theorem 8.1's amplified epsilon of each group, never above the nominal one.
@@ -490,15 +752,16 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             self.mechanism == "gaussian"
             and self.strategy in _HYBRID_STRATEGIES
             and lower.shape[0] == 1
-            and np.isfinite(self.noise_variance_tcm_)
-            and np.isfinite(self.noise_variance_lm_)
+            and np.isfinite(self.noise_variance_tcm_[0])
+            and np.isfinite(self.noise_variance_lm_[0])
         )
         if not applicable:
             return None
         n = self.n_tcm_ + self.n_lm_
         amplified_tcm, amplified_lm = hybrid_privacy_amplification(
             weight=float(self.weight_[0]), n=n, c=self.n_tcm_ / n, m=float(upper[0] - lower[0]),
-            s_T2=self.noise_variance_tcm_, s_L2=self.noise_variance_lm_, delta=self.delta,
+            s_T2=float(self.noise_variance_tcm_[0]), s_L2=float(self.noise_variance_lm_[0]),
+            delta=self.delta,
         )
         nominal = {"tcm": epsilon_tcm, "lm": epsilon_lm}
         amplified = {"tcm": float(amplified_tcm), "lm": float(amplified_lm)}

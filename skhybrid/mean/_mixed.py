@@ -28,7 +28,9 @@ from ..theory._mixed import (
     mse_about_empirical_mean,
 )
 from ..utils._random import check_random_state
+from ..mechanisms._feature_weights import noise_ranges
 from ..utils._validation import resolve_variance
+from ._ranking import error_variance
 from ._pdp import _validate_curator_fit, check_curator_users
 from ._statistics import LevelStatistics, StatisticsFitMixin
 
@@ -332,7 +334,8 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
     def _release(self, statistics, context, plan, rng):
         """Each group's mean (Laplace noise at its epsilon; exact if public), mixed."""
         lower, upper, variance = context["lower"], context["upper"], context["variance"]
-        data_range = float(np.sum(upper - lower))
+        # Each feature's noise is calibrated to its share of the budget (noise_ranges).
+        data_range = noise_ranges(upper - lower)[:, np.newaxis]
         epsilons, sizes = statistics.epsilons, statistics.counts
         # Every private group at once; the public group (inf) is exact.
         centred = statistics.centred_sums(lower, upper)
@@ -349,13 +352,14 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
         self.group_epsilons_ = epsilons
         self.group_sizes_ = sizes
         self.group_weights_ = weights.T.copy()
+        data_variance = error_variance(self, variance)
         population_mse = mixed_mean_variance(
-            sizes, epsilons, data_range=data_range, variance=variance[:, np.newaxis],
+            sizes, epsilons, data_range=data_range, variance=data_variance[:, np.newaxis],
             weights=weights,
         )
         self.expected_mse_ = np.asarray(
             mse_about_empirical_mean(population_mse, n_samples=statistics.n_users,
-                                     variance=variance),
+                                     variance=data_variance),
             dtype=np.float64,
         )
         return np.einsum("fg,gf->f", weights, estimates)

@@ -8,6 +8,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from .._group_estimates import central_group_mean, central_group_noise
+from ..mechanisms._feature_weights import feature_noise_weights, noise_ranges
 from ..accounting._costs import charge_dask_release, charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
@@ -42,6 +43,7 @@ from ..utils._validation import (
     resolve_variance,
     spread_levels,
 )
+from ._ranking import error_variance
 from ._statistics import LevelStatistics, _validate_chunk, dask_bounds, level_lookup
 
 _NAMED_THRESHOLDS = ("min", "mean", "max", "optimal")
@@ -360,10 +362,9 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
         values, user_epsilon, lower, upper, variance = _validate_curator_fit(
             self, X, trust_group, epsilon, clip=False
         )
-        data_range = float(np.sum(upper - lower))
         # Everything public is computed per privacy level, then spread to the users.
         levels, counts = level_counts(user_epsilon)
-        threshold, level_probability = self._sampling(levels, counts, data_range, variance)
+        threshold, level_probability = self._sampling(levels, counts, upper - lower, variance)
         self._check_noise(threshold, level_probability @ counts, counts, lower, upper)
         # Each user pays min(epsilon_i, t), what sampling guarantees them; before the coins.
         charge_release(self, user_id, np.ones(user_epsilon.shape[0], dtype=bool), user_epsilon,
@@ -378,9 +379,9 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
                       upper, variance, rng)
         return self
 
-    def _sampling(self, levels, counts, data_range, variance):
+    def _sampling(self, levels, counts, ranges, variance):
         """The threshold t and each level's keep probability (public quantities only)."""
-        threshold = self._resolve_threshold(levels, counts, data_range, variance)
+        threshold = self._resolve_threshold(levels, counts, ranges, variance)
         probability = sample_mechanism_probabilities(levels, threshold)
         if float(probability @ counts) == 0.0:
             raise ValueError(
@@ -406,7 +407,6 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
         ``expected_kept`` is the sum of the keep probabilities (public).
         """
         n_samples = int(np.sum(counts))
-        data_range = float(np.sum(upper - lower))
         expected_kept = float(expected_kept)
         centred = centred_sums(kept_sum, lower, upper, n_users=n_samples)
         if np.isinf(threshold):
@@ -418,8 +418,11 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
                 epsilon=threshold, delta=0.0, ranges=upper - lower, rng=rng,
                 magnitude=_centred_magnitude(counts, expected_kept, lower, upper),
             ).mean
+        variance = error_variance(self, variance)
+        # Each feature's noise at its share of the budget (noise_ranges).
         population_mse = sample_mechanism_mse(
-            levels, threshold, data_range=data_range, variance=variance, counts=counts
+            levels, threshold, data_range=noise_ranges(upper - lower), variance=variance,
+            counts=counts,
         )
         self.mean_ = clamp_estimate(self, (lower + upper) / 2.0 + offset, lower, upper)
         self.threshold_ = threshold
@@ -445,9 +448,8 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
             self.bounds, [p[1] for p in parts], self.n_features_in_, stacklevel=6
         )
         variance = resolve_variance(self.variance, lower, upper)
-        data_range = float(np.sum(upper - lower))
         threshold, level_probability = self._sampling(levels.epsilons, levels.counts,
-                                                      data_range, variance)
+                                                      upper - lower, variance)
         self._check_noise(threshold, level_probability @ levels.counts, levels.counts, lower,
                           upper)
         charge_dask_release(self, user_id, trust_group, epsilon, allow_inf=True,
@@ -470,18 +472,21 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
         self.level_epsilons_ = np.asarray(levels, dtype=np.float64)
         self.level_sampling_probability_ = np.asarray(level_probability, dtype=np.float64)
 
-    def _resolve_threshold(self, levels, counts, data_range, variance):
+    def _resolve_threshold(self, levels, counts, ranges, variance):
+        data_range = float(np.sum(ranges))
         if not isinstance(self.threshold, str):
             # The threshold is the epsilon of the curator's Laplace noise (inf keeps only
             # public users): the same range as a privacy level.
             return check_epsilon(self.threshold, allow_inf=True, name="threshold")
         if self.threshold == "optimal":
-            # One t for all features: it minimises the error summed over the features,
-            # whose sampling term has the features' mean variance.
+            # One t for all features: it minimises the error summed over the features
+            # in the units where each feature's noise is in proportion to its range
+            # (feature_noise_weights), whose sampling term has the mean scaled variance.
+            weights = feature_noise_weights(ranges)
             return float(
                 optimal_sample_threshold(
-                    levels, data_range=data_range, variance=float(np.mean(variance)),
-                    counts=counts,
+                    levels, data_range=data_range,
+                    variance=float(np.mean(variance / weights**2)), counts=counts,
                 )
             )
         # The named thresholds depend on the distinct levels only.

@@ -8,8 +8,10 @@ simulation) and sends only the reports to the curator, which then fits an estima
 import numpy as np
 
 from ..utils._random import check_random_state
+from ..utils._sums import rounding_slack
 from ..utils._validation import check_bounds, check_epsilon, clip_to_bounds
 from ._calibration import gaussian_noise_multiplier
+from ._feature_weights import feature_noise_weights, scaled_ranges
 from ._noise import gaussian_release, gaussian_variance, laplace_release, laplace_variance
 
 
@@ -85,9 +87,11 @@ class LocalLaplaceRandomizer(_LocalRandomizer):
     """Local Laplace randomizer: each user's report is epsilon_i-DP for that user alone.
 
     A user's whole value vector is one record: neighbouring inputs are any two points of
-    the box ``[lower, upper]``, so the L1 sensitivity is ``sum(upper - lower)`` and every
-    coordinate gets Laplace noise of scale ``sum(upper - lower) / epsilon_i`` (for one
-    feature, ``(upper - lower) / epsilon_i``).
+    the box ``[lower, upper]``. For one feature the report gets Laplace noise of scale
+    ``(upper - lower) / epsilon_i``. For d features each coordinate gets noise in
+    proportion to its own range, ``d * (upper_j - lower_j) / epsilon_i`` (an even split
+    of the user's budget over the features; docs/privacy.rst), so every feature has the
+    same error relative to its range.
 
     Parameters
     ----------
@@ -114,10 +118,31 @@ class LocalLaplaceRandomizer(_LocalRandomizer):
         self.secure = secure
 
     def _release(self, values, ranges, eps, rng, overwrite=False):
-        return laplace_release(values, ranges.sum(), eps, rng, self.secure, overwrite=overwrite)
+        weights = feature_noise_weights(ranges, "laplace")
+        if ranges.shape[0] == 1:
+            return laplace_release(values, ranges.sum(), eps, rng, self.secure,
+                                   overwrite=overwrite)
+        # Several features: noise in proportion to each feature's range (see
+        # feature_noise_weights), on the values divided by the weights.
+        scaled = np.divide(values, weights, out=values if overwrite else None)
+        released = laplace_release(scaled, self._scaled_sensitivity(ranges, weights), eps,
+                                   rng, self.secure, overwrite=True)
+        released *= weights
+        return released
+
+    def _scaled_sensitivity(self, ranges, weights):
+        """L1 width of the scaled box, plus the rounding of the division by the weights."""
+        lower, upper = check_bounds(self.bounds, ranges.shape[0])
+        magnitude = np.maximum(np.abs(lower), np.abs(upper)) / weights
+        return float(np.sum(scaled_ranges(ranges, weights)) + np.sum(rounding_slack(magnitude, 2)))
 
     def _variance(self, ranges, eps):
-        return laplace_variance(ranges.sum(), eps, ranges.shape[0], self.secure)
+        if ranges.shape[0] == 1:
+            return laplace_variance(ranges.sum(), eps, ranges.shape[0], self.secure)
+        weights = feature_noise_weights(ranges, "laplace")
+        variance = laplace_variance(self._scaled_sensitivity(ranges, weights), eps,
+                                    ranges.shape[0], self.secure)
+        return np.multiply.outer(variance, weights**2)
 
 
 class LocalGaussianRandomizer(_LocalRandomizer):
@@ -148,10 +173,28 @@ class LocalGaussianRandomizer(_LocalRandomizer):
         return gaussian_noise_multiplier(eps, self.delta, self.calibration)
 
     def _release(self, values, ranges, eps, rng, overwrite=False):
-        sensitivity = np.sqrt(np.sum(ranges**2))
-        return gaussian_release(values, sensitivity, self._multiplier(eps), rng, self.secure,
-                                overwrite=overwrite)
+        if ranges.shape[0] == 1:
+            return gaussian_release(values, np.sqrt(np.sum(ranges**2)), self._multiplier(eps),
+                                    rng, self.secure, overwrite=overwrite)
+        weights = feature_noise_weights(ranges, "gaussian")
+        scaled = np.divide(values, weights, out=values if overwrite else None)
+        released = gaussian_release(scaled, self._scaled_sensitivity(ranges, weights),
+                                    self._multiplier(eps), rng, self.secure, overwrite=True)
+        released *= weights
+        return released
+
+    def _scaled_sensitivity(self, ranges, weights):
+        """L2 width of the scaled box, plus the rounding of the division by the weights."""
+        lower, upper = check_bounds(self.bounds, ranges.shape[0])
+        magnitude = np.maximum(np.abs(lower), np.abs(upper)) / weights
+        return float(np.sqrt(np.sum(scaled_ranges(ranges, weights) ** 2))
+                     + np.sum(rounding_slack(magnitude, 2)))
 
     def _variance(self, ranges, eps):
-        sensitivity = np.sqrt(np.sum(ranges**2))
-        return gaussian_variance(sensitivity, self._multiplier(eps), ranges.shape[0], self.secure)
+        if ranges.shape[0] == 1:
+            return gaussian_variance(np.sqrt(np.sum(ranges**2)), self._multiplier(eps),
+                                     ranges.shape[0], self.secure)
+        weights = feature_noise_weights(ranges, "gaussian")
+        variance = gaussian_variance(self._scaled_sensitivity(ranges, weights),
+                                     self._multiplier(eps), ranges.shape[0], self.secure)
+        return np.multiply.outer(variance, weights**2)

@@ -261,7 +261,7 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
     charge the ledger themselves); what no release used (an exception before a fit's
     noise, a refit cheaper than the dearest candidate's) is refunded, with a history row.
 
-    Read more in :doc:`/user_guide/private_selection`, which proves the guarantee.
+    Read more in docs/user_guide/private_selection.rst, which proves the guarantee.
 
     Parameters
     ----------
@@ -340,7 +340,10 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
     >>> g = np.where(rng.random(2000) < 0.3, "tcm", "lm")
     >>> ids = np.arange(2000)
     >>> ledger = PrivacyLedger(default_budget=10.0)
-    >>> est = HybridMeanEstimator(bounds=(0, 1), ledger=ledger, random_state=0)
+    >>> # A public variance: the candidates' expected errors are then public too, and
+    >>> # the search ranks them without spending anything on the choice.
+    >>> est = HybridMeanEstimator(bounds=(0, 1), variance=1 / 12, ledger=ledger,
+    ...                           random_state=0)
     >>> search = PrivateGridSearchCV(est, {"strategy": ["pwh", "tcm_only"]})
     >>> cost = search_cost(search, X, trust_group=g, user_id=ids)
     >>> search = search.fit(X, trust_group=g, user_id=ids)

@@ -426,19 +426,77 @@ def check_sample_epsilon(epsilon, default, n_samples, *, allow_inf=False):
     return check_epsilon(epsilon, n_samples, allow_inf=allow_inf)
 
 
+def _is_pair(value):
+    return isinstance(value, (tuple, list)) and len(value) == 2
+
+
+def _per_feature_pairs(bounds, n_features):
+    """``bounds`` as ``(lower, upper)``, accepting a list of per-feature pairs too.
+
+    The rule (documented in "Several features" in docs/user_guide/choosing.rst):
+
+    - a tuple is always ``(lower, upper)``, each a scalar or one entry per feature (the
+      documented form, whatever its entries look like);
+    - a list (or a 2-d array) of ``n_features`` pairs, ``[(0, 200_000), (0, 120)]``, is
+      one ``(lower, upper)`` pair per feature;
+    - with two features a list of two pairs ``[(a, b), (c, d)]`` could also mean
+      ``lower = (a, b), upper = (c, d)``: it is read the one way that has lower < upper
+      for every feature, and refused when both ways do and differ (clipping every user
+      to the wrong box would be silent).
+    """
+    if isinstance(bounds, tuple):
+        return bounds
+    if isinstance(bounds, np.ndarray):
+        if bounds.ndim != 2 or bounds.shape != (n_features, 2):
+            return bounds
+        bounds = [tuple(row) for row in bounds.tolist()]
+    if not (isinstance(bounds, list) and len(bounds) == n_features and n_features > 0
+            and all(_is_pair(pair) for pair in bounds)):
+        return bounds
+    pairs = (tuple(pair[0] for pair in bounds), tuple(pair[1] for pair in bounds))
+    if n_features != 2:
+        return pairs
+    try:
+        as_pairs = np.asarray(pairs, dtype=np.float64)
+        as_sides = np.asarray(bounds, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        return bounds
+    pairs_valid = bool(np.all(as_pairs[0] < as_pairs[1]))
+    sides_valid = bool(np.all(as_sides[0] < as_sides[1]))
+    if pairs_valid and sides_valid and not np.array_equal(as_pairs, as_sides):
+        lower, upper = (list(map(float, side)) for side in as_pairs)
+        raise ValueError(
+            f"bounds={bounds!r} is ambiguous for 2 features: a list of two pairs reads as "
+            f"one (lower, upper) pair per feature and as (lower, upper) arrays. Pass a "
+            f"tuple (lower, upper): bounds=({lower!r}, {upper!r}) for the per-feature pairs, "
+            f"bounds=({list(map(float, as_sides[0]))!r}, {list(map(float, as_sides[1]))!r}) "
+            "for the other reading"
+        )
+    if not (pairs_valid or sides_valid):
+        raise ValueError(
+            f"bounds={bounds!r} has lower >= upper for some feature however it is read: "
+            "pass one (lower, upper) pair per feature, e.g. [(0, 200_000), (0, 120)], or a "
+            "tuple (lower, upper) of per-feature arrays, e.g. ([0, 0], [200_000, 120])"
+        )
+    return pairs if pairs_valid else bounds
+
+
 def check_bounds(bounds, n_features):
     """Validate data-independent clipping bounds.
 
     Parameters
     ----------
-    bounds : tuple (lower, upper)
-        Scalars or arrays of shape (n_features,); finite with lower < upper.
+    bounds : tuple (lower, upper) or list of per-feature (lower, upper) pairs
+        Scalars or arrays of shape (n_features,); finite with lower < upper. A list of
+        ``n_features`` pairs ``[(lower_0, upper_0), ...]`` is accepted too (with two
+        features, see :func:`_per_feature_pairs`).
     n_features : int
 
     Returns
     -------
     lower, upper : ndarray of shape (n_features,)
     """
+    bounds = _per_feature_pairs(bounds, n_features)
     try:
         lower, upper = bounds
     except (TypeError, ValueError):
@@ -474,7 +532,9 @@ def check_bounds(bounds, n_features):
         index = int(np.flatnonzero(lower >= upper)[0])
         raise ValueError(
             f"bounds must satisfy lower < upper; got lower={float(lower[index])!r} >= "
-            f"upper={float(upper[index])!r} for feature {index}"
+            f"upper={float(upper[index])!r} for feature {index} (bounds is a tuple "
+            "(lower, upper) of scalars or per-feature arrays, or a list of one (lower, "
+            "upper) pair per feature)"
         )
     check_bounds_scale(lower, upper)
     return lower, upper

@@ -334,7 +334,7 @@ def test_demixed_lm_cluster_means_are_unbiased_with_the_stated_noise_variance():
     lower, upper = np.zeros(2), np.ones(2)
     step = local_release_epsilon(2.0, 3)
     noise = {"mechanism": "laplace", "delta": 0.0, "lower": lower, "upper": upper}
-    report_variance = local_report_variance(epsilon=step, **noise)[0]
+    report_variance = local_report_variance(epsilon=step, **noise)  # per feature
     n_trials = 1500
     means, stated = np.empty((n_trials, 3, 2)), np.empty((n_trials, 3, 2))
     for trial in range(n_trials):

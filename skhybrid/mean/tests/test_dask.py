@@ -202,8 +202,9 @@ def test_numpy_metadata_with_dask_X_and_bounds_from_the_data_warn(client):
     rng = np.random.default_rng(7)
     X = rng.normal(5, 2, size=(60_000, 2))
     trust = np.where(rng.random(60_000) < 0.5, "tcm", "lm")
-    in_memory = HybridMeanEstimator(random_state=2)
-    on_dask = HybridMeanEstimator(random_state=2)
+    # The worst-case variance (variance=None), so that the weights are public.
+    in_memory = HybridMeanEstimator("pwh", variance=None, random_state=2)
+    on_dask = HybridMeanEstimator("pwh", variance=None, random_state=2)
     with pytest.warns(PrivacyLeakWarning):
         in_memory.fit(X, trust_group=trust)
     with pytest.warns(PrivacyLeakWarning):

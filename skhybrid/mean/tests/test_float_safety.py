@@ -114,7 +114,7 @@ def test_tcm_mean_before_noise_moves_by_at_most_its_sensitivity(monkeypatch, bou
     seen = []
     monkeypatch.setattr(group_estimates, "central_mechanism", lambda *a, **k: _NoNoise(seen))
     X, X_prime = _tailored_neighbours(*bounds)
-    estimator = HybridMeanEstimator("tcm_only", bounds=bounds)
+    estimator = HybridMeanEstimator("tcm_only", bounds=bounds, variance=None)
     estimator.fit(X)
     estimator.fit(X_prime)
     # The statistic the noise is added to (the offset is added afterwards).

@@ -90,7 +90,8 @@ def test_expected_mse_matches_monte_carlo_within_4_standard_errors(strategy, mec
 def test_worst_case_variance_bounds_the_expected_mse():
     X, trust = _population()
     known = HybridMeanEstimator("pwh", bounds=(0, 1), variance=0.01, random_state=0).fit(X, trust_group=trust)
-    worst = HybridMeanEstimator("pwh", bounds=(0, 1), random_state=0).fit(X, trust_group=trust)
+    worst = HybridMeanEstimator("pwh", bounds=(0, 1), variance=None,
+                                random_state=0).fit(X, trust_group=trust)
     assert worst.expected_mse_[0] > known.expected_mse_[0]
 
 
@@ -118,19 +119,25 @@ def test_gaussian_fit_reports_privacy_amplification_below_the_nominal_epsilon():
 # -- several features, heterogeneous epsilon, local reports -------------------------------
 
 
-def test_several_features_split_the_budget_by_the_l1_range():
+def test_several_features_split_the_budget_evenly_noise_in_proportion_to_each_range():
     X, trust = _population(n_features=3)
-    est = HybridMeanEstimator(epsilon=1.0, bounds=(0.0, [1.0, 2.0, 1.0]), random_state=0)
+    est = HybridMeanEstimator("pwh", epsilon=1.0, bounds=(0.0, [1.0, 2.0, 1.0]), variance=None,
+                              random_state=0)
     est.fit(X, trust_group=trust)
     assert est.mean_.shape == est.weight_.shape == est.expected_mse_.shape == (3,)
-    # One report has L1 sensitivity 1 + 2 + 1 = 4 over the three coordinates.
-    assert est.noise_variance_lm_ == pytest.approx(2 * 4.0**2, rel=1e-9)
+    # epsilon / 3 per feature: a report's scales are 3 * range_j / epsilon.
+    np.testing.assert_allclose(est.noise_variance_lm_, 2 * (3.0 * np.array([1.0, 2.0, 1.0]))**2,
+                               rtol=1e-9)
+    tcm = 200  # _population's tcm users
+    np.testing.assert_allclose(est.noise_variance_tcm_,
+                               2 * (3.0 * np.array([1.0, 2.0, 1.0]) / tcm) ** 2, rtol=1e-6)
 
 
 def test_each_group_uses_its_own_epsilon():
     X, trust = _population()
     epsilon = np.where(trust == "tcm", 0.5, 2.0)
-    est = HybridMeanEstimator(bounds=(0, 1), random_state=0).fit(X, trust_group=trust, epsilon=epsilon)
+    est = HybridMeanEstimator("pwh", bounds=(0, 1), variance=None,
+                              random_state=0).fit(X, trust_group=trust, epsilon=epsilon)
     assert est.noise_variance_tcm_ == pytest.approx(2 * (1 / (200 * 0.5)) ** 2, rel=1e-9)
     assert est.noise_variance_lm_ == pytest.approx(2 * (1 / 2.0) ** 2, rel=1e-9)
 

@@ -61,3 +61,45 @@ def test_audit_fails_when_the_central_noise_is_divided_by_1_4(monkeypatch):
     result = _audit(estimator, "tcm", 0.0, seed=22)
     # Same number of fits and bins as the passing audits: they have the power to see this.
     assert not result.passed, str(result)
+
+
+def _audit_variance(seed):
+    """The released variance estimate (variance="private") of 1,000 tcm users (enough for
+    the estimate to carry information; with ten it is clipped to 0 almost always)."""
+    X = np.linspace(0.0, 1.0, 1000).reshape(-1, 1)
+    # The user at the midpoint moves to the bound: the largest change of (x - mid)**2
+    # (from the lower bound to the upper one would not change it at all).
+    X[500, 0] = 0.5
+    X_prime = X.copy()
+    X_prime[500, 0] = 1e6
+    trust = np.array(["tcm"] * 1000)
+    estimator = HybridMeanEstimator("tcm_only", epsilon=EPSILON, bounds=(0.0, 1.0))
+    release_a = estimator_release(estimator, X, attribute="variance_", trust_group=trust)
+    release_b = estimator_release(estimator, X_prime, attribute="variance_", trust_group=trust)
+    return audit_mechanism(release_a, release_b, EPSILON, n_samples=N_FITS, n_bins=N_BINS,
+                           random_state=seed)
+
+
+@pytest.mark.slow
+def test_private_variance_estimate_passes_the_audit():
+    # variance_ combines the tcm group's second moment (5% of epsilon) and its mean (95%).
+    result = _audit_variance(seed=23)
+    assert result.passed, str(result)
+
+
+@pytest.mark.slow
+def test_variance_audit_fails_when_the_second_moment_gets_the_whole_budget(monkeypatch):
+    # The second moment calibrated at the whole epsilon, the mean at 95% of it: more
+    # than epsilon in total.
+    import skhybrid.mean._hybrid as hybrid_module
+
+    original = hybrid_module.central_group_mean
+
+    def overspent(*args, epsilon, **kwargs):
+        if np.all(kwargs["ranges"] == 0.25):  # the second moment's range, (1 / 2)**2
+            epsilon = epsilon / hybrid_module.PRIVATE_VARIANCE_SHARE * 4  # 4 epsilon
+        return original(*args, epsilon=epsilon, **kwargs)
+
+    monkeypatch.setattr(hybrid_module, "central_group_mean", overspent)
+    result = _audit_variance(seed=24)
+    assert not result.passed, str(result)

@@ -59,14 +59,15 @@ def test_public_group_weight_is_proportional_to_n_over_sigma2():
         assert weights[2] / weights[group] == pytest.approx((200 / 0.05) / private_precision)
 
 
-def test_each_feature_has_its_own_weights_and_the_l1_noise_of_the_whole_vector():
+def test_each_feature_has_its_own_weights_and_noise_in_proportion_to_its_range():
     X, epsilon = _groups(levels=(0.2, 1.0, 3.0), n_features=2)
     est = MixedMeanEstimator(bounds=(0.0, [1.0, 3.0]), random_state=0).fit(X, epsilon=epsilon)
     assert est.group_weights_.shape == (3, 2)
     n, levels = np.array([300, 500, 200]), np.array([0.2, 1.0, 3.0])
-    for feature, worst_variance in enumerate([0.25, 2.25]):
-        # Worst-case variance range^2 / 4 per feature; noise for the L1 range 1 + 3 = 4.
-        precision = 1 / (worst_variance / n + 2 * (4.0 / (n * levels)) ** 2)
+    for feature, (worst_variance, noise_range) in enumerate([(0.25, 2.0), (2.25, 6.0)]):
+        # Worst-case variance range^2 / 4 per feature; half the budget per feature, so
+        # noise for the range 2 * range_j.
+        precision = 1 / (worst_variance / n + 2 * (noise_range / (n * levels)) ** 2)
         np.testing.assert_allclose(
             est.group_weights_[:, feature], precision / precision.sum(), rtol=1e-12
         )

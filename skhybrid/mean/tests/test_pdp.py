@@ -169,14 +169,17 @@ def test_off_centre_data_add_the_sampling_term_and_stay_below_the_worst_case():
     assert errors.mean() < worst.expected_mse_[0]
 
 
-def test_several_features_share_the_budget_by_the_l1_range():
+def test_several_features_split_the_budget_evenly():
     X, _ = _two_levels(n=500, n_features=3)
     est = PDPSampleEstimator(epsilon=0.5, bounds=(0.0, [1.0, 2.0, 1.0]), variance=0.05)
     est.fit(X)
-    # One privacy level: everyone is kept, and each coordinate gets Laplace noise of
-    # scale (1 + 2 + 1) / (500 * 0.5); the sampling terms cancel against the data mean.
+    # One privacy level: everyone is kept, and coordinate j gets Laplace noise of scale
+    # 3 range_j / (500 * 0.5) (a third of the budget each); the sampling terms cancel
+    # against the data mean.
     assert est.mean_.shape == est.expected_mse_.shape == (3,)
-    np.testing.assert_allclose(est.expected_mse_, 2 * (4.0 / (500 * 0.5)) ** 2, rtol=1e-12)
+    np.testing.assert_allclose(est.expected_mse_,
+                               2 * (3.0 * np.array([1.0, 2.0, 1.0]) / (500 * 0.5)) ** 2,
+                               rtol=1e-12)
 
 
 # -- privacy ----------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from skhybrid._group_estimates import central_group_mean, central_group_means
+from skhybrid.mechanisms._feature_weights import feature_noise_weights, scaled_ranges
 from skhybrid.mechanisms import LaplaceMechanism
 from skhybrid.mechanisms._noise import grid_step
 from skhybrid.utils._sums import rounding_slack
@@ -27,7 +28,7 @@ def test_each_group_gets_the_per_group_noise_variance(groups):
         single = central_group_mean(centred[g], int(sizes[g]), origin=origin,
                                     mechanism="laplace", epsilon=float(epsilons[g]),
                                     delta=0.0, ranges=ranges, rng=np.random.default_rng(1))
-        assert variances[g] == single.noise_variance[0]
+        np.testing.assert_array_equal(variances[g], single.noise_variance)
 
 
 def test_each_group_is_released_on_its_own_grid_around_its_mean(groups):
@@ -42,17 +43,22 @@ def test_each_group_is_released_on_its_own_grid_around_its_mean(groups):
     _, variances = central_group_means(centred, sizes, origin=origin, epsilons=epsilons,
                                        ranges=ranges, rng=np.random.default_rng(0))
     # Unbiased, with the stated variance: z-scores from the standard error.
-    standard_error = np.sqrt(variances / draws.shape[0])[:, np.newaxis]
+    standard_error = np.sqrt(variances / draws.shape[0])
     assert np.all(np.abs(draws.mean(axis=0) - means) < 5 * standard_error)
-    np.testing.assert_allclose(draws.var(axis=0), np.broadcast_to(variances[:, None], means.shape),
-                               rtol=0.15)
-    # Each group's releases sit on the grid of its own Laplace mechanism (secure noise).
-    slack = rounding_slack(ranges)
+    np.testing.assert_allclose(draws.var(axis=0), variances, rtol=0.15)
+    # Each feature's noise is in proportion to its range: the variances are in the ratio
+    # of the squared ranges.
+    np.testing.assert_allclose(variances[:, 0] / variances[:, 1], (ranges[0] / ranges[1]) ** 2)
+    # Each group's releases sit on the grid of its own Laplace mechanism (secure noise),
+    # in the scaled units, times each feature's weight.
+    weights = feature_noise_weights(ranges)
+    scaled = scaled_ranges(ranges, weights)
+    slack = rounding_slack(scaled)
     for g in range(len(sizes)):
         scale = LaplaceMechanism(epsilon=epsilons[g],
-                                 sensitivity=(ranges + sizes[g] * slack).sum() / sizes[g]).scale
-        units = draws[:, g, :] / grid_step(scale)
-        np.testing.assert_array_equal(units, np.round(units))
+                                 sensitivity=(scaled + sizes[g] * slack).sum() / sizes[g]).scale
+        units = draws[:, g, :] / (grid_step(scale) * weights)
+        np.testing.assert_allclose(units, np.round(units), rtol=1e-15, atol=1e-3)
 
 
 def test_a_non_positive_or_infinite_epsilon_is_refused(groups):

@@ -101,13 +101,16 @@ def test_local_laplace_reports_have_per_user_scale_range_over_epsilon():
     np.testing.assert_allclose(variance, 2 * (4.0 / epsilon) ** 2, rtol=1e-9)
 
 
-def test_local_laplace_vector_uses_the_l1_range_of_the_box():
+def test_local_laplace_vector_noise_is_in_proportion_to_each_range():
     values = np.zeros((N_DRAWS, 2))
     randomizer = LocalLaplaceRandomizer(bounds=([0.0, 0.0], [1.0, 3.0]), epsilon=2.0)
     reports = randomizer.privatize(values, random_state=6)
-    # Scale sum(ranges) / epsilon = 4 / 2 on both coordinates.
-    for column in reports.T:
-        assert _ks_pvalue(column, stats.laplace, 2.0) > PASS_LEVEL
+    # Half the budget per feature: scales d * range_j / epsilon = 2 * 1 / 2 and 2 * 3 / 2,
+    # which sum to epsilon over the box: 1 / 1 + 3 / 3 = 2.
+    for column, scale in zip(reports.T, [1.0, 3.0]):
+        assert _ks_pvalue(column, stats.laplace, scale) > PASS_LEVEL
+        assert _ks_pvalue(column, stats.laplace, 2.0) < REJECT_LEVEL
+    np.testing.assert_allclose(randomizer.noise_variance(2), [2 * 1.0**2, 2 * 3.0**2], rtol=1e-9)
 
 
 def test_local_gaussian_reports_are_normal_with_the_calibrated_sigma():
@@ -419,7 +422,9 @@ def test_small_default_releases_read_the_operating_systems_randomness(monkeypatc
     monkeypatch.setattr(_random, "secure_generator",
                         lambda: pytest.fail("a small release keyed a generator"))
     X = np.random.default_rng(0).uniform(0.0, 1.0, (1000, 1))
-    estimator = HybridMeanEstimator("tcm_only", epsilon=1.0, bounds=(0.0, 1.0)).fit(X)
+    # One release (a known variance: no second-moment release next to the mean).
+    estimator = HybridMeanEstimator("tcm_only", epsilon=1.0, bounds=(0.0, 1.0),
+                                    variance=0.1).fit(X)
     assert requested == [8]
     (word,) = np.frombuffer(bytes(range(7, 15)), dtype=np.uint64)
 

@@ -451,3 +451,39 @@ def test_nan_in_X_gives_this_librarys_advice_not_scikit_learns(bad, as_frame):
         np.ones((3, 1)), trust_group=["tcm", "lm", "lm"])
     with pytest.raises(ValueError, match="finite values"):
         fitted.predict(np.array([[1.0], [bad], [3.0]]))
+
+
+# -- per-feature pairs ---------------------------------------------------------------------
+
+
+def test_a_list_of_pairs_gives_one_pair_per_feature():
+    from skhybrid.utils._validation import check_bounds
+
+    lower, upper = check_bounds([(0, 200_000), (0, 120), (-1, 1)], 3)
+    np.testing.assert_array_equal(lower, [0, 0, -1])
+    np.testing.assert_array_equal(upper, [200_000, 120, 1])
+    lower, upper = check_bounds(np.array([[0, 1], [2, 3], [4, 5]]), 3)
+    np.testing.assert_array_equal(upper, [1, 3, 5])
+
+
+def test_a_tuple_is_always_lower_and_upper():
+    from skhybrid.utils._validation import check_bounds
+
+    # Both readings of these two pairs are valid; a tuple is never read as pairs.
+    lower, upper = check_bounds((np.array([-4.0, -2.8]), np.array([13.0, 14.0])), 2)
+    np.testing.assert_array_equal(lower, [-4.0, -2.8])
+    lower, upper = check_bounds(([0, 0], [200_000, 120]), 2)
+    np.testing.assert_array_equal(upper, [200_000, 120])
+
+
+def test_two_pairs_take_the_one_valid_reading_or_are_refused():
+    from skhybrid.utils._validation import check_bounds
+
+    lower, upper = check_bounds([(0, 200_000), (0, 120)], 2)  # only valid as pairs
+    np.testing.assert_array_equal(upper, [200_000, 120])
+    lower, upper = check_bounds([[0, 0], [1, 1]], 2)  # only valid as (lower, upper)
+    np.testing.assert_array_equal(upper, [1, 1])
+    with pytest.raises(ValueError, match="ambiguous"):
+        check_bounds([(0, 10), (5, 20)], 2)
+    with pytest.raises(ValueError, match="however it is read"):
+        check_bounds([(0, 0), (0, 120)], 2)

@@ -1,0 +1,65 @@
+"""The rule that shares a release's noise among its features."""
+
+import numpy as np
+import pytest
+
+from skhybrid.mechanisms._feature_weights import (
+    feature_noise_weights,
+    noise_ranges,
+    scaled_ranges,
+)
+
+RANGES = np.array([200_000.0, 120.0, 1.0])
+
+
+def test_one_feature_has_weight_one_exactly():
+    assert feature_noise_weights(np.array([2_349_033.0]))[0] == 1.0
+    assert feature_noise_weights(np.array([0.3]), "gaussian")[0] == 1.0
+    ranges = np.array([7.0])
+    assert scaled_ranges(ranges, feature_noise_weights(ranges)) is ranges
+
+
+def test_laplace_weights_keep_the_l1_sensitivity_and_equalise_the_scaled_ranges():
+    weights = feature_noise_weights(RANGES)
+    scaled = RANGES / weights
+    np.testing.assert_allclose(scaled, RANGES.sum() / 3)
+    np.testing.assert_allclose(scaled.sum(), RANGES.sum())
+    # Feature j's noise is that of a one-feature release at epsilon / d: scale d range_j.
+    np.testing.assert_allclose(noise_ranges(RANGES), 3 * RANGES)
+
+
+def test_gaussian_weights_keep_the_l2_sensitivity():
+    weights = feature_noise_weights(RANGES, "gaussian")
+    scaled = RANGES / weights
+    np.testing.assert_allclose(np.sqrt(np.sum(scaled**2)), np.sqrt(np.sum(RANGES**2)))
+    np.testing.assert_allclose(scaled, scaled[0])
+
+
+def test_scaled_ranges_round_up():
+    weights = feature_noise_weights(RANGES)
+    assert np.all(scaled_ranges(RANGES, weights) >= RANGES / weights)
+
+
+def test_private_variance_estimate_is_the_lowered_second_moment_minus_the_squared_mean():
+    from skhybrid.mean._hybrid import PRIVATE_VARIANCE_LOWER_Z, private_variance_estimate
+
+    ranges = np.array([1.0])
+    # The tcm group alone: E[(x - mid)^2] = 0.1, E[x - mid] = 0.2, so 0.1 - 0.04 = 0.06,
+    # lowered by one standard error of the second moment (sqrt(1e-4)).
+    tcm_only = private_variance_estimate(
+        ranges=ranges, tcm_first=np.array([0.2]), tcm_first_variance=np.array([1e-6]),
+        tcm_second=np.array([0.1]), tcm_second_variance=np.array([1e-4]),
+        report_first=None, report_second=None, n_reports=0, report_noise_variance=None)
+    assert tcm_only[0] == pytest.approx(0.06 - PRIVATE_VARIANCE_LOWER_Z * 1e-2)
+    # Reports alone: their second moment minus their noise variance s2.
+    reports = private_variance_estimate(
+        ranges=ranges, tcm_first=None, tcm_first_variance=None, tcm_second=None,
+        tcm_second_variance=None, report_first=np.array([0.0]),
+        report_second=np.array([2.1]), n_reports=10**12, report_noise_variance=np.array([2.0]))
+    assert reports[0] == pytest.approx(0.1, abs=1e-5)
+    # Never above Popoviciu's bound, never below 0.
+    high = private_variance_estimate(
+        ranges=ranges, tcm_first=np.array([0.0]), tcm_first_variance=np.array([1e-9]),
+        tcm_second=np.array([5.0]), tcm_second_variance=np.array([1e-9]),
+        report_first=None, report_second=None, n_reports=0, report_noise_variance=None)
+    assert high[0] == 0.25
