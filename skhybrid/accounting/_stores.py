@@ -312,4 +312,6 @@ def open_store(target, timeout):
         return MemoryStore()
     if is_postgres(target):
         return PostgresStore(target, timeout)
-    return SQLiteStore(os.fspath(target), timeout)
+    # An absolute path: a copy sent to another process (a joblib worker started in
+    # another directory) must open the same file.
+    return SQLiteStore(os.path.abspath(os.fspath(target)), timeout)

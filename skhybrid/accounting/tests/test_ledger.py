@@ -274,3 +274,17 @@ def test_a_pickled_file_ledger_charges_the_same_file(tmp_path):
     assert copy is not ledger and copy.path == ledger.path
     copy.charge([5], 0.5)
     assert ledger.spent([5])[0] == 0.5
+
+
+def test_a_relative_path_names_the_same_file_from_another_directory(tmp_path, monkeypatch):
+    """A joblib worker started elsewhere unpickles the ledger: it must open the same file."""
+    import pickle
+
+    monkeypatch.chdir(tmp_path)
+    ledger = PrivacyLedger("ledger.sqlite", default_budget=2.0)
+    ledger.charge([1, 2], 0.5)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    copy = pickle.loads(pickle.dumps(ledger))
+    np.testing.assert_array_equal(copy.spent([1, 2]), [0.5, 0.5])
+    assert not (tmp_path / "elsewhere" / "ledger.sqlite").exists()
