@@ -1,4 +1,4 @@
-"""Every Python code block of the README and of the guides runs, as a reader would run it.
+"""Every Python code block of the README and the guides runs, as a reader would run it.
 
 The blocks of one page run in order in one namespace (a page's blocks build on each
 other), in a scratch directory that holds what the pages read: ``users/``, a small
@@ -17,7 +17,8 @@ import pytest
 import skhybrid.exceptions
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-PAGES = [REPOSITORY / "README.md", REPOSITORY / "docs" / "getting_started.rst",
+PAGES = [REPOSITORY / "README.md", REPOSITORY / "docs" / "index.rst",
+         REPOSITORY / "docs" / "getting_started.rst",
          *sorted((REPOSITORY / "docs" / "user_guide").glob("*.rst"))]
 LIBRARY_WARNINGS = tuple(
     value for value in vars(skhybrid.exceptions).values()
