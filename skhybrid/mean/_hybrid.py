@@ -157,7 +157,7 @@ def _square_code_sums(X, rows, lower, upper):
             squares = clip_to_bounds(block, lower, upper)
             squares -= centre
             np.square(squares, out=squares)
-            sums += fixed_point_sums(squares, np.zeros_like(lower), square_range)[0]
+            sums = sums + fixed_point_sums(squares, np.zeros_like(lower), square_range)[0]
     return sums
 
 
@@ -564,7 +564,8 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             labels = None if all_tcm else (~is_tcm).view(np.int8)
             tcm_sum = fixed_point_sums(X, lower, upper, labels=labels)[0]
         if (centre is not None and self.mechanism == "laplace"
-                and self.strategy not in ("full_lm", "lm_only") and n_tcm):
+                and self.strategy not in ("full_lm", "lm_only")):
+            # Zeros for a chunk without tcm users: chunks' statistics add up.
             tcm_square_sum = _square_code_sums(X, None if all_tcm else is_tcm, lower, upper)
         if centre is not None and reads_lm and self.local_reports:
             report_square_sum += square_sum_about(masked_rows(X, ~is_tcm), centre)

@@ -144,9 +144,11 @@ def _two_sample_check(in_memory, on_dask):
     standard_error = np.sqrt(in_memory.var(ddof=1) / in_memory.size + on_dask.var(ddof=1) / on_dask.size)
     assert abs(in_memory.mean() - on_dask.mean()) < 4 * standard_error
     assert stats.ks_2samp(in_memory, on_dask).pvalue > 1e-3
-    # Not a degenerate comparison: both spread alike (the interquartile range, robust to
-    # the heavy tails of Laplace noise).
-    assert 0.75 < stats.iqr(on_dask) / stats.iqr(in_memory) < 1.33
+    # Not a degenerate comparison: both spread alike (the interdecile range, robust to the
+    # heavy tails of Laplace noise; the interquartile range of a release whose weight is
+    # itself random, as with a private variance, varies too much over 300 draws).
+    spread = [np.subtract(*np.percentile(values, [90, 10])) for values in (on_dask, in_memory)]
+    assert 0.75 < spread[0] / spread[1] < 1.33
 
 
 @pytest.mark.slow
