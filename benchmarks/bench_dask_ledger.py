@@ -22,6 +22,7 @@ The ids are computed as one numpy int64 array on the client (8 bytes per user, n
 Python list) and charged in one transaction.
 """
 
+import gc
 import sys
 import tempfile
 import time
@@ -85,6 +86,10 @@ def main(n_millions=10):
             again = fit(True)
             alone = min(alone, fit(False))
         n_users = n_millions * ROWS_PER_FILE
+        # Read back from a new connection, once this one's state (GBs at 1e8) is freed.
+        ledger.close()
+        del ledger
+        gc.collect()
         spent = PrivacyLedger(target).spent(np.arange(n_users))
         exact = bool((spent == 2 * EPSILON).all())
         print(f"Dask fit of {n_users:,} users from Parquet (2 threads), PostgreSQL ledger:")

@@ -37,7 +37,23 @@ def _schema(prefix, dialect):
         f" payload {blob} NOT NULL)",
         f"CREATE TABLE IF NOT EXISTS {prefix}checkpoints (seq BIGINT PRIMARY KEY,"
         f" payload {blob} NOT NULL)",
+        # A payload longer than _PART bytes keeps its first part in its row and the rest
+        # here: PostgreSQL's bytea and SQLite's blobs stop at 1 GB (a release of 1e8 new
+        # users, a checkpoint of 1e8 totals, are larger).
+        f"CREATE TABLE IF NOT EXISTS {prefix}parts (owner TEXT NOT NULL, seq BIGINT NOT NULL,"
+        f" part BIGINT NOT NULL, data {blob} NOT NULL, PRIMARY KEY (owner, seq, part))",
     )
+
+
+#: The largest part of a payload stored in one value (256 MiB).
+_PART = 2**28
+
+
+def _split(payload):
+    """``payload`` as its first part and the rest's parts (``bytes``, ``memoryview``)."""
+    view = memoryview(payload)
+    return view[:_PART], [view[start : start + _PART]
+                          for start in range(_PART, len(view), _PART)]
 
 
 class MemoryStore:
@@ -104,26 +120,57 @@ class _SQLStore:
         columns = ", ".join(EVENT_COLUMNS if payload else EVENT_COLUMNS[:-1])
         rows = self._execute(f"SELECT {columns} FROM {{p}}events WHERE seq > ? ORDER BY seq",
                              (seq,)).fetchall()
-        return [tuple(row[:-1]) + (bytes(row[-1]),) if payload else tuple(row) for row in rows]
+        if not payload:
+            return [tuple(row) for row in rows]
+        rest = self._parts("event", seq)
+        return [tuple(row[:-1]) + (self._joined(row[-1], rest.get(row[0])),) for row in rows]
 
     def append_event(self, row):
+        first, rest = _split(row[-1])
         marks = ", ".join("?" * len(EVENT_COLUMNS))
         self._execute(f"INSERT INTO {{p}}events ({', '.join(EVENT_COLUMNS)}) VALUES ({marks})",
-                      row)
+                      tuple(row[:-1]) + (bytes(first),))
+        self._write_parts("event", row[0], rest)
 
     def latest_checkpoint(self):
         row = self._execute("SELECT seq, payload FROM {p}checkpoints ORDER BY seq DESC"
                             " LIMIT 1").fetchone()
-        return None if row is None else (row[0], bytes(row[1]))
+        if row is None:
+            return None
+        return row[0], self._joined(row[1], self._parts("checkpoint", row[0] - 1).get(row[0]))
 
     def write_checkpoint(self, seq, payload):
         self._execute("DELETE FROM {p}checkpoints WHERE seq <> ?", (seq,))
+        self._execute("DELETE FROM {p}parts WHERE owner = 'checkpoint' AND seq <> ?", (seq,))
+        first, rest = _split(payload)
+        # Another process may have written the same checkpoint: the same bytes.
         self._execute("INSERT INTO {p}checkpoints (seq, payload) VALUES (?, ?)"
-                      " ON CONFLICT (seq) DO NOTHING", (seq, payload))
+                      " ON CONFLICT (seq) DO NOTHING", (seq, bytes(first)))
+        self._write_parts("checkpoint", seq, rest)
+
+    def _write_parts(self, owner, seq, parts):
+        for index, part in enumerate(parts, start=1):
+            self._execute("INSERT INTO {p}parts (owner, seq, part, data) VALUES (?, ?, ?, ?)"
+                          " ON CONFLICT (owner, seq, part) DO NOTHING",
+                          (owner, seq, index, bytes(part)))
+
+    def _parts(self, owner, after):
+        """The further parts of the ``owner``'s payloads with seq > ``after``, by seq."""
+        found = {}
+        for seq, data in self._execute(
+                "SELECT seq, data FROM {p}parts WHERE owner = ? AND seq > ? ORDER BY seq, part",
+                (owner, after)).fetchall():
+            found.setdefault(seq, []).append(bytes(data))
+        return found
+
+    @staticmethod
+    def _joined(first, rest):
+        return bytes(first) if not rest else b"".join([bytes(first), *rest])
 
     def _create(self, existing_tables):
         """Create the tables (under the write lock) and check the format."""
-        ours = {f"{self.prefix}meta", f"{self.prefix}events", f"{self.prefix}checkpoints"}
+        ours = {f"{self.prefix}meta", f"{self.prefix}events", f"{self.prefix}checkpoints",
+                f"{self.prefix}parts"}
         if self.dialect == "sqlite" and existing_tables and "meta" not in existing_tables:
             raise LedgerError(
                 f"{self.target} is an SQLite database but not a privacy ledger (its tables: "

@@ -268,3 +268,26 @@ def test_a_writer_holding_the_lock_makes_others_wait_then_fail_clearly(shared_ba
         with pytest.raises(LedgerError, match="locked by another .*nothing was charged"):
             ledger.charge([1], 0.1)
     assert ledger.spent([1])[0] == 0.1
+
+
+def test_payloads_past_one_value_are_stored_in_parts(shared_backend, monkeypatch):
+    """PostgreSQL's bytea and SQLite's blobs stop at 1 GB (1e8 new users in one release,
+    a checkpoint of 1e8 totals): longer payloads are stored in parts, here of 1 kB."""
+    from skhybrid.accounting import _stores
+
+    monkeypatch.setattr(_stores, "_PART", 1024)
+    _, target = shared_backend
+    ledger = PrivacyLedger(target, default_budget=np.inf)
+    ids = np.random.default_rng(0).permutation(30_000)
+    for k in range(8):  # long enough for a checkpoint (as the test above)
+        ledger.charge(ids[k::2], 0.25 * (k + 1))
+    expected = ledger.spent(ids)
+    store = ledger._store
+    with store.transaction():
+        n_parts = store._execute("SELECT COUNT(*) FROM {p}parts").fetchone()[0]
+    assert n_parts > 8  # the test stores in parts at all
+    reopened = PrivacyLedger(target)  # replays the events: writes a checkpoint in parts
+    np.testing.assert_array_equal(reopened.spent(ids), expected)
+    again = PrivacyLedger(target)  # starts from that checkpoint
+    np.testing.assert_array_equal(again.spent(ids), expected)
+    assert again._store.latest_checkpoint()[0] == 8
