@@ -224,7 +224,8 @@ class PostgresStore(_SQLStore):
         psycopg = _psycopg()
         if isinstance(target, psycopg.Connection):
             info = target.info
-            self.target = psycopg.conninfo.make_conninfo(info.dsn, password=info.password)
+            secret = {} if info.password is None else {"password": info.password}
+            self.target = Conninfo(psycopg.conninfo.make_conninfo(info.dsn, **secret))
             self._connection, self._pid = target, os.getpid()
             target.autocommit = True
         else:
@@ -299,10 +300,17 @@ def _psycopg():
     return psycopg
 
 
+class Conninfo(str):
+    """A libpq connection string (``"dbname=... host=..."``) known to name a server."""
+
+
 def is_postgres(target):
-    """Whether ``target`` names a PostgreSQL ledger (a URL or a psycopg connection)."""
-    if isinstance(target, str):
-        return target.startswith(("postgresql://", "postgres://"))
+    """Whether ``target`` names a PostgreSQL ledger (a URL, a :class:`Conninfo` or a
+    psycopg connection); any other string or path is an SQLite file."""
+    if isinstance(target, Conninfo):
+        return True
+    if isinstance(target, (str, os.PathLike)):
+        return str(target).startswith(("postgresql://", "postgres://"))
     return type(target).__module__.startswith("psycopg")
 
 

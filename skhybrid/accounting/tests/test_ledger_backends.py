@@ -268,3 +268,30 @@ def test_a_writer_holding_the_lock_makes_others_wait_then_fail_clearly(shared_ba
         with pytest.raises(LedgerError, match="locked by another .*nothing was charged"):
             ledger.charge([1], 0.1)
     assert ledger.spent([1])[0] == 0.1
+
+
+def test_a_psycopg_connection_is_a_ledger_and_pickles_as_its_address(postgres_url):
+    import pickle
+
+    import psycopg
+
+    ledger = PrivacyLedger(psycopg.connect(postgres_url), default_budget=2.0)
+    ledger.charge(["a"], 0.5)
+    assert "password" not in repr(ledger) and ledger.path.startswith("dbname=")
+    copy = pickle.loads(pickle.dumps(ledger))
+    copy.charge(["a"], 0.25)
+    assert ledger.spent(["a"]).tolist() == [0.75]
+
+
+def test_a_ledger_file_of_an_older_format_is_a_clear_error(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    connection.execute("INSERT INTO meta VALUES ('format', 'skhybrid-privacy-ledger-1')")
+    connection.commit()
+    connection.close()
+    with pytest.raises(LedgerError, match="format 'skhybrid-privacy-ledger-1'; this version "
+                                          "reads 'skhybrid-privacy-ledger-2'"):
+        PrivacyLedger(path)
