@@ -87,10 +87,14 @@ class _SQLStore:
 
     prefix = ""
     placeholder = "?"
+    # Blobs go as binary parameters where the driver can say so (psycopg's %b): a
+    # text-escaped bytea is twice the size and parsed by the server.
+    blob_placeholder = "?"
     shareable = True
 
     def _sql(self, statement):
-        return statement.replace("?", self.placeholder).replace("{p}", self.prefix)
+        return (statement.replace("?", self.placeholder).replace("{p}", self.prefix)
+                .replace("{blob}", self.blob_placeholder))
 
     def get_meta(self, key):
         row = self._execute("SELECT value FROM {p}meta WHERE key = ?", (key,)).fetchone()
@@ -107,7 +111,7 @@ class _SQLStore:
         return [tuple(row[:-1]) + (bytes(row[-1]),) if payload else tuple(row) for row in rows]
 
     def append_event(self, row):
-        marks = ", ".join("?" * len(EVENT_COLUMNS))
+        marks = ", ".join(["?"] * (len(EVENT_COLUMNS) - 1) + ["{blob}"])
         self._execute(f"INSERT INTO {{p}}events ({', '.join(EVENT_COLUMNS)}) VALUES ({marks})",
                       row)
 
@@ -118,7 +122,7 @@ class _SQLStore:
 
     def write_checkpoint(self, seq, payload):
         self._execute("DELETE FROM {p}checkpoints WHERE seq <> ?", (seq,))
-        self._execute("INSERT INTO {p}checkpoints (seq, payload) VALUES (?, ?)"
+        self._execute("INSERT INTO {p}checkpoints (seq, payload) VALUES (?, {blob})"
                       " ON CONFLICT (seq) DO NOTHING", (seq, payload))
 
     def _create(self, existing_tables):
@@ -217,6 +221,7 @@ class PostgresStore(_SQLStore):
     dialect = "postgresql"
     prefix = "skhybrid_ledger_"
     placeholder = "%s"
+    blob_placeholder = "%b"
     # An arbitrary 64-bit key naming the ledger's write lock (pg_advisory_xact_lock).
     _LOCK_KEY = 0x736B_6879_6272_6964 - 2**63
 
