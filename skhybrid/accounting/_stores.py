@@ -78,6 +78,9 @@ class MemoryStore:
     def latest_checkpoint(self):
         return None
 
+    def close(self):
+        """Nothing to close: the rows live in this process."""
+
     def write_checkpoint(self, seq, payload):
         """Memory needs no checkpoints: the state never leaves the process."""
 
@@ -124,6 +127,12 @@ class _SQLStore:
         self._execute("DELETE FROM {p}checkpoints WHERE seq <> ?", (seq,))
         self._execute("INSERT INTO {p}checkpoints (seq, payload) VALUES (?, {blob})"
                       " ON CONFLICT (seq) DO NOTHING", (seq, payload))
+
+    def close(self):
+        """Close this process's connection (the next transaction opens a new one)."""
+        if self._connection is not None and self._pid == os.getpid():
+            self._connection.close()
+        self._connection = None
 
     def _create(self, existing_tables):
         """Create the tables (under the write lock) and check the format."""

@@ -113,6 +113,16 @@ def test_a_refund_gives_back_what_was_charged_and_never_more(backend):
                      ("refund", "unused reservation")]
 
 
+def test_a_closed_ledger_reconnects_when_used_again(backend):
+    _, target = backend
+    ledger = PrivacyLedger(target, default_budget=1.0)
+    ledger.charge([1, 2], 0.25)
+    ledger.close()
+    ledger.charge([2], 0.25)
+    assert ledger.spent([1, 2]).tolist() == [0.25, 0.5]
+    ledger.close()
+
+
 def test_remaining_reports_epsilon_and_delta(backend):
     _, target = backend
     ledger = PrivacyLedger(target, default_budget=(2.0, 1e-5))
