@@ -1016,6 +1016,14 @@ class PrivacyLedger:
                 "remaining_epsilon": np.maximum(budget - spent, 0.0),
             }
 
+    def close(self):
+        """Close this process's connection to the file or server (a no-op in memory).
+
+        The totals read so far stay; the ledger reconnects if it is used again.
+        """
+        with self._lock:
+            self._store.close()
+
     def to_frame(self):
         """``users()`` as a pandas DataFrame indexed by ``user_id``.
 

@@ -94,6 +94,9 @@ class MemoryStore:
     def latest_checkpoint(self):
         return None
 
+    def close(self):
+        """Nothing to close: the rows live in this process."""
+
     def write_checkpoint(self, seq, payload):
         """Memory needs no checkpoints: the state never leaves the process."""
 
@@ -103,10 +106,14 @@ class _SQLStore:
 
     prefix = ""
     placeholder = "?"
+    # Blobs go as binary parameters where the driver can say so (psycopg's %b): a
+    # text-escaped bytea is twice the size and parsed by the server.
+    blob_placeholder = "?"
     shareable = True
 
     def _sql(self, statement):
-        return statement.replace("?", self.placeholder).replace("{p}", self.prefix)
+        return (statement.replace("?", self.placeholder).replace("{p}", self.prefix)
+                .replace("{blob}", self.blob_placeholder))
 
     def get_meta(self, key):
         row = self._execute("SELECT value FROM {p}meta WHERE key = ?", (key,)).fetchone()
@@ -127,7 +134,7 @@ class _SQLStore:
 
     def append_event(self, row):
         first, rest = _split(row[-1])
-        marks = ", ".join("?" * len(EVENT_COLUMNS))
+        marks = ", ".join(["?"] * (len(EVENT_COLUMNS) - 1) + ["{blob}"])
         self._execute(f"INSERT INTO {{p}}events ({', '.join(EVENT_COLUMNS)}) VALUES ({marks})",
                       tuple(row[:-1]) + (bytes(first),))
         self._write_parts("event", row[0], rest)
@@ -144,13 +151,13 @@ class _SQLStore:
         self._execute("DELETE FROM {p}parts WHERE owner = 'checkpoint' AND seq <> ?", (seq,))
         first, rest = _split(payload)
         # Another process may have written the same checkpoint: the same bytes.
-        self._execute("INSERT INTO {p}checkpoints (seq, payload) VALUES (?, ?)"
+        self._execute("INSERT INTO {p}checkpoints (seq, payload) VALUES (?, {blob})"
                       " ON CONFLICT (seq) DO NOTHING", (seq, bytes(first)))
         self._write_parts("checkpoint", seq, rest)
 
     def _write_parts(self, owner, seq, parts):
         for index, part in enumerate(parts, start=1):
-            self._execute("INSERT INTO {p}parts (owner, seq, part, data) VALUES (?, ?, ?, ?)"
+            self._execute("INSERT INTO {p}parts (owner, seq, part, data) VALUES (?, ?, ?, {blob})"
                           " ON CONFLICT (owner, seq, part) DO NOTHING",
                           (owner, seq, index, bytes(part)))
 
@@ -166,6 +173,12 @@ class _SQLStore:
     @staticmethod
     def _joined(first, rest):
         return bytes(first) if not rest else b"".join([bytes(first), *rest])
+
+    def close(self):
+        """Close this process's connection (the next transaction opens a new one)."""
+        if self._connection is not None and self._pid == os.getpid():
+            self._connection.close()
+        self._connection = None
 
     def _create(self, existing_tables):
         """Create the tables (under the write lock) and check the format."""
@@ -264,6 +277,7 @@ class PostgresStore(_SQLStore):
     dialect = "postgresql"
     prefix = "skhybrid_ledger_"
     placeholder = "%s"
+    blob_placeholder = "%b"
     # An arbitrary 64-bit key naming the ledger's write lock (pg_advisory_xact_lock).
     _LOCK_KEY = 0x736B_6879_6272_6964 - 2**63
 
@@ -271,7 +285,8 @@ class PostgresStore(_SQLStore):
         psycopg = _psycopg()
         if isinstance(target, psycopg.Connection):
             info = target.info
-            self.target = psycopg.conninfo.make_conninfo(info.dsn, password=info.password)
+            secret = {} if info.password is None else {"password": info.password}
+            self.target = Conninfo(psycopg.conninfo.make_conninfo(info.dsn, **secret))
             self._connection, self._pid = target, os.getpid()
             target.autocommit = True
         else:
@@ -346,10 +361,17 @@ def _psycopg():
     return psycopg
 
 
+class Conninfo(str):
+    """A libpq connection string (``"dbname=... host=..."``) known to name a server."""
+
+
 def is_postgres(target):
-    """Whether ``target`` names a PostgreSQL ledger (a URL or a psycopg connection)."""
-    if isinstance(target, str):
-        return target.startswith(("postgresql://", "postgres://"))
+    """Whether ``target`` names a PostgreSQL ledger (a URL, a :class:`Conninfo` or a
+    psycopg connection); any other string or path is an SQLite file."""
+    if isinstance(target, Conninfo):
+        return True
+    if isinstance(target, (str, os.PathLike)):
+        return str(target).startswith(("postgresql://", "postgres://"))
     return type(target).__module__.startswith("psycopg")
 
 

@@ -113,6 +113,16 @@ def test_a_refund_gives_back_what_was_charged_and_never_more(backend):
                      ("refund", "unused reservation")]
 
 
+def test_a_closed_ledger_reconnects_when_used_again(backend):
+    _, target = backend
+    ledger = PrivacyLedger(target, default_budget=1.0)
+    ledger.charge([1, 2], 0.25)
+    ledger.close()
+    ledger.charge([2], 0.25)
+    assert ledger.spent([1, 2]).tolist() == [0.25, 0.5]
+    ledger.close()
+
+
 def test_remaining_reports_epsilon_and_delta(backend):
     _, target = backend
     ledger = PrivacyLedger(target, default_budget=(2.0, 1e-5))
@@ -291,3 +301,30 @@ def test_payloads_past_one_value_are_stored_in_parts(shared_backend, monkeypatch
     again = PrivacyLedger(target)  # starts from that checkpoint
     np.testing.assert_array_equal(again.spent(ids), expected)
     assert again._store.latest_checkpoint()[0] == 8
+
+
+def test_a_psycopg_connection_is_a_ledger_and_pickles_as_its_address(postgres_url):
+    import pickle
+
+    import psycopg
+
+    ledger = PrivacyLedger(psycopg.connect(postgres_url), default_budget=2.0)
+    ledger.charge(["a"], 0.5)
+    assert "password" not in repr(ledger) and ledger.path.startswith("dbname=")
+    copy = pickle.loads(pickle.dumps(ledger))
+    copy.charge(["a"], 0.25)
+    assert ledger.spent(["a"]).tolist() == [0.75]
+
+
+def test_a_ledger_file_of_an_older_format_is_a_clear_error(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    connection.execute("INSERT INTO meta VALUES ('format', 'skhybrid-privacy-ledger-1')")
+    connection.commit()
+    connection.close()
+    with pytest.raises(LedgerError, match="format 'skhybrid-privacy-ledger-1'; this version "
+                                          "reads 'skhybrid-privacy-ledger-2'"):
+        PrivacyLedger(path)
