@@ -251,42 +251,37 @@ class Selection:
 def select_and_release(X, *, trust_group, user_id, bounds, variance, epsilon,
                        budget=DEMO_BUDGET, candidates=SELECTION_CANDIDATES,
                        random_state=None):
-    """Choose a strategy of HybridMeanEstimator and release the chosen one on a ledger.
+    """Choose a strategy of HybridMeanEstimator privately and release it on a ledger.
 
-    The candidates are compared by ``expected_mse_``, which depends on public quantities
-    only (the group sizes, epsilon, the bounds and the public variance): each is fitted
-    on a constant stand-in for the data with the real public structure, which charges
-    nobody and reads no private value. The chosen estimator is then fitted once on the
-    data, charged to an in-memory :class:`~skhybrid.accounting.PrivacyLedger` in which
-    every user has ``budget``. (A private grid search over validation scores, which
-    spends budget on the selection itself, can replace this function: it returns the
-    same :class:`Selection`.)
+    :class:`~skhybrid.model_selection.PrivateGridSearchCV` compares the candidates by
+    ``expected_mse_``, which with a public ``variance`` depends on public quantities
+    only (the group sizes, epsilon, the bounds and the variance): the choice charges
+    nobody and reads no private value. It reserves the chosen fit's cost on an in-memory
+    :class:`~skhybrid.accounting.PrivacyLedger` in which every user has ``budget``,
+    fits the chosen estimator once and gives back what that fit did not use.
 
     Returns
     -------
     selection : Selection
     """
-    from sklearn.base import clone
-
     from .accounting import PrivacyLedger
     from .mean import HybridMeanEstimator
+    from .model_selection import PrivateGridSearchCV
 
-    template = HybridMeanEstimator(epsilon=epsilon, bounds=bounds, variance=variance,
-                                   random_state=random_state)
-    stand_in = np.full_like(np.asarray(X, dtype=float), float(bounds[0]))
-    scores = {}
-    for strategy in candidates:
-        fitted = clone(template).set_params(strategy=strategy).fit(stand_in,
-                                                                   trust_group=trust_group)
-        scores[strategy] = math.sqrt(float(fitted.expected_mse_[0]))
-    best = min(scores, key=scores.get)
     ledger = PrivacyLedger(None, default_budget=budget)
-    estimator = clone(template).set_params(strategy=best, ledger=ledger)
-    estimator.fit(X, trust_group=trust_group, user_id=user_id)
+    search = PrivateGridSearchCV(
+        HybridMeanEstimator(epsilon=epsilon, bounds=bounds, variance=variance,
+                            random_state=random_state, ledger=ledger),
+        {"strategy": list(candidates)}, random_state=random_state,
+    )
+    search.fit(X, trust_group=trust_group, user_id=user_id)
+    scores = {params["strategy"]: math.sqrt(float(figure)) for params, figure in
+              zip(search.cv_results_["params"], search.cv_results_["expected_mse"])}
     return Selection(
-        scores=scores, criterion="expected RMSE (public quantities only)", best=best,
-        estimator=estimator, ledger=ledger, spent=ledger.spent(user_id), budget=budget,
-        selection_cost="0 (the comparison reads public quantities only)",
+        scores=scores, criterion="expected RMSE (public quantities only)",
+        best=search.best_params_["strategy"], estimator=search.best_estimator_,
+        ledger=ledger, spent=ledger.spent(user_id), budget=budget,
+        selection_cost="0 (PrivateGridSearchCV ranked public expected errors)",
     )
 
 
