@@ -30,12 +30,7 @@ from ..theory._hybrid import (
     pwh_weight,
     tcm_only_mse,
 )
-from ..utils._sums import (
-    centred_sums,
-    fixed_point_and_float_sums,
-    fixed_point_sums,
-    per_feature,
-)
+from ..utils._sums import centred_sums, fixed_point_moments, per_feature
 from ..utils._validation import (
     check_group_epsilons,
     clip_to_bounds,
@@ -126,39 +121,17 @@ def private_variance_estimate(*, ranges, tcm_first, tcm_first_variance, tcm_seco
     return np.clip(lowered, 0.0, ranges**2 / 4.0)
 
 
-def _tcm_codes_and_lm_reports(X, is_tcm, lower, upper):
-    """The tcm rows' exact fixed-point sums and the lm rows' report sums, in one pass.
+def _group_sums(X, is_tcm, lower, upper, *, squares, reports, report_squares):
+    """The tcm rows' exact fixed-point sums (and squared distances' sums, for
+    ``variance="private"``) and the lm rows' report sums, in one pass.
 
-    Never a difference of sums: each row is added to its own group's sum only.
+    Never a difference of sums: each row is added to its own group's sums only
+    (:func:`~skhybrid.utils._sums.fixed_point_moments`). A squared distance to the
+    midpoint is clipped before its code, so one tcm user moves its sum by at most one
+    grid range; ``is_tcm=None`` codes every row.
     """
-    return fixed_point_and_float_sums(X, lower, upper, is_tcm)
-
-
-#: Rows squared at once by :func:`_square_code_sums` (the block stays in cache).
-_SQUARE_ROWS = 2**15
-
-
-def _square_code_sums(X, rows, lower, upper):
-    """Exact fixed-point sums of ``(clip(x) - mid)**2`` over ``X[rows]``, in [0, (range / 2)**2].
-
-    Block by block, so that clipping, centring and squaring stay in cache. A value
-    squared in float rounds, but it is a function of the user's own value, and the
-    fixed-point sum clips it to ``[0, (range / 2)**2]``: one user moves the sum by at
-    most one grid range.
-    """
-    centre = (lower + upper) / 2.0
-    square_range = ((upper - lower) / 2.0) ** 2
-    sums = np.zeros(X.shape[1], dtype=np.int64)
-    for start in range(0, X.shape[0], _SQUARE_ROWS):
-        block = X[start : start + _SQUARE_ROWS]
-        if rows is not None:
-            block = masked_rows(block, rows[start : start + _SQUARE_ROWS])
-        if block.shape[0]:
-            squares = clip_to_bounds(block, lower, upper)
-            squares -= centre
-            np.square(squares, out=squares)
-            sums = sums + fixed_point_sums(squares, np.zeros_like(lower), square_range)[0]
-    return sums
+    return fixed_point_moments(X, lower, upper, is_tcm, squares=squares, others=reports,
+                               other_squares=report_squares)
 
 
 def _same_level(first, second, group):
@@ -555,20 +528,23 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             if centre is not None:
                 report_square_sum += square_sum_about(tcm_reports, centre)
             if reads_lm and self.local_reports:
-                lm_sum = _tcm_codes_and_lm_reports(X, is_tcm, lower, upper)[1]
-        elif reads_lm and self.local_reports:
-            # One pass: tcm rows in fixed point, lm rows' reports as they are.
-            tcm_sum, lm_sum = _tcm_codes_and_lm_reports(X, is_tcm, lower, upper)
+                lm_sum = _group_sums(X, is_tcm, lower, upper, squares=False, reports=True,
+                                     report_squares=False).others
         else:
-            # Rows labelled 1 (lm) fall outside the single group 0 and are skipped.
-            labels = None if all_tcm else (~is_tcm).view(np.int8)
-            tcm_sum = fixed_point_sums(X, lower, upper, labels=labels)[0]
-        if (centre is not None and self.mechanism == "laplace"
-                and self.strategy not in ("full_lm", "lm_only")):
-            # Zeros for a chunk without tcm users: chunks' statistics add up.
-            tcm_square_sum = _square_code_sums(X, None if all_tcm else is_tcm, lower, upper)
-        if centre is not None and reads_lm and self.local_reports:
-            report_square_sum += square_sum_about(masked_rows(X, ~is_tcm), centre)
+            # One pass: tcm rows in fixed point, lm rows' reports as they are. The square
+            # sums are zeros for a chunk without tcm users: chunks' statistics add up.
+            reports = reads_lm and self.local_reports
+            sums = _group_sums(
+                X, None if all_tcm else is_tcm, lower, upper,
+                squares=(centre is not None and self.mechanism == "laplace"
+                         and self.strategy != "lm_only"),
+                reports=reports, report_squares=reports and centre is not None,
+            )
+            tcm_sum, tcm_square_sum = sums.codes, sums.square_codes
+            if reports:
+                lm_sum = sums.others
+                if centre is not None:
+                    report_square_sum += sums.other_squares
         if reads_lm and not self.local_reports:
             # Privatized block by block; only the reports' sums are kept.
             lm_sum = privatized_sum(X, ~is_tcm, epsilon=epsilon_lm, rng=rng,

@@ -4,8 +4,8 @@ In numpy, every step of a statistic is a pass over memory: fixed-point codes tak
 (clip, shift, scale, round) and grouped sums several more (masks, one-hot matrices,
 bincounts); Lloyd's assignment step takes a pass per centre for the running minimum.
 Here each is one compiled pass that reads every value once: the codes and their sums
-in :func:`fixed_point_code_sums` (with the other group's float sums in
-:func:`code_and_float_sums`), the nearest centre and its sums in
+in :func:`fixed_point_code_sums` (with the squared distances' codes and the other
+group's float sums in :func:`moment_sums`), the nearest centre and its sums in
 :func:`first_minimum_code_sums` (scikit-learn's Lloyd iterations do the same in Cython).
 
 Every kernel is compiled on its first call for the argument types it gets, with
@@ -22,11 +22,11 @@ them vectorize.
 Exactness: a code is computed by exactly the float operations of the proof in
 :func:`fixed_point_code` (no contraction into fused multiply-adds: the product's
 operand is a difference, not a sum); it is an integer of at most
-``2**FIXED_POINT_BITS``. A block's codes are added in float64, exactly (integers below
-2**53 whatever the order, :data:`_BLOCK_ROWS`), and the blocks' totals in int64 (or
-each code in int64, when codes are scattered to many groups). Only those exact sums,
-and the lm users' already private reports, are added in an order the compiler may
-change (:func:`_block_sum`); the codes themselves are computed without fast-math.
+``2**FIXED_POINT_BITS``, converted exactly to int64, and codes are added in int64:
+integer additions are exact in any order, so these loops vectorize without fast-math
+(int64 sums stay below 2**63 for the at most ``MAX_USERS`` users of one sum). Only the
+lm users' already private reports are added in float64 in an order the compiler may
+change (:func:`_block_sum`).
 Labels compare distances with ``<`` only, so the first minimum is kept on ties, as
 ``argmin`` does.
 """
@@ -38,9 +38,8 @@ import numpy as np
 #: callers pass arrays of matching shapes).
 _OPTIONS = {"nogil": True, "cache": True, "boundscheck": False}
 #: Rows per block of the feature-by-feature loops: a block of a row-major input stays in
-#: cache while each feature's column of it is read in turn. A block's codes (integers
-#: of at most 2**32, ``FIXED_POINT_BITS``) sum to at most 2**44: exactly representable
-#: in float64 whatever the order of the additions, with room for 2**21 rows.
+#: cache while each feature's column of it is read in turn, and the lm reports of a
+#: block are buffered for one vectorized float sum (:func:`_block_sum`).
 _BLOCK_ROWS = 4096
 
 
@@ -65,9 +64,8 @@ def fixed_point_code(value, lower, upper, scale):
 def _block_sum(buffer, length):
     """``buffer[:length].sum()``, in any order of additions (so that it vectorizes).
 
-    Only for sums whose every partial sum is exact: integers below 2**53 (a block's
-    fixed-point codes, see :data:`_BLOCK_ROWS`), or values whose rounding is not part
-    of any guarantee (the lm users' reports, already private).
+    Only for values whose rounding is not part of any guarantee (the lm users'
+    reports, already private); fixed-point codes are added in int64.
     """
     total = 0.0
     for index in range(length):
@@ -101,9 +99,9 @@ def fixed_point_codes_into(columns, lower, upper, scale, codes):
 def fixed_point_code_sums(columns, lower, upper, scale, labels, sums):
     """``sums[g, j] +=`` the codes of feature ``j`` of the rows labelled ``g``, exactly.
 
-    Each block's codes are added as float64 (exact: integers below 2**53, see
-    :data:`_BLOCK_ROWS`), in an order that vectorizes, and each block's total is added
-    to ``sums`` in int64.
+    Each code is an integer of at most ``2**FIXED_POINT_BITS``, converted exactly to
+    int64 and added in int64: integer additions, exact in any order (so the loops
+    vectorize) while the sums stay below 2**63.
 
     Parameters
     ----------
@@ -118,76 +116,108 @@ def fixed_point_code_sums(columns, lower, upper, scale, labels, sums):
     """
     n_features, n_rows = columns.shape
     n_groups = sums.shape[0]
-    first = np.empty(_BLOCK_ROWS)
-    second = np.empty(_BLOCK_ROWS)
     # With more groups, labelled rows are added to a copy with one more row, for the
     # rows left out: a selection, not a branch on the (unpredictable) label.
     scattered = np.zeros((n_groups + 1, n_features), dtype=np.int64)
-    for start in range(0, n_rows, _BLOCK_ROWS):
-        stop = min(start + _BLOCK_ROWS, n_rows)
-        length = stop - start
-        for feature in range(n_features):
-            low, high, step = lower[feature], upper[feature], scale[feature]
-            if labels is None:
-                for row in range(start, stop):
-                    first[row - start] = fixed_point_code(columns[feature, row], low, high,
-                                                          step)
-                sums[0, feature] += np.int64(_block_sum(first, length))
-            elif n_groups <= 2:
-                # The common case (tcm or not, kept or dropped): each row's code or 0 in
-                # each group's block, by selection (the loop vectorizes).
-                for row in range(start, stop):
-                    code = fixed_point_code(columns[feature, row], low, high, step)
-                    group = labels[row]
-                    first[row - start] = code if group == 0 else 0.0
-                    second[row - start] = code if group == 1 else 0.0
-                sums[0, feature] += np.int64(_block_sum(first, length))
-                if n_groups == 2:
-                    sums[1, feature] += np.int64(_block_sum(second, length))
-            else:
-                for row in range(start, stop):
-                    group = labels[row]
-                    group = group if 0 <= group < n_groups else n_groups
-                    scattered[group, feature] += np.int64(
-                        fixed_point_code(columns[feature, row], low, high, step))
+    for feature in range(n_features):
+        low, high, step = lower[feature], upper[feature], scale[feature]
+        if labels is None:
+            total = np.int64(0)
+            for row in range(n_rows):
+                total += np.int64(fixed_point_code(columns[feature, row], low, high, step))
+            sums[0, feature] += total
+        elif n_groups <= 2:
+            # The common case (tcm or not, kept or dropped): each row's code or 0 in each
+            # group's total, by selection (the loop vectorizes).
+            first = np.int64(0)
+            second = np.int64(0)
+            for row in range(n_rows):
+                code = np.int64(fixed_point_code(columns[feature, row], low, high, step))
+                group = labels[row]
+                first += code if group == 0 else 0
+                second += code if group == 1 else 0
+            sums[0, feature] += first
+            if n_groups == 2:
+                sums[1, feature] += second
+        else:
+            for row in range(n_rows):
+                group = labels[row]
+                group = group if 0 <= group < n_groups else n_groups
+                scattered[group, feature] += np.int64(
+                    fixed_point_code(columns[feature, row], low, high, step))
     if labels is not None and n_groups > 2:
         sums += scattered[:n_groups]
 
 
 @numba.njit(**_OPTIONS)
-def code_and_float_sums(columns, lower, upper, scale, is_coded, code_sums, float_sums):
-    """Exact code sums of the rows in ``is_coded``, float sums of the others, in one pass.
+def moment_sums(columns, lower, upper, scale, centre, square_upper, square_scale, is_coded,
+                code_sums, square_code_sums, float_sums, float_square_sums):
+    """The hybrid mean's sums of one chunk, in one pass over its values.
 
-    The hybrid mean's two groups of one chunk: the tcm users' clipped values in fixed
-    point (:func:`fixed_point_code_sums`), the lm users' reports (already private) as
-    they are. Each row is read once and goes to one of the two, by selection.
+    The rows in ``is_coded`` (every row when it is None; the tcm users) add their
+    clipped value's code (:func:`fixed_point_code`) to ``code_sums`` and, unless
+    ``square_code_sums`` is None, the code of their squared distance to ``centre``,
+    ``min((clip(x) - centre)**2, square_upper)`` on the grid of ``[0, square_upper]``, to
+    ``square_code_sums``; both in int64, exactly. The other rows (lm users' reports,
+    already private) add their value to ``float_sums`` and, unless
+    ``float_square_sums`` is None, ``(x - centre)**2`` to ``float_square_sums``, in an
+    order that vectorizes (:func:`_block_sum`). No sum includes a row of the other kind.
+
+    A squared distance is computed from the clipped value by the float operations of
+    ``np.square(clip(x) - centre)``; it is a function of the user's own value, and
+    clipping it to ``[0, square_upper]`` before its code bounds one user's effect on
+    the square sum by one grid range.
 
     Parameters
     ----------
     columns : ndarray of float64 of shape (n_features, n_rows)
-        The values, feature-major (see :func:`fixed_point_codes_into`).
-    lower, upper, scale : ndarray of float64 of shape (n_features,)
-    is_coded : ndarray of bool of shape (n_rows,)
-    code_sums : ndarray of int64 of shape (n_features,)
-        Added to in place: the coded rows' codes, exactly.
-    float_sums : ndarray of float64 of shape (n_features,)
-        Added to in place: the other rows' values (in an order that vectorizes).
+        The values, feature-major and C-contiguous.
+    lower, upper, scale, centre, square_upper, square_scale : ndarray of float64 of shape (n_features,)
+    is_coded : ndarray of bool of shape (n_rows,) or None
+    code_sums, square_code_sums : ndarray of int64 of shape (n_features,)
+        Added to in place (``square_code_sums`` may be None).
+    float_sums, float_square_sums : ndarray of float64 of shape (n_features,) or None
+        Added to in place; None when there are no other rows to add.
     """
     n_features, n_rows = columns.shape
-    coded_block = np.empty(_BLOCK_ROWS)
     other_block = np.empty(_BLOCK_ROWS)
-    for start in range(0, n_rows, _BLOCK_ROWS):
-        stop = min(start + _BLOCK_ROWS, n_rows)
-        for feature in range(n_features):
-            low, high, step = lower[feature], upper[feature], scale[feature]
+    other_square_block = np.empty(_BLOCK_ROWS)
+    for feature in range(n_features):
+        low, high, step = lower[feature], upper[feature], scale[feature]
+        middle, square_high, square_step = centre[feature], square_upper[feature], \
+            square_scale[feature]
+        for start in range(0, n_rows, _BLOCK_ROWS):
+            stop = min(start + _BLOCK_ROWS, n_rows)
+            total = np.int64(0)
+            square_total = np.int64(0)
             for row in range(start, stop):
                 value = columns[feature, row]
-                coded = is_coded[row]
-                code = fixed_point_code(value, low, high, step)
-                coded_block[row - start] = code if coded else 0.0
-                other_block[row - start] = 0.0 if coded else value
-            code_sums[feature] += np.int64(_block_sum(coded_block, stop - start))
-            float_sums[feature] += _block_sum(other_block, stop - start)
+                clipped = low if value < low else value
+                clipped = high if clipped > high else clipped
+                code = np.int64(np.rint((clipped - low) * step))
+                if is_coded is None:
+                    coded = True
+                else:
+                    coded = is_coded[row]
+                total += code if coded else 0
+                if square_code_sums is not None:
+                    distance = clipped - middle
+                    square = distance * distance
+                    square = square_high if square > square_high else square
+                    square_code = np.int64(np.rint(square * square_step))
+                    square_total += square_code if coded else 0
+                if float_sums is not None:
+                    other_block[row - start] = 0.0 if coded else value
+                    if float_square_sums is not None:
+                        offset = value - middle
+                        other_square_block[row - start] = 0.0 if coded else offset * offset
+            code_sums[feature] += total
+            if square_code_sums is not None:
+                square_code_sums[feature] += square_total
+            if float_sums is not None:
+                float_sums[feature] += _block_sum(other_block, stop - start)
+                if float_square_sums is not None:
+                    float_square_sums[feature] += _block_sum(other_square_block, stop - start)
 
 
 @numba.njit(**_OPTIONS)

@@ -13,12 +13,14 @@ Every sum that feeds a release is therefore computed here, in fixed point:
    ``k = rint((x - lower) * 2**FIXED_POINT_BITS / (upper - lower))``, clipped to
    ``[0, 2**FIXED_POINT_BITS]``. The map is monotone, so the code of any legal value is
    in that range whatever the rounding;
-2. the codes are added exactly: in float64 within blocks of 4096 rows (integers below
-   2**44, so every partial sum is exact), and the blocks' totals as integers in int64
-   (the sums stay below 2**63 for fewer than 2**31 rows).
+2. the codes are added exactly, as integers in int64 (the sums stay below 2**63 for
+   fewer than 2**31 rows; numpy's path adds fewer than 2**21 codes in float64, whose
+   every partial sum is then an integer of at most 2**53, exact).
 
 Both steps run as one compiled pass over the values
-(:func:`~skhybrid.utils._kernels.fixed_point_code_sums`).
+(:func:`~skhybrid.utils._kernels.fixed_point_code_sums`), or, for small inputs, as numpy
+passes of exactly the same float operations (:func:`_compiled`: loading numba's machine
+code costs a process 0.2-0.8 s once, more than numpy's passes over a small input).
 
 Replacing one user then moves an integer sum by at most ``2**FIXED_POINT_BITS`` per
 coordinate, exactly. What the estimators release is computed from these integers in the
@@ -34,15 +36,16 @@ with ``B = FIXED_POINT_BITS`` (about 1e-10 of the range), far below any noise.
 """
 
 import math
+import time
+from typing import NamedTuple
 
 import numpy as np
 
 from ._kernels import (
-    _BLOCK_ROWS,
-    code_and_float_sums,
     fixed_point_code_sums,
     fixed_point_codes_into,
     grouped_code_sums_into,
+    moment_sums,
 )
 
 #: Bits of the fixed-point grid over [lower, upper] (one code step = range / 2**32); at
@@ -50,8 +53,59 @@ from ._kernels import (
 #: :func:`~skhybrid.utils._kernels.fixed_point_code`).
 FIXED_POINT_BITS = 32
 _SCALE = float(2**FIXED_POINT_BITS)
-if _BLOCK_ROWS * 2**FIXED_POINT_BITS > 2**53:  # pragma: no cover - a change of constants
-    raise AssertionError("a block's codes must sum exactly in float64 (below 2**53)")
+
+#: Inputs of fewer values are always summed by numpy (a few passes of under a millisecond).
+_NUMPY_ALWAYS_VALUES = 2**16
+#: Inputs of at least this many values are always summed by the compiled kernels.
+_COMPILED_ALWAYS_VALUES = 2**22
+#: numpy's float64 sums of at most this many codes (each at most 2**32) are exact; more
+#: rows always go to the compiled kernels.
+_NUMPY_MAX_ROWS = 2**21 - 1
+#: In between, numpy sums until they have cost the process this long, about numba's
+#: one-time cost of loading its cached machine code; the compiled kernels after that.
+_NUMPY_SECONDS_BEFORE_COMPILED = 0.25
+_tier = {"compiled": False, "numpy_seconds": 0.0}
+
+
+def _compiled(n_rows, n_features):
+    """Whether to sum ``n_rows`` rows by the compiled kernels (else by numpy's passes).
+
+    Both give the same integers, bit for bit (the same float64 operations per value,
+    exact integer sums). The first compiled call in a process loads numba's machine
+    code (0.2 s) or compiles it (0.6-0.8 s on a cold cache): a process that fits small
+    and middling inputs, a CLI call or a joblib worker, never pays that. Between the
+    two sizes numpy is used until it has cost about that load (a rent-or-buy rule: at
+    most about twice the better choice in hindsight); once the kernels are loaded,
+    they sum every input but the small ones.
+    """
+    n_values = n_rows * n_features
+    if n_values < _NUMPY_ALWAYS_VALUES and n_rows <= _NUMPY_MAX_ROWS:
+        return False
+    if (_tier["compiled"] or n_rows > _NUMPY_MAX_ROWS or n_values >= _COMPILED_ALWAYS_VALUES
+            or _tier["numpy_seconds"] >= _NUMPY_SECONDS_BEFORE_COMPILED):
+        _tier["compiled"] = True
+        return True
+    return False
+
+
+class _NumpyTimer:
+    """Adds a numpy path's seconds to the process's total (see :func:`_compiled`)."""
+
+    def __enter__(self):
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc_info):
+        _tier["numpy_seconds"] += time.perf_counter() - self.start
+
+
+def _numpy_codes(values, lower, upper, scale):
+    """:func:`~skhybrid.utils._kernels.fixed_point_code` of every value, by numpy: the
+    same float64 operations (clip, subtract, multiply, round half to even)."""
+    codes = np.clip(values, lower, upper)
+    codes -= lower
+    codes *= scale
+    return np.rint(codes, out=codes)
 
 
 #: Up to this many features, the bounds' widths are checked in Python floats.
@@ -160,6 +214,9 @@ def fixed_point_codes(values, lower, upper, width=None):
     """
     values = _float_rows(values)
     lower, upper, scale = _bounds_and_scale(lower, upper, values.shape[1], width)
+    if not _compiled(*values.shape):
+        with _NumpyTimer():
+            return np.ascontiguousarray(_numpy_codes(values, lower, upper, scale).T)
     codes = np.empty((values.shape[1], values.shape[0]))
     # Read in place, even row-major: the written codes are what must be contiguous.
     fixed_point_codes_into(values.T, lower, upper, scale, codes)
@@ -202,47 +259,143 @@ def fixed_point_sums(values, lower, upper, *, labels=None, n_groups=1):
     if labels is not None:
         labels = _check_labels(labels, values.shape[0])
     sums = np.zeros((n_groups, values.shape[1]), dtype=np.int64)
+    if not _compiled(*values.shape):
+        with _NumpyTimer():
+            codes = _numpy_codes(values, lower, upper, scale)
+            if labels is None:
+                sums[0] = codes.sum(axis=0)  # exact: see _NUMPY_MAX_ROWS
+            else:
+                kept = labels < n_groups
+                if labels.dtype.kind == "i":
+                    kept &= labels >= 0
+                for feature in range(values.shape[1]):
+                    sums[:, feature] = np.bincount(labels[kept], weights=codes[kept, feature],
+                                                   minlength=n_groups)
+        return sums
     for rows, columns in _feature_major(values):
         fixed_point_code_sums(columns, lower, upper, scale,
                               None if labels is None else labels[rows], sums)
     return sums
 
 
-def fixed_point_and_float_sums(values, lower, upper, in_fixed_point):
-    """The exact fixed-point sums of some rows and the float sums of the others, in one pass.
+class MomentSums(NamedTuple):
+    """The sums of :func:`fixed_point_moments` (None where not asked for)."""
 
-    For a chunk of the hybrid mean with lm reports: the tcm users' clipped values are
-    added in fixed point (as :func:`fixed_point_sums` adds them), the lm users' reports
-    as floats; no sum ever includes a row of the other group (never subtracted).
+    codes: np.ndarray
+    square_codes: np.ndarray | None
+    others: np.ndarray | None
+    other_squares: np.ndarray | None
+
+
+def square_grid(lower, upper):
+    """The midpoint of the bounds and the range of a squared distance to it, per feature.
+
+    ``(clip(x) - mid)**2`` is at most ``((upper - lower) / 2)**2``: the grid of
+    :func:`fixed_point_moments`' square codes is ``[0, ((upper - lower) / 2)**2]``.
+    """
+    return (lower + upper) / 2.0, ((upper - lower) / 2.0) ** 2
+
+
+def fixed_point_moments(values, lower, upper, in_fixed_point=None, *, squares=False,
+                        others=False, other_squares=False):
+    """Exact sums of some rows' codes and squared distances, float sums of the others.
+
+    One pass for a chunk of the hybrid mean: the tcm users' clipped values in fixed
+    point (as :func:`fixed_point_sums` adds them), their squared distances to the
+    midpoint ``(clip(x) - mid)**2`` on the grid of ``[0, ((upper - lower) / 2)**2]``
+    (:func:`square_grid`), and the lm users' reports as floats. No sum ever includes a
+    row of the other group (never subtracted).
 
     Parameters
     ----------
     values : ndarray of shape (n_samples, n_features)
     lower, upper : ndarray of shape (n_features,)
-    in_fixed_point : ndarray of bool of shape (n_samples,)
+    in_fixed_point : ndarray of bool of shape (n_samples,), default=None
+        The rows added in fixed point; None for every row.
+    squares : bool, default=False
+        Also the exact sums of those rows' squared distances' codes.
+    others, other_squares : bool, default=False
+        Also the float sums of the other rows' values, and of their ``(x - mid)**2``
+        (already private reports: their rounding is not part of any guarantee).
+
+    Returns
+    -------
+    sums : MomentSums
+        ``codes`` (int64, ``fixed_point_sums(values[in_fixed_point], lower, upper)[0]``),
+        ``square_codes`` (int64), ``others`` and ``other_squares`` (float64), each of
+        shape (n_features,) or None.
+    """
+    values = _float_rows(values)
+    n_features = values.shape[1]
+    lower, upper, scale = _bounds_and_scale(lower, upper, n_features)
+    centre, square_upper = square_grid(lower, upper)
+    square_scale = per_feature(_SCALE / check_fixed_point_range(np.zeros(n_features),
+                                                                square_upper), n_features)
+    if in_fixed_point is not None:
+        in_fixed_point = np.asarray(in_fixed_point)
+        if in_fixed_point.dtype != bool or in_fixed_point.shape != (values.shape[0],):
+            raise ValueError(
+                f"in_fixed_point must be booleans of shape ({values.shape[0]},); got "
+                f"{in_fixed_point.dtype} of shape {in_fixed_point.shape}"
+            )
+    others = others and in_fixed_point is not None
+    other_squares = other_squares and others
+    if not _compiled(*values.shape):
+        with _NumpyTimer():
+            return _numpy_moments(values, lower, upper, scale, centre, square_upper,
+                                  square_scale, in_fixed_point, squares, others,
+                                  other_squares)
+    code_sums = np.zeros(n_features, dtype=np.int64)
+    square_code_sums = np.zeros(n_features, dtype=np.int64) if squares else None
+    float_sums = np.zeros(n_features) if others else None
+    float_square_sums = np.zeros(n_features) if other_squares else None
+    for rows, columns in _feature_major(values):
+        moment_sums(columns, lower, upper, scale, centre, square_upper, square_scale,
+                    None if in_fixed_point is None else in_fixed_point[rows], code_sums,
+                    square_code_sums, float_sums, float_square_sums)
+    return MomentSums(code_sums, square_code_sums, float_sums, float_square_sums)
+
+
+def _numpy_moments(values, lower, upper, scale, centre, square_upper, square_scale,
+                   in_fixed_point, squares, others, other_squares):
+    """:func:`fixed_point_moments` by numpy passes (the same float64 operations)."""
+    coded = values if in_fixed_point is None else values[in_fixed_point]
+    clipped = np.clip(coded, lower, upper)
+    codes = clipped - lower
+    codes *= scale
+    code_sums = np.rint(codes, out=codes).sum(axis=0).astype(np.int64)
+    square_code_sums = float_sums = float_square_sums = None
+    if squares:
+        clipped -= centre
+        np.square(clipped, out=clipped)
+        np.minimum(clipped, square_upper, out=clipped)
+        clipped *= square_scale
+        square_code_sums = np.rint(clipped, out=clipped).sum(axis=0).astype(np.int64)
+    if others:
+        reports = values[~in_fixed_point]
+        float_sums = reports.sum(axis=0)
+        if other_squares:
+            reports -= centre
+            float_square_sums = np.square(reports, out=reports).sum(axis=0)
+    return MomentSums(code_sums, square_code_sums, float_sums, float_square_sums)
+
+
+def fixed_point_and_float_sums(values, lower, upper, in_fixed_point):
+    """The exact fixed-point sums of some rows and the float sums of the others, in one pass.
+
+    :func:`fixed_point_moments` without the squares.
 
     Returns
     -------
     code_sums : ndarray of int64 of shape (n_features,)
         ``fixed_point_sums(values, lower, upper, labels=~in_fixed_point)[0]``.
     float_sums : ndarray of float64 of shape (n_features,)
-        The sums of the other rows' values (in an order that vectorizes: they are
-        already private, their rounding is not part of any guarantee).
+        The sums of the other rows' values.
     """
-    values = _float_rows(values)
-    lower, upper, scale = _bounds_and_scale(lower, upper, values.shape[1])
-    in_fixed_point = np.asarray(in_fixed_point)
-    if in_fixed_point.dtype != bool or in_fixed_point.shape != (values.shape[0],):
-        raise ValueError(
-            f"in_fixed_point must be booleans of shape ({values.shape[0]},); got "
-            f"{in_fixed_point.dtype} of shape {in_fixed_point.shape}"
-        )
-    code_sums = np.zeros(values.shape[1], dtype=np.int64)
-    float_sums = np.zeros(values.shape[1])
-    for rows, columns in _feature_major(values):
-        code_and_float_sums(columns, lower, upper, scale, in_fixed_point[rows], code_sums,
-                            float_sums)
-    return code_sums, float_sums
+    if in_fixed_point is None:
+        raise ValueError("in_fixed_point must be booleans of shape (n_samples,); got None")
+    sums = fixed_point_moments(values, lower, upper, in_fixed_point, others=True)
+    return sums.codes, sums.others
 
 
 def grouped_code_sums(codes, labels, n_groups):
@@ -267,6 +420,16 @@ def grouped_code_sums(codes, labels, n_groups):
     """
     labels = _check_labels(labels, codes.shape[1])
     sums = np.zeros((n_groups, codes.shape[0]), dtype=np.int64)
+    if not _compiled(codes.shape[1], codes.shape[0]):
+        with _NumpyTimer():
+            kept = labels < n_groups
+            if labels.dtype.kind == "i":
+                kept &= labels >= 0
+            for feature in range(codes.shape[0]):
+                # Exact: fewer than 2**21 codes (see _NUMPY_MAX_ROWS).
+                sums[:, feature] = np.bincount(labels[kept], weights=codes[feature, kept],
+                                               minlength=n_groups)
+        return sums
     grouped_code_sums_into(codes, labels, sums)
     return sums
 

@@ -19,6 +19,7 @@ from skhybrid.audit import audit_mechanism, estimator_release
 from skhybrid.utils._sums import (
     FIXED_POINT_BITS,
     centred_sums,
+    fixed_point_moments,
     fixed_point_sums,
     rounding_slack,
 )
@@ -58,6 +59,14 @@ def _naive_fixed_point_sums(values, lower, upper, *, labels=None, n_groups=1):
         rows = clipped[labels == g]
         sums[g] = (rows.sum(axis=0) - rows.shape[0] * lower) * 2.0**FIXED_POINT_BITS / (upper - lower)
     return sums
+
+
+def _naive_group_sums(X, is_tcm, lower, upper, **kinds):
+    """The hybrid mean's one-pass sums with the naive tcm sum (controls only)."""
+    sums = fixed_point_moments(X, lower, upper, is_tcm, squares=kinds["squares"],
+                               others=kinds["reports"], other_squares=kinds["report_squares"])
+    rows = X if is_tcm is None else X[is_tcm]
+    return sums._replace(codes=_naive_fixed_point_sums(rows, lower, upper)[0])
 
 
 class _NoNoise:
@@ -172,7 +181,7 @@ def test_release_passes_the_audit_with_bounds_far_from_zero(estimator, bounds):
 @pytest.mark.parametrize("estimator, bounds", list(_far_bound_cases())[:3])
 def test_audit_fails_with_the_naive_float_sum(monkeypatch, estimator, bounds):
     # Control: the same release from sums of uncentred clipped values is caught.
-    monkeypatch.setattr(hybrid_module, "fixed_point_sums", _naive_fixed_point_sums)
+    monkeypatch.setattr(hybrid_module, "_group_sums", _naive_group_sums)
     monkeypatch.setattr(statistics_module, "fixed_point_sums", _naive_fixed_point_sums)
     X, X_prime = _tailored_neighbours(*bounds)
     result = _audit(estimator, X, X_prime, seed=32)
@@ -199,11 +208,13 @@ def test_local_reports_release_passes_the_audit_for_a_huge_raw_tcm_value():
 @pytest.mark.slow
 def test_audit_fails_when_the_lm_sum_subtracts_unclipped_tcm_rows(monkeypatch):
     # Control: the old lm sum, all rows' sum minus the unclipped tcm rows' sum.
-    def subtracting(X, is_tcm, lower, upper):
-        tcm_sum = fixed_point_sums(X, lower, upper, labels=(~is_tcm).view(np.int8))[0]
-        return tcm_sum, X.sum(axis=0) - X[is_tcm].sum(axis=0)
+    def subtracting(X, is_tcm, lower, upper, **kinds):
+        sums = fixed_point_moments(X, lower, upper, is_tcm, squares=kinds["squares"],
+                                   others=kinds["reports"],
+                                   other_squares=kinds["report_squares"])
+        return sums._replace(others=X.sum(axis=0) - X[is_tcm].sum(axis=0))
 
-    monkeypatch.setattr(hybrid_module, "_tcm_codes_and_lm_reports", subtracting)
+    monkeypatch.setattr(hybrid_module, "_group_sums", subtracting)
     X, X_prime, trust = _local_reports_neighbours()
     estimator = HybridMeanEstimator(bounds=(0.0, 1.0), local_reports=True)
     result = _audit(estimator, X, X_prime, seed=34, trust_group=trust)

@@ -3,14 +3,34 @@
 import numpy as np
 import pytest
 
+from skhybrid.utils import _sums
 from skhybrid.utils._sums import (
     _COPY_ROWS,
     FIXED_POINT_BITS,
     fixed_point_and_float_sums,
     fixed_point_codes,
+    fixed_point_moments,
     fixed_point_sums,
     grouped_code_sums,
+    square_grid,
 )
+
+
+def force_path(monkeypatch, path):
+    """Sum by numpy wherever it is exact (``"numpy"``), or by the compiled kernels."""
+    monkeypatch.setitem(_sums._tier, "compiled", path == "compiled")
+    monkeypatch.setitem(_sums._tier, "numpy_seconds", 0.0)
+    if path == "compiled":
+        monkeypatch.setattr(_sums, "_NUMPY_ALWAYS_VALUES", 0)
+    else:
+        monkeypatch.setattr(_sums, "_NUMPY_ALWAYS_VALUES", np.inf)
+
+
+@pytest.fixture(autouse=True, params=["numpy", "compiled"])
+def summing_path(request, monkeypatch):
+    """Every test here runs on both paths: they must give the same integers."""
+    force_path(monkeypatch, request.param)
+    return request.param
 
 
 def _exact(codes, labels, n_groups):
@@ -213,3 +233,71 @@ def test_no_release_of_code_sums_over_more_users_than_int64_holds():
     context = {"lower": bounds[0], "upper": bounds[1], "variance": np.array([0.25])}
     with pytest.raises(ValueError, match="users"):
         estimator._release(statistics, context, np.random.default_rng(0), False)
+
+
+@pytest.mark.parametrize("n_features", [1, 3])
+@pytest.mark.parametrize("coded_share", [None, 0.3])
+def test_fixed_point_moments_are_the_definitions(n_features, coded_share, summing_path):
+    """The coded rows' codes and squared distances' codes are the exact integer sums of
+    their definitions (numpy, bounds far from zero included); the other rows' float sums
+    are their values' and squared distances' sums; a huge raw coded value never reaches
+    the float sums."""
+    rng = np.random.default_rng(12)
+    n = 10_000
+    lower = np.array([0.0, -1e9, 2.0**52])[:n_features]
+    upper = np.array([1.0, 1e9, 2.0**52 + 4])[:n_features]
+    values = lower + rng.uniform(-0.2, 1.2, (n, n_features)) * (upper - lower)
+    coded = None if coded_share is None else rng.random(n) < coded_share
+    rows = np.ones(n, bool) if coded is None else coded
+    values[np.flatnonzero(rows)[:3]] = 1e300
+    sums = fixed_point_moments(values, lower, upper, coded, squares=True, others=True,
+                               other_squares=True)
+    clipped = np.clip(values[rows], lower, upper)
+    codes = np.rint((clipped - lower) * (2.0**FIXED_POINT_BITS / (upper - lower)))
+    centre, square_upper = square_grid(lower, upper)
+    square_codes = np.rint(np.minimum(np.square(clipped - centre), square_upper)
+                           * (2.0**FIXED_POINT_BITS / square_upper))
+    assert sums.codes.dtype == sums.square_codes.dtype == np.int64
+    assert list(sums.codes) == list(codes.astype(np.int64).astype(object).sum(axis=0))
+    assert list(sums.square_codes) == list(
+        square_codes.astype(np.int64).astype(object).sum(axis=0))
+    if coded is None:
+        assert sums.others is None and sums.other_squares is None
+    else:
+        others = values[~coded]
+        np.testing.assert_allclose(sums.others, others.sum(axis=0), rtol=1e-12)
+        np.testing.assert_allclose(sums.other_squares,
+                                   np.square(others - centre).sum(axis=0), rtol=1e-12)
+    plain = fixed_point_moments(values, lower, upper, coded)
+    np.testing.assert_array_equal(plain.codes, sums.codes)
+    assert plain.square_codes is None and plain.others is None
+
+
+def test_fixed_point_moments_refuse_a_mask_that_is_not_one_bool_per_row():
+    values = np.zeros((10, 1))
+    for mask in (np.ones(10, dtype=int), np.ones(9, dtype=bool)):
+        with pytest.raises(ValueError, match="booleans of shape"):
+            fixed_point_moments(values, 0.0, 1.0, mask)
+
+
+@pytest.mark.parametrize("summing_path", ["policy"], indirect=True)
+def test_numpy_sums_until_the_compiled_kernels_pay(monkeypatch):
+    """Small inputs always by numpy; large ones (or too many rows for numpy's exact float
+    sums) by the kernels; in between, numpy until it has cost about the kernels' load,
+    then the kernels for good."""
+    monkeypatch.setitem(_sums._tier, "compiled", False)
+    monkeypatch.setitem(_sums._tier, "numpy_seconds", 0.0)
+    monkeypatch.setattr(_sums, "_NUMPY_ALWAYS_VALUES", 2**16)
+    assert not _sums._compiled(1_000, 10)
+    assert not _sums._compiled(2**20, 1)
+    assert _sums._compiled(2**22, 1) and _sums._tier["compiled"]
+    monkeypatch.setitem(_sums._tier, "compiled", False)
+    assert _sums._compiled(2**21, 1)  # past numpy's exact float sums
+    monkeypatch.setitem(_sums._tier, "compiled", False)
+    values = np.random.default_rng(0).uniform(0, 1, (2**17, 1))
+    while not _sums._tier["compiled"]:
+        before = _sums._tier["numpy_seconds"]
+        fixed_point_sums(values, 0.0, 1.0)
+        assert _sums._tier["compiled"] or _sums._tier["numpy_seconds"] > before
+    assert _sums._tier["numpy_seconds"] >= _sums._NUMPY_SECONDS_BEFORE_COMPILED
+    assert _sums._compiled(2**17, 1) and not _sums._compiled(100, 1)
