@@ -5,7 +5,6 @@ from numbers import Real
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import _num_samples
 
 from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, ValidatedParamsMixin
 from ..mechanisms import LaplaceMechanism, LocalLaplaceRandomizer
@@ -22,7 +21,6 @@ from ..theory._adpm import (
     uni_weights,
 )
 from ..theory._mixed import mse_about_empirical_mean
-from ..utils._dask import any_dask
 from ..utils._sums import rounding_slack
 from ..utils._validation import (
     check_epsilon,
@@ -231,13 +229,14 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
         -------
         self : ADPMEstimator
         """
-        self._fit_statistics(X, trust_group, epsilon, user_id)
-        if any_dask(X, trust_group, epsilon):
-            # A lazy per-user array would keep the input's graph, and with it persisted
-            # data, on the fitted estimator: only the per-level form is kept.
+        validated, statistics = self._fit_statistics(X, trust_group, epsilon, user_id)
+        if validated is None:
+            # Dask input: a lazy per-user array would keep the input's graph, and with it
+            # persisted data, on the fitted estimator; only the per-level form is kept.
             self.__dict__.pop("weights_", None)
         else:
-            self.weights_ = self._user_weights(_num_samples(X), trust_group, epsilon)
+            # The users' levels as the statistics found them: no second grouping pass.
+            self.weights_ = self._validated_user_weights(*validated, groups=statistics.groups)
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -444,10 +443,16 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
             self.epsilon if epsilon is None else epsilon,
             None if epsilon is None else n_samples, allow_inf=True,
         )
+        return self._validated_user_weights(is_tcm, user_epsilon)
+
+    def _validated_user_weights(self, is_tcm, user_epsilon, groups=None):
+        if self.released_midpoint_:
+            return np.zeros(is_tcm.shape[0])
+        if groups is not None:
+            return level_lookup(self.level_epsilons_, self.level_local_, self.level_weights_,
+                                None, None, groups=groups)
         local = _local_users(is_tcm, user_epsilon)
         user_epsilon = np.broadcast_to(user_epsilon, local.shape)
-        if self.released_midpoint_:
-            return np.zeros(n_samples)
         return level_lookup(
             self.level_epsilons_, self.level_local_, self.level_weights_, user_epsilon, local
         )

@@ -381,7 +381,8 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         """
         self._check_mechanism()
         self._warn_worst_case_variance()
-        return self._fit_statistics(X, trust_group, epsilon, user_id)
+        self._fit_statistics(X, trust_group, epsilon, user_id)
+        return self
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y=None, *, trust_group=None, epsilon=None, user_id=None):

@@ -279,7 +279,8 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
         -------
         self : MixedMeanEstimator
         """
-        return self._fit_statistics(X, trust_group, epsilon, user_id)
+        self._fit_statistics(X, trust_group, epsilon, user_id)
+        return self
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y=None, *, trust_group=None, epsilon=None, user_id=None):

@@ -8,7 +8,6 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from .._group_estimates import central_group_mean, central_group_noise
-from ..mechanisms._feature_weights import feature_noise_weights, noise_ranges
 from ..accounting._costs import charge_dask_release, charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
@@ -18,6 +17,7 @@ from ..base import (
     clamp_estimate,
     validate_fit_input,
 )
+from ..mechanisms._feature_weights import feature_noise_weights, noise_ranges
 from ..theory._mixed import (
     mse_about_empirical_mean,
     optimal_sample_threshold,
@@ -33,18 +33,23 @@ from ..utils._dask import (
     n_chunks,
     renumbered_errors,
 )
+from ..utils._level_index import LevelIndex
 from ..utils._random import check_random_state
 from ..utils._sums import FIXED_POINT_BITS, centred_sums, fixed_point_sums
 from ..utils._validation import (
     check_epsilon,
     clip_to_bounds,
     resolve_bounds,
-    level_counts,
     resolve_variance,
-    spread_levels,
 )
 from ._ranking import error_variance
-from ._statistics import LevelStatistics, _validate_chunk, dask_bounds, level_lookup
+from ._statistics import (
+    LevelStatistics,
+    _sums_only,
+    _validate_chunk,
+    dask_bounds,
+    level_lookup,
+)
 
 _NAMED_THRESHOLDS = ("min", "mean", "max", "optimal")
 
@@ -119,9 +124,9 @@ def _chunk_levels(X, trust_group, epsilon, *, offset, rng, validate):
     X, is_tcm, levels = _validate_chunk(X, trust_group, epsilon, offset=offset, **validate)
     with renumbered_errors(lambda row: offset + row):
         check_curator_users(PDPSampleEstimator(), is_tcm)
-    counts = LevelStatistics.from_users(
+    counts = _sums_only(LevelStatistics.from_users(
         np.zeros((X.shape[0], 0)), levels, np.zeros(X.shape[0], dtype=bool)
-    )
+    ))
     extremes = (X.min(axis=0), X.max(axis=0)) if X.shape[0] else None
     return counts, extremes
 
@@ -363,15 +368,16 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
             self, X, trust_group, epsilon, clip=False
         )
         # Everything public is computed per privacy level, then spread to the users.
-        levels, counts = level_counts(user_epsilon)
+        index = LevelIndex.of(user_epsilon)
+        levels, counts = index.levels, index.counts
         threshold, level_probability = self._sampling(levels, counts, upper - lower, variance)
         self._check_noise(threshold, level_probability @ counts, counts, lower, upper)
         # Each user pays min(epsilon_i, t), what sampling guarantees them; before the coins.
         charge_release(self, user_id, np.ones(user_epsilon.shape[0], dtype=bool), user_epsilon,
                        threshold=threshold)
         rng = check_random_state(self.random_state)
-        probability = spread_levels(user_epsilon, levels, level_probability)
-        del user_epsilon
+        probability = index.spread(level_probability)
+        del user_epsilon, index
         kept_sum = _kept_sum(values, probability, lower, upper, rng)
         self.sampling_probability_ = probability
         self._set_levels(levels, level_probability)

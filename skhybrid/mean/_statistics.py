@@ -17,18 +17,24 @@ the data are, with a child generator per chunk; the curator's noise is drawn fro
 estimator's own generator after every chunk is in.
 """
 
+import dataclasses
 import functools
 import sys
 import threading
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.utils.validation import check_array
 
 from ..accounting._costs import charge_dask_release, charge_release, check_user_id
 from ..accounting._ledger import id_array
-from ..base import check_fit_metadata, clamp_estimate, finite_float_rows, validate_fit_input
+from ..base import (
+    check_fit_metadata,
+    clamp_estimate,
+    finite_float_rows,
+    validate_fit_input,
+)
 from ..exceptions import PrivacyBudgetWarning, PrivacyLeakWarning
 from ..utils._dask import (
     any_dask,
@@ -39,16 +45,14 @@ from ..utils._dask import (
     n_chunks,
     renumbered_errors,
 )
+from ..utils._level_index import LevelIndex
 from ..utils._random import release_random_state
 from ..utils._sums import centred_sums, fixed_point_sums
 from ..utils._validation import (
     check_bounds,
     check_epsilon,
     check_trust_group,
-    level_counts,
-    level_labels,
     resolve_bounds,
-    spread_levels,
 )
 
 
@@ -70,6 +74,10 @@ class LevelStatistics:
         (:func:`skhybrid.utils._sums.fixed_point_sums`); 0 for lm levels.
     report_sums : ndarray of float64 of shape (n_levels, n_features)
         Sums of the lm levels' reports; 0 for tcm levels.
+    groups : LevelIndex or None
+        The users' levels (public metadata) as :meth:`from_users` found them, for a
+        lookup per user after the fit without grouping them again; None for sums of
+        several chunks (a Dask chunk's or a stream's statistics never carry it).
     """
 
     epsilons: np.ndarray
@@ -77,6 +85,7 @@ class LevelStatistics:
     counts: np.ndarray
     sums: np.ndarray
     report_sums: np.ndarray
+    groups: LevelIndex | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_users(cls, X, epsilon, local, lower=None, upper=None, reports=None):
@@ -101,30 +110,36 @@ class LevelStatistics:
         epsilon = np.asarray(epsilon, dtype=np.float64)
         if epsilon.ndim == 0 and not local.any():
             # One level: no grouping pass over millions of equal keys.
-            levels, inverse = np.array([float(epsilon)]), None
-            counts = np.array([n_samples], dtype=np.int64)
+            index = None
+            levels, counts = np.array([float(epsilon)]), np.array([n_samples], dtype=np.int64)
         else:
             epsilon = np.broadcast_to(epsilon, local.shape)
             # epsilon > 0, so a negated level marks lm without colliding with a tcm level
             # (no keys to build when every user is tcm).
-            levels, inverse, counts = level_labels(
-                np.where(local, -epsilon, epsilon) if local.any() else epsilon
-            )
-        sums = np.zeros((levels.size, n_features), dtype=np.int64)
-        report_sums = np.zeros((levels.size, n_features))
-        if n_features:
             if local.any():
-                # lm rows get the label one past the last level: left out of the sums.
-                labels = np.where(local, levels.size, inverse)
-                sums = fixed_point_sums(X, lower, upper, labels=labels, n_groups=levels.size)
-                local_inverse = inverse[local]
-                report_sums = np.stack([
-                    np.bincount(local_inverse, weights=column, minlength=levels.size)
-                    for column in reports.T
-                ], axis=1)
+                index = LevelIndex.of(np.where(local, -epsilon, epsilon), with_labels=True)
+            elif n_features:
+                # Grouped and summed in one pass.
+                index, sums = LevelIndex.with_code_sums(epsilon, X, lower, upper)
             else:
-                sums = fixed_point_sums(X, lower, upper, labels=inverse, n_groups=levels.size)
-        return cls._ordered(levels, counts, sums, report_sums)
+                index = LevelIndex.of(epsilon)
+            levels, counts = index.levels, index.counts
+        if index is None or not n_features:
+            sums = np.zeros((levels.size, n_features), dtype=np.int64)
+        report_sums = np.zeros((levels.size, n_features))
+        if index is None and n_features:
+            sums = fixed_point_sums(X, lower, upper)
+        elif n_features and local.any():
+            # lm rows get the label one past the last group: left out of the sums.
+            labels = index.labels  # groups, not sorted levels
+            sums = index.sorted(fixed_point_sums(
+                X, lower, upper, labels=np.where(local, levels.size, labels),
+                n_groups=levels.size))
+            report_sums = index.sorted(np.stack([
+                np.bincount(labels[local], weights=column, minlength=levels.size)
+                for column in reports.T
+            ], axis=1))
+        return dataclasses.replace(cls._ordered(levels, counts, sums, report_sums), groups=index)
 
     @classmethod
     def _ordered(cls, keys, counts, sums, report_sums):
@@ -167,7 +182,7 @@ class LevelStatistics:
         return int(self.counts.sum())
 
 
-def level_lookup(level_epsilons, level_local, level_values, epsilon, local):
+def level_lookup(level_epsilons, level_local, level_values, epsilon, local, groups=None):
     """Each user's entry of a per-level table (for example their level's weight).
 
     Parameters
@@ -176,6 +191,9 @@ def level_lookup(level_epsilons, level_local, level_values, epsilon, local):
         A table over the levels of a :class:`LevelStatistics`.
     epsilon : ndarray of shape (n_samples,)
     local : ndarray of bool of shape (n_samples,)
+    groups : LevelIndex, default=None
+        The users' levels, when already found (:attr:`LevelStatistics.groups` of the
+        same users); None groups them here.
 
     Returns
     -------
@@ -187,16 +205,15 @@ def level_lookup(level_epsilons, level_local, level_values, epsilon, local):
     n_local = int(np.count_nonzero(level_local))
     n_central = level_keys.size - n_local
     order = np.concatenate([np.arange(level_keys.size - 1, n_central - 1, -1), np.arange(n_central)])
-    # Searching the distinct keys (sorted) and spreading back is much faster than
-    # searching a million unsorted keys.
-    user_keys = np.where(local, -epsilon, epsilon) if local.any() else epsilon
-    keys, counts = level_counts(user_keys)
-    position = np.minimum(np.searchsorted(level_keys[order], keys), order.size - 1)
-    if not np.array_equal(level_keys[order][position], keys):
+    # Searching the distinct keys (sorted) and spreading back by the users' groups is
+    # much faster than searching a million unsorted keys.
+    index = groups
+    if index is None:
+        index = LevelIndex.of(np.where(local, -epsilon, epsilon) if local.any() else epsilon)
+    position = np.minimum(np.searchsorted(level_keys[order], index.levels), order.size - 1)
+    if not np.array_equal(level_keys[order][position], index.levels):
         raise ValueError("a user's privacy level is not among the fitted levels")
-    # One comparison pass per level (few levels) or a binary search: no n-long labels.
-    values = np.asarray(level_values, dtype=np.float64)[order][position]
-    return spread_levels(user_keys, keys, values)
+    return index.spread(np.asarray(level_values, dtype=np.float64)[order][position])
 
 
 def dask_bounds(bounds, extremes, n_features, *, stacklevel):
@@ -267,7 +284,15 @@ def _chunk_task(estimator, context, X, trust_group, epsilon, *, offset, rng, val
     """One chunk's statistics (runs where the chunk lives)."""
     X, is_tcm, levels = _validate_chunk(X, trust_group, epsilon, offset=offset, **validate)
     with renumbered_errors(lambda row: offset + row):
-        return estimator._chunk_statistics(X, is_tcm, levels, context, rng)
+        return _sums_only(estimator._chunk_statistics(X, is_tcm, levels, context, rng))
+
+
+def _sums_only(statistics):
+    """``statistics`` without the users' groups (per-user labels, which a Dask chunk's
+    result and a stream never carry: only the per-level sums travel and accumulate)."""
+    if getattr(statistics, "groups", None) is None:
+        return statistics
+    return dataclasses.replace(statistics, groups=None)
 
 
 def _chunk_extremes(estimator, X, trust_group, epsilon, *, offset, rng, validate):
@@ -320,7 +345,7 @@ class StreamState:
     """
 
     def __init__(self, statistics, context, rng):
-        self.statistics = statistics
+        self.statistics = _sums_only(statistics)
         self.context = context
         self.rng = rng
         self.n_releases = 0
@@ -413,6 +438,9 @@ class StatisticsFitMixin:
     def _fit_statistics(self, X, trust_group, epsilon, user_id=None):
         """The body of ``fit``: statistics of every row, then one release; nothing kept.
 
+        Returns the validated ``(is_tcm, levels)`` of numpy input (None for Dask input)
+        and the statistics released (never to be kept).
+
         With a ledger, the users are charged after every check that can refuse the fit
         (the input, every chunk of a Dask input, :meth:`_plan_release`) and before the
         curator's noise: a refused fit charges nobody. The lm users' simulated reports
@@ -437,7 +465,7 @@ class StatisticsFitMixin:
             charge_dask_release(self, user_id, trust_group, epsilon, allow_inf=self._allow_inf)
         estimate = self._release(statistics, context, plan, rng)
         self._estimate = clamp_estimate(self, estimate, context["lower"], context["upper"])
-        return self
+        return (validated or None), statistics
 
     def _plan_release(self, statistics, context, fit_warnings):
         """What the release needs from public quantities, checked before the charge.

@@ -380,3 +380,163 @@ def tcm_lm_strings(offsets, data, is_tcm):
         is_tcm[row] = tcm
         others += not (tcm | lm)
     return others == 0
+
+
+#: Fibonacci hashing's multiplier (2**64 / the golden ratio, odd): a key's bits times it,
+#: shifted right, spread nearby keys over the whole table.
+_FIBONACCI = np.uint64(0x9E3779B97F4A7C15)
+
+
+@numba.njit(inline="always", **_OPTIONS)
+def _slot_of(bits, shift):
+    return (bits * _FIBONACCI) >> shift
+
+
+@numba.njit(**_OPTIONS)
+def _group_rows(bits, start, stop, table, index, distinct, counts, n_distinct, labels,
+                offset):
+    """Group ``bits[start:stop]`` until the table would be more than half full.
+
+    Each row's key is found in (or added to) the table, its group's count goes up by
+    one and its group is written to ``labels[row - offset]``. Returns the row reached
+    and the number of groups. (No array is reassigned in this loop: numba then keeps
+    the arrays' pointers in registers.)
+    """
+    shift = np.uint64(64) - np.uint64(np.log2(table.shape[0]) + 0.5)
+    mask = np.uint64(table.shape[0] - 1)
+    limit = table.shape[0] // 2
+    for row in range(start, stop):
+        key = bits[row]
+        slot = _slot_of(key, shift)
+        while index[slot] >= 0 and table[slot] != key:
+            slot = (slot + np.uint64(1)) & mask
+        found = index[slot]
+        if found < 0:
+            if n_distinct == limit:
+                return row, n_distinct
+            table[slot] = key
+            index[slot] = n_distinct
+            distinct[n_distinct] = key
+            found = n_distinct
+            n_distinct += 1
+        counts[found] += 1
+        labels[row - offset] = found
+    return stop, n_distinct
+
+
+#: Rows grouped at a time by :func:`hash_groups` before their codes are added: the
+#: block's labels stay in cache, and no n-long label array is needed.
+_GROUP_BLOCK = 2**14
+
+
+@numba.njit(**_OPTIONS)
+def hash_groups(bits, labels, columns, lower, upper, scale, with_sums):
+    """Each key's group among the distinct keys (in order of first appearance), by hashing.
+
+    One pass over the keys, each looked up in an open-addressing table (Fibonacci
+    hashing, linear probing, at most half full: doubled and refilled when it would be
+    fuller): the grouping pandas' ``factorize`` does, without sorting the keys. Block by
+    block, the rows' fixed-point codes can then be added to their group's exact sums
+    (:func:`fixed_point_code`, in int64) while the block's groups are in cache.
+
+    Parameters
+    ----------
+    bits : ndarray of uint64 of shape (n,)
+        The keys' bit patterns (float64 keys viewed as uint64: equal floats have equal
+        bits but for 0.0 and -0.0 and NaNs, which the callers never pass).
+    labels : ndarray of int32 of shape (n,) or None
+        Written in place: each row's group (None: not kept).
+    columns : ndarray of float64 of shape (n_features, n)
+        The rows' values (feature-major, any strides); read only ``with_sums``.
+    lower, upper, scale : ndarray of float64 of shape (n_features,)
+    with_sums : bool
+
+    Returns
+    -------
+    table, index : ndarray of uint64 and int64 of shape (capacity,)
+        The hash table (for :func:`hash_lookup`): a slot's key and its group (-1: empty).
+    distinct : ndarray of uint64 of shape (n_groups,)
+        The groups' keys, in order of first appearance.
+    counts : ndarray of int64 of shape (n_groups,)
+    sums : ndarray of int64 of shape (n_groups, n_features)
+        Each group's exact sums of codes (zeros without ``with_sums``).
+    """
+    n_rows = bits.shape[0]
+    n_features = columns.shape[0] if with_sums else 0
+    capacity = 16
+    table = np.empty(capacity, dtype=np.uint64)
+    index = np.full(capacity, -1, dtype=np.int64)
+    distinct = np.empty(capacity // 2, dtype=np.uint64)
+    counts = np.zeros(capacity // 2, dtype=np.int64)
+    sums = np.zeros((capacity // 2, n_features), dtype=np.int64)
+    block = np.empty(_GROUP_BLOCK if labels is None else 0, dtype=np.int32)
+    n_distinct = 0
+    for start in range(0, n_rows, _GROUP_BLOCK):
+        stop = min(start + _GROUP_BLOCK, n_rows)
+        row = start
+        while True:
+            if labels is None:
+                row, n_distinct = _group_rows(bits, row, stop, table, index, distinct, counts,
+                                              n_distinct, block, start)
+            else:
+                row, n_distinct = _group_rows(bits, row, stop, table, index, distinct, counts,
+                                              n_distinct, labels, 0)
+            if row == stop:
+                break
+            # Double the table; the known keys keep their groups.
+            capacity *= 2
+            table = np.empty(capacity, dtype=np.uint64)
+            index = np.full(capacity, -1, dtype=np.int64)
+            shift = np.uint64(64) - np.uint64(np.log2(capacity) + 0.5)
+            mask = np.uint64(capacity - 1)
+            for known in range(n_distinct):
+                slot = _slot_of(distinct[known], shift)
+                while index[slot] >= 0:
+                    slot = (slot + np.uint64(1)) & mask
+                table[slot] = distinct[known]
+                index[slot] = known
+            grown_distinct = np.empty(capacity // 2, dtype=np.uint64)
+            grown_distinct[:n_distinct] = distinct[:n_distinct]
+            grown_counts = np.zeros(capacity // 2, dtype=np.int64)
+            grown_counts[:n_distinct] = counts[:n_distinct]
+            grown_sums = np.zeros((capacity // 2, n_features), dtype=np.int64)
+            grown_sums[:n_distinct] = sums[:n_distinct]
+            distinct, counts, sums = grown_distinct, grown_counts, grown_sums
+        if with_sums:
+            if labels is None:
+                _add_block_codes(columns, start, stop, block, lower, upper, scale, sums)
+            else:
+                _add_block_codes(columns, start, stop, labels[start:stop], lower, upper, scale,
+                                 sums)
+    return (table, index, distinct[:n_distinct].copy(), counts[:n_distinct].copy(),
+            sums[:n_distinct].copy())
+
+
+@numba.njit(**_OPTIONS)
+def _add_block_codes(columns, start, stop, block_labels, lower, upper, scale, sums):
+    """``sums[block_labels[i - start], j] +=`` the code of ``columns[j, i]``, i in [start, stop)."""
+    for feature in range(columns.shape[0]):
+        low, high, step = lower[feature], upper[feature], scale[feature]
+        for row in range(start, stop):
+            sums[block_labels[row - start], feature] += np.int64(
+                fixed_point_code(columns[feature, row], low, high, step))
+
+
+@numba.njit(**_OPTIONS)
+def hash_lookup(bits, table, index, values, out):
+    """``out[i] = values[group of bits[i]]``, by the table of :func:`hash_groups`.
+
+    Returns False (``out`` incomplete) when a key is not in the table.
+    """
+    shift = np.uint64(64 - np.log2(table.shape[0]) + 0.5)
+    mask = np.uint64(table.shape[0] - 1)
+    for row in range(bits.shape[0]):
+        key = bits[row]
+        slot = _slot_of(key, shift)
+        while index[slot] >= 0 and table[slot] != key:
+            slot = (slot + np.uint64(1)) & mask
+        found = index[slot]
+        if found < 0:
+            return False
+        out[row] = values[found]
+    return True

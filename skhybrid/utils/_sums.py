@@ -57,7 +57,7 @@ _SCALE = float(2**FIXED_POINT_BITS)
 #: Inputs of fewer values are always summed by numpy (a few passes of under a millisecond).
 _NUMPY_ALWAYS_VALUES = 2**16
 #: Inputs of at least this many values are always summed by the compiled kernels.
-_COMPILED_ALWAYS_VALUES = 2**22
+_COMPILED_ALWAYS_VALUES = 2**20
 #: numpy's float64 sums of at most this many codes (each at most 2**32) are exact; more
 #: rows always go to the compiled kernels.
 _NUMPY_MAX_ROWS = 2**21 - 1

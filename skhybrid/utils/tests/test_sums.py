@@ -289,8 +289,8 @@ def test_numpy_sums_until_the_compiled_kernels_pay(monkeypatch):
     monkeypatch.setitem(_sums._tier, "numpy_seconds", 0.0)
     monkeypatch.setattr(_sums, "_NUMPY_ALWAYS_VALUES", 2**16)
     assert not _sums._compiled(1_000, 10)
-    assert not _sums._compiled(2**20, 1)
-    assert _sums._compiled(2**22, 1) and _sums._tier["compiled"]
+    assert not _sums._compiled(2**19, 1)
+    assert _sums._compiled(2**20, 1) and _sums._tier["compiled"]
     monkeypatch.setitem(_sums._tier, "compiled", False)
     assert _sums._compiled(2**21, 1)  # past numpy's exact float sums
     monkeypatch.setitem(_sums._tier, "compiled", False)

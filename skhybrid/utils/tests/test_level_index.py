@@ -1,0 +1,62 @@
+"""Users grouped by level: the hash table's groups are np.unique's, on every path."""
+
+import numpy as np
+import pytest
+
+from skhybrid.utils._level_index import LevelIndex
+from skhybrid.utils._sums import fixed_point_sums
+from skhybrid.utils.tests.test_sums import force_path
+
+
+@pytest.fixture(params=["numpy", "compiled"])
+def path(request, monkeypatch):
+    force_path(monkeypatch, request.param)
+    return request.param
+
+
+def _keys(n_levels, n, seed=0):
+    rng = np.random.default_rng(seed)
+    levels = np.round(rng.uniform(0.1, 10.0, n_levels), 6)
+    levels[:2] = [np.inf, 1e-100][:n_levels]  # public users and the smallest level
+    return levels[rng.integers(0, n_levels, n)]
+
+
+@pytest.mark.parametrize("n_levels", [1, 2, 3, 40, 5_000])
+def test_levels_counts_and_lookups_are_np_unique_s(path, n_levels):
+    """Sorted levels and counts as np.unique gives them; each key's entry of a per-level
+    table is its own level's; the code sums per level equal fixed_point_sums under
+    np.unique's labels. 5,000 levels grow the table several times."""
+    n = 200_000
+    keys = _keys(n_levels, n)
+    values = np.random.default_rng(1).uniform(-0.5, 1.5, (n, 2))
+    levels, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    for index, sums in [(LevelIndex.of(keys), None),
+                        (LevelIndex.of(keys, with_labels=True), None),
+                        LevelIndex.with_code_sums(keys, values, 0.0, 1.0)]:
+        np.testing.assert_array_equal(index.levels, levels)
+        np.testing.assert_array_equal(index.counts, counts)
+        assert index.counts.dtype == np.int64
+        np.testing.assert_array_equal(index.spread(np.arange(levels.size) * 2.0), inverse * 2.0)
+        if sums is not None:
+            np.testing.assert_array_equal(
+                sums, fixed_point_sums(values, 0.0, 1.0, labels=inverse, n_groups=levels.size))
+    labelled = LevelIndex.of(keys, with_labels=True)
+    np.testing.assert_array_equal(labelled.position[labelled.labels], inverse)
+    np.testing.assert_array_equal(labelled.sorted(labelled.per_group(levels)), levels)
+
+
+def test_no_keys_and_bad_shapes(path):
+    index, sums = LevelIndex.with_code_sums(np.zeros(0), np.zeros((0, 3)), 0.0, 1.0)
+    assert index.levels.size == 0 and sums.shape == (0, 3)
+    assert index.spread(np.zeros(0)).shape == (0,)
+    with pytest.raises(ValueError, match="1-d"):
+        LevelIndex.of(np.ones((2, 2)))
+
+
+def test_the_compiled_grouping_keeps_no_per_user_labels(monkeypatch):
+    """Past two levels the compiled path finds each user's group again in its table:
+    no n-long label array unless asked for."""
+    force_path(monkeypatch, "compiled")
+    keys = _keys(100, 300_000)
+    assert LevelIndex.of(keys).labels is None
+    assert LevelIndex.of(keys, with_labels=True).labels.dtype == np.int32
