@@ -49,7 +49,6 @@ from ..base import (
     warn_score_leak,
 )
 from ..exceptions import EmptyGroupWarning
-from ..cluster._kmeans import _merge_chunk_summaries, _summarise_chunk
 from ..mechanisms import LaplaceMechanism
 from ..theory._blender import (
     blend_estimates,
@@ -66,6 +65,7 @@ from ..theory._blender import (
     optin_variance_estimate,
     project_onto_simplex,
 )
+from ..utils._chunks import merge_chunk_summaries, summarise_chunk
 from ..utils._dask import check_dask_features, chunk_generators, is_dask_collection, map_chunks
 from ..utils._random import check_random_state
 from ..utils._validation import check_epsilon, check_group_epsilons, check_trust_group
@@ -1217,13 +1217,13 @@ class BlenderHeavyHitters(ValidatedParamsMixin, BaseEstimator):
                          whom=type(self).__name__)
         default_epsilon = check_epsilon(self.epsilon) if epsilon is None else None
         summaries = map_chunks(
-            partial(_summarise_chunk, default_epsilon=default_epsilon,
+            partial(summarise_chunk, default_epsilon=default_epsilon,
                     estimator_name=type(self).__name__, check_values=_records),
             X, trust_group=trust_group, epsilon=epsilon,
         )
         if sum(summary.n_tcm + summary.n_lm for summary in summaries) == 0:
             raise ValueError("X has 0 samples; BlenderHeavyHitters needs at least one")
-        users = _merge_chunk_summaries(summaries, type(self).__name__)
+        users = merge_chunk_summaries(summaries, type(self).__name__)
         n_optin_per_chunk = [summary.n_tcm for summary in summaries]
         return n_optin_per_chunk, users.n_lm, users.epsilon_tcm, users.epsilon_lm
 

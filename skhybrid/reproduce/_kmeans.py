@@ -13,7 +13,7 @@ import numpy as np
 from sklearn.cluster import KMeans
 
 from ..cluster import HybridKMeans
-from ..cluster._kmeans import within_cluster_sum_of_squares
+from ..cluster._k_means_lloyd import within_cluster_sum_of_squares
 from ..utils._progress import progress_bar
 from ._base import Panel, Reproduction
 

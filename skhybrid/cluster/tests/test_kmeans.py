@@ -11,27 +11,31 @@ from sklearn.model_selection import GridSearchCV, KFold, cross_validate
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 
-import skhybrid.cluster._kmeans as kmeans_module
+import skhybrid.cluster._k_means_budget as budget_module
+import skhybrid.cluster._k_means_statistics as statistics_module
 from skhybrid._group_estimates import local_report_variance, privatize_locally
 from skhybrid.audit import audit_mechanism, estimator_release
 from skhybrid.cluster import HybridKMeans
-from skhybrid.cluster._kmeans import (
-    RandomizedResponse,
+from skhybrid.cluster._k_means_budget import (
+    central_iteration_mechanism,
+    central_iteration_sensitivity,
+    local_release_epsilon,
+)
+from skhybrid.cluster._k_means_lloyd import (
+    cluster_sums,
+    nearest_centre,
+    within_cluster_sum_of_squares,
+)
+from skhybrid.cluster._k_means_statistics import (
     _CentralClustering,
     _ClusterMeans,
     _LocalClustering,
     _merge_cluster_means,
-    central_iteration_mechanism,
-    central_iteration_sensitivity,
-    cluster_sums,
-    local_release_epsilon,
-    nearest_centre,
-    randomized_response_keep_probability,
-    within_cluster_sum_of_squares,
 )
 from skhybrid.exceptions import PrivacyLeakWarning
 from skhybrid.mean import EmptyGroupWarning
 from skhybrid.mechanisms import LaplaceMechanism
+from skhybrid.mechanisms._randomized_response import RandomizedResponse
 from skhybrid.theory._hybrid import pwh_weight
 from skhybrid.utils._sums import centred_sums
 
@@ -48,83 +52,6 @@ def _blobs(n=4000, tcm_fraction=0.25, seed=0, scale=0.03):
     n_tcm = int(round(tcm_fraction * n))
     trust = np.array(["tcm"] * n_tcm + ["lm"] * (n - n_tcm))
     return X, trust
-
-
-# -- randomized response ------------------------------------------------------------------------
-
-
-def test_keep_probability_is_algorithm_1_line_7():
-    # "closest cluster with prob. (e^eps - 1) / (K + e^eps - 1), a uniformly random one
-    # (possibly the closest) otherwise".
-    epsilon, k = np.array([0.1, 1.0, 3.5, 40.0]), 4
-    closest = (np.exp(epsilon) - 1) / (k + np.exp(epsilon) - 1)
-    np.testing.assert_allclose(
-        randomized_response_keep_probability(epsilon, k), closest + (1 - closest) / k, rtol=1e-12
-    )
-    assert randomized_response_keep_probability(800.0, k) == 1.0  # no overflow
-
-
-def test_randomized_response_keeps_the_truth_with_probability_e_eps_over_e_eps_plus_k_minus_1():
-    k, epsilon, n = 5, 0.8, 400_000
-    response = RandomizedResponse(n_categories=k, epsilon=epsilon)
-    reports = response.privatize(np.full(n, 2), random_state=0)
-    frequencies = np.bincount(reports, minlength=k) / n
-    keep = np.exp(epsilon) / (np.exp(epsilon) + k - 1)
-    expected = np.where(np.arange(k) == 2, keep, (1 - keep) / (k - 1))
-    standard_error = np.sqrt(expected * (1 - expected) / n)
-    assert np.all(np.abs(frequencies - expected) < 4 * standard_error)
-    np.testing.assert_allclose(response.probabilities(2), expected, rtol=1e-12)
-
-
-def test_randomized_response_uses_each_users_own_epsilon():
-    n = 200_000
-    epsilon = np.where(np.arange(n) < n // 2, 0.1, 6.0)
-    reports = RandomizedResponse(n_categories=3).privatize(np.zeros(n, dtype=int), epsilon=epsilon,
-                                                           random_state=1)
-    for members, level in ((slice(None, n // 2), 0.1), (slice(n // 2, None), 6.0)):
-        kept = np.mean(reports[members] == 0)
-        keep = randomized_response_keep_probability(level, 3)
-        assert abs(kept - keep) < 4 * np.sqrt(keep * (1 - keep) / (n // 2))
-
-
-def test_one_category_is_always_reported():
-    response = RandomizedResponse(n_categories=1, epsilon=0.01)
-    reports = response.privatize(np.zeros(50, int), random_state=0)
-    assert np.all(reports == 0)
-
-
-@pytest.mark.parametrize(
-    "categories, message",
-    [(np.array([0, 4]), r"in \[0, 4\); got 4 at index 1"), (np.array([0.0, 1.0]), "integers")],
-)
-def test_randomized_response_rejects_bad_categories(categories, message):
-    with pytest.raises(ValueError, match=message):
-        RandomizedResponse(n_categories=4).privatize(categories)
-
-
-def _response_release(response, category, epsilon):
-    def release(n, rng):
-        return response.privatize(np.full(n, category), epsilon=epsilon, random_state=rng)
-
-    return release
-
-
-def test_randomized_response_passes_the_categorical_audit_at_its_epsilon():
-    response = RandomizedResponse(n_categories=4)
-    result = audit_mechanism(
-        _response_release(response, 0, 1.0), _response_release(response, 2, 1.0), 1.0,
-        n_samples=N_AUDIT, random_state=31,
-    )
-    assert result.n_bins == 4 and result.passed, str(result)
-
-
-def test_randomized_response_audit_fails_when_run_at_1_4_times_the_epsilon():
-    response = RandomizedResponse(n_categories=4)
-    result = audit_mechanism(
-        _response_release(response, 0, 1.4), _response_release(response, 2, 1.4), 1.0,
-        n_samples=N_AUDIT, random_state=32,
-    )
-    assert not result.passed, str(result)
 
 
 # -- the budget: every user spends exactly epsilon -----------------------------------------------
@@ -157,8 +84,8 @@ class _Ledger:
             ledger._charge(len(categories), epsilon)
             return original_response(self, categories, epsilon=epsilon, random_state=random_state)
 
-        monkeypatch.setattr(kmeans_module, "LaplaceMechanism", RecordingLaplace)
-        monkeypatch.setattr(kmeans_module, "privatize_locally", recording_privatize_locally)
+        monkeypatch.setattr(budget_module, "LaplaceMechanism", RecordingLaplace)
+        monkeypatch.setattr(statistics_module, "privatize_locally", recording_privatize_locally)
         monkeypatch.setattr(RandomizedResponse, "privatize", recording_response)
 
     def _charge(self, n_rows, epsilon):
@@ -272,9 +199,9 @@ def test_one_iterations_counts_and_sums_pass_the_audit_at_epsilon_over_tau(repla
 
 
 def test_counts_and_sums_audit_fails_when_the_noise_scale_is_divided_by_1_4(monkeypatch):
-    original = kmeans_module.central_iteration_sensitivity
+    original = budget_module.central_iteration_sensitivity
     monkeypatch.setattr(
-        kmeans_module, "central_iteration_sensitivity", lambda *args: original(*args) / WEAKER
+        budget_module, "central_iteration_sensitivity", lambda *args: original(*args) / WEAKER
     )
     a, b = _central_neighbours(1e6)
     mechanism = central_iteration_mechanism(np.ones(1), 2, 2.0)
@@ -445,13 +372,13 @@ def test_tcm_only_never_reads_lm_users_data():
 
 def test_random_initial_centres_are_uniform_in_the_bounds_and_ignore_the_data(monkeypatch):
     searched = []
-    original = kmeans_module.nearest_centre
+    original = statistics_module.nearest_centre
 
     def recording(X, centres):
         searched.append(centres.copy())
         return original(X, centres)
 
-    monkeypatch.setattr(kmeans_module, "nearest_centre", recording)
+    monkeypatch.setattr(statistics_module, "nearest_centre", recording)
     initial = []
     for seed in (0, 1):
         X, _ = _blobs(n=200, seed=seed)
@@ -670,7 +597,7 @@ def test_clone_and_pickle_keep_parameters_and_fitted_state():
 @pytest.mark.parametrize("n_features", [2, 7])
 def test_fused_pass_gives_the_labels_and_the_exact_grouped_code_sums(n_features):
     """Large enough for the threaded path: the per-task sums add up to the exact sums."""
-    from skhybrid.cluster._kmeans import nearest_centre
+    from skhybrid.cluster._k_means_lloyd import nearest_centre
     from skhybrid.utils._sums import fixed_point_codes, grouped_code_sums
 
     rng = np.random.default_rng(12)

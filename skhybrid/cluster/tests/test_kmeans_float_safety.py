@@ -11,9 +11,11 @@ must fail.
 import numpy as np
 import pytest
 
+import skhybrid.cluster._k_means_statistics as statistics_module
 import skhybrid.cluster._kmeans as kmeans_module
 from skhybrid.cluster import HybridKMeans
-from skhybrid.cluster._kmeans import central_iteration_sensitivity, nearest_centre
+from skhybrid.cluster._k_means_budget import central_iteration_sensitivity
+from skhybrid.cluster._k_means_lloyd import nearest_centre
 from skhybrid.cluster.tests.test_kmeans import _audit_central_release
 from skhybrid.utils._sums import FIXED_POINT_BITS
 
@@ -151,7 +153,7 @@ def test_audit_fails_with_the_naive_float_sums(monkeypatch):
     # Control: the old computation at (2**52, 2**52 + 1) is caught by the same audit.
     bounds = FAR_BOUNDS[0]
     X, X_prime = _tailored_neighbours(*bounds)
-    monkeypatch.setattr(kmeans_module, "centred_code_sums", _naive_centred_code_sums)
+    monkeypatch.setattr(statistics_module, "centred_code_sums", _naive_centred_code_sums)
     a, b, mechanism = _fit_statistics(monkeypatch, bounds, X, X_prime)
     assert np.abs(a - b).sum() > mechanism.sensitivity
     result = _audit_central_release(mechanism, a, b, EPSILON / N_ITER, seed=52)

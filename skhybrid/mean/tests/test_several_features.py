@@ -70,11 +70,8 @@ def test_age_next_to_salary_is_within_3x_of_age_alone(make, fit_epsilon):
 def test_kmeans_cluster_sums_get_noise_in_proportion_to_each_range():
     # Algorithm 1's tcm release of counts and centred sums, with the sums at the centre
     # of the box (centred sums 0): each cluster mean's error is then its sum's noise.
-    from skhybrid.cluster._kmeans import (
-        _CentralStatistics,
-        _release_central,
-        central_iteration_mechanism,
-    )
+    from skhybrid.cluster._k_means_budget import central_iteration_mechanism
+    from skhybrid.cluster._k_means_statistics import _CentralStatistics, _release_central
 
     lower, upper = np.zeros(2), np.array([200_000.0, 120.0])
     counts = np.array([10**8, 10**8])  # far above the counts' noise (scale ~200,000)

@@ -1,0 +1,445 @@
+"""The two trust groups' clustering statistics of HybridKMeans, in memory and per chunk.
+
+tcm users: the curator assigns their clipped values to the nearest centre and releases
+each cluster's count and centred sum with Laplace noise (:class:`_CentralClustering`).
+lm users: one Laplace-noised report each, and in each iteration their nearest centre
+through randomized response; the curator de-mixes the reports by reported cluster
+(:class:`_LocalClustering`). :func:`_merge_cluster_means` combines the two groups'
+means with the PWH weight; :class:`_ChunkClustering` and :func:`_chunk_statistics` run
+one iteration on one chunk of a Dask input.
+"""
+
+import copy
+from dataclasses import dataclass
+from functools import partial
+from typing import NamedTuple
+
+import numpy as np
+
+from .._group_estimates import privatize_locally
+from ..mechanisms import LaplaceMechanism
+from ..mechanisms._feature_weights import feature_noise_weights
+from ..mechanisms._randomized_response import (
+    RandomizedResponse,
+    randomized_response_keep_probability,
+)
+from ..theory._hybrid import pwh_weight
+from ..utils._sums import centred_sums, fixed_point_codes
+from ..utils._validation import (
+    check_trust_group,
+    clip_to_bounds,
+    feature_wise,
+    masked_rows,
+)
+from ._k_means_lloyd import centred_code_sums, cluster_sums, nearest_centre
+
+
+@dataclass(frozen=True)
+class _ClusterMeans:
+    """One trust group's private cluster means in one iteration.
+
+    Attributes
+    ----------
+    means : ndarray of shape (n_clusters, n_features)
+        NaN rows for clusters without an estimate.
+    sizes : ndarray of shape (n_clusters,)
+        The private cluster sizes the means divide by.
+    present : ndarray of shape (n_clusters,), bool
+        Clusters with an estimate: private size at least 1 (a non-empty cluster has a
+        member; dividing by less would amplify the noise without bound).
+    noise_variance : ndarray of shape (n_clusters, n_features)
+        Variance of the privacy noise in each coordinate of each mean (NaN where absent),
+        with the data's contribution at its worst case for the bounds.
+    """
+
+    means: np.ndarray
+    sizes: np.ndarray
+    present: np.ndarray
+    noise_variance: np.ndarray
+
+
+def _cluster_means(midpoint, centred_sums, sizes, sum_variance):
+    present = sizes >= 1.0
+    means = np.full(centred_sums.shape, np.nan)
+    means[present] = midpoint + centred_sums[present] / sizes[present, np.newaxis]
+    variance = np.full(centred_sums.shape, np.nan)
+    variance[present] = sum_variance[present] / sizes[present, np.newaxis] ** 2
+    return _ClusterMeans(means, sizes, present, variance)
+
+
+class _CentralStatistics(NamedTuple):
+    """One chunk's tcm statistics in one iteration: what the curator adds noise to once.
+
+    Both are exact integers, so the chunks' statistics add up exactly.
+
+    counts : ndarray of int64 of shape (n_clusters,)
+    sums : ndarray of int64 of shape (n_clusters, n_features)
+        Exact sums of the clipped values' fixed-point codes centred on the middle of the
+        grid (:func:`centred_code_sums`).
+    """
+
+    counts: np.ndarray
+    sums: np.ndarray
+
+
+class _LocalStatistics(NamedTuple):
+    """One chunk's lm statistics in one iteration: the reports, collected by reported cluster.
+
+    counts : ndarray of shape (n_levels, n_clusters)
+    sums : ndarray of shape (n_levels, n_clusters, n_features)
+        Per privacy level and reported cluster, the number of reports and the sum of the
+        reports centred on the middle of the box.
+    n_users : ndarray of shape (n_levels,)
+    report_totals : ndarray of shape (n_levels, n_features)
+        The sums of all centred reports, whatever cluster they report.
+    """
+
+    counts: np.ndarray
+    sums: np.ndarray
+    n_users: np.ndarray
+    report_totals: np.ndarray
+
+
+def _add_statistics(parts):
+    """The statistics of all chunks: the field-wise sums of the chunks' statistics."""
+    return type(parts[0])(*(sum(field) for field in zip(*parts)))
+
+
+
+def _release_central(statistics, lower, upper, mechanism, rng):
+    """The curator's tcm release of one iteration (Algorithm 1, lines 9-10): noise drawn once.
+
+    All clusters' counts and centred sums go through ``mechanism`` in one vector (the
+    sums converted from exact fixed point to the values' units, the rounding of which
+    the mechanism's sensitivity accounts for); a cluster's mean is the middle of the box
+    plus its noisy centred sum over its noisy count, added after the noise.
+    """
+    counts, code_sums = statistics
+    k, n_features = code_sums.shape
+    ranges = upper - lower
+    sums = centred_sums(code_sums, lower, upper, n_users=int(counts.max(initial=0)))
+    # Each feature's sums divided by its noise weight (see central_iteration_sensitivity).
+    weights = feature_noise_weights(ranges)
+    if n_features > 1:
+        sums = sums / weights
+    released = mechanism.randomise(
+        np.concatenate([counts.astype(np.float64), sums.ravel()]), random_state=rng
+    )
+    noisy_counts, noisy_sums = released[:k], released[k:].reshape(k, n_features)
+    if n_features > 1:
+        noisy_sums = noisy_sums * weights
+    # The mean's error is (Y_sum - mu Y_count) / count, with mu the centred mean: both
+    # noises, the count's times |mu| <= half the range.
+    noise = mechanism.variance(released.size)
+    sum_variance = np.broadcast_to(noise * (weights**2 + (ranges / 2.0) ** 2), (k, n_features))
+    return _cluster_means(lower + ranges / 2.0, noisy_sums, noisy_counts, sum_variance)
+
+
+def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance):
+    """The curator's lm cluster means of one iteration, de-mixed from the randomized response.
+
+    A report lands in its true cluster with probability ``keep`` and in each other one
+    with probability ``other``, so (per privacy level)
+
+        E[reported count_j] = other n + (keep - other) N_j,
+        E[reported sum_j] = other T + (keep - other) S_j,
+
+    with ``T`` the sum of all reports; solving gives unbiased sizes ``N_j`` and sums
+    ``S_j``. (Algorithm 1 divides the reported sum by the reported count, which pulls
+    every centre towards the overall mean by the share of reports from other clusters.)
+    Post-processing: no noise is drawn here.
+    """
+    counts, sums, n_users, report_totals = statistics
+    k = counts.shape[1]
+    keep = randomized_response_keep_probability(release_epsilon, k)[:, np.newaxis]
+    other = RandomizedResponse._other_probability(release_epsilon, k)[:, np.newaxis]
+    if k == 1:
+        other = np.zeros_like(keep)
+    gain = keep - other
+    n_users = n_users[:, np.newaxis]
+    sizes = (counts - other * n_users) / gain
+    demixed = (sums - other[..., np.newaxis] * report_totals[:, np.newaxis, :]) / gain[
+        ..., np.newaxis
+    ]
+    # The mean's error is (S_j - mu_j N_j) / N_j = sum_i (x_i + Y_i - mu_j) w_ij / N_j
+    # over all users, with w_ij = (1[report_i = j] - other) / gain of second moment
+    # other (1 - other) / gain^2 outside cluster j and
+    # (keep (1 - other)^2 + (1 - keep) other^2) / gain^2 inside it; E[(x + Y - mu)^2]
+    # is the report's noise variance plus at most range^2.
+    inside = np.clip(sizes, 0.0, n_users)
+    spread = (
+        (n_users - inside) * other * (1.0 - other)
+        + inside * (keep * (1.0 - other) ** 2 + (1.0 - keep) * other**2)
+    ) / gain**2
+    second_moment = report_variance + ranges**2
+    sum_variance = np.einsum("lk,ld->kd", spread, second_moment)
+    return _cluster_means(midpoint, demixed.sum(axis=0), sizes.sum(axis=0), sum_variance)
+
+
+class _CentralClustering:
+    """The tcm side of an iteration on one chunk: the curator's counts and sums, then noise.
+
+    The curator sees the clipped values and assigns each to its nearest centre
+    (Algorithm 1, line 6): :meth:`statistics`. The noise is added once to the totals of
+    all chunks by :func:`_release_central`; :meth:`estimate` is the one-chunk case.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_users, n_features)
+        Clipped to the bounds.
+    lower, upper : ndarray of shape (n_features,)
+    mechanism : LaplaceMechanism
+    """
+
+    def __init__(self, values, lower, upper, mechanism):
+        self._values = values
+        self._lower = lower
+        self._upper = upper
+        # The nearest-centre search runs on values near zero (better conditioned); it
+        # only picks each user's cluster, from their own value.
+        self._midpoint = (lower + upper) / 2.0
+        self._centred = feature_wise(np.subtract, values, self._midpoint)
+        # The users' fixed-point codes, once for every iteration (the curator's secret,
+        # like the values; dropped with this object at the end of the fit).
+        self._codes = fixed_point_codes(values, lower, upper)
+        self._mechanism = mechanism
+
+    def statistics(self, centres):
+        """Each cluster's count and centred sum: :class:`_CentralStatistics`."""
+        # Labels and the exact code sums per cluster in one pass over the users.
+        nearest, code_sums = nearest_centre(self._centred, centres - self._midpoint,
+                                            codes=self._codes)
+        counts = np.bincount(nearest, minlength=centres.shape[0])
+        sums = centred_code_sums(self._values, self._lower, self._upper, nearest, counts,
+                                 codes=self._codes, code_sums=code_sums)
+        return _CentralStatistics(counts, sums)
+
+    def estimate(self, centres, rng):
+        statistics = self.statistics(centres)
+        return _release_central(statistics, self._lower, self._upper, self._mechanism, rng)
+
+
+class _LocalClustering:
+    """The lm side of an iteration on one chunk: reports sent once, then a randomized response.
+
+    ``values`` are the users' clipped true values, which stay on their devices: each
+    device computes its nearest centre from its own value and sends it through
+    randomized response (Algorithm 1, line 7), drawn from ``rng`` in :meth:`statistics`.
+    The curator collects the Laplace-noised ``reports`` (line 4) by reported cluster
+    (lines 11-12) and de-mixes the totals of all chunks (:func:`_demix_local`);
+    :meth:`estimate` is the one-chunk case.
+
+    Parameters
+    ----------
+    values, reports : ndarray of shape (n_users, n_features)
+    midpoint, ranges : ndarray of shape (n_features,)
+    release_epsilon : ndarray of shape (n_levels,)
+        Each privacy level's budget per release.
+    report_variance : ndarray of shape (n_levels, n_features)
+        Each privacy level's report noise variance, per feature.
+    level : ndarray of shape (n_users,) or None
+        Each user's privacy level (index into the two arrays above); None for one level.
+    """
+
+    def __init__(self, values, reports, midpoint, ranges, release_epsilon, report_variance, level):
+        self._values = values
+        self._midpoint = midpoint
+        self._ranges = ranges
+        self._centred_by_feature = np.subtract(reports.T, midpoint[:, np.newaxis], order="C")
+        self._release_epsilon = release_epsilon
+        self._report_variance = report_variance
+        self._level = level
+        if level is None:
+            self._n_users = np.array([float(values.shape[0])])
+            self._report_totals = self._centred_by_feature.sum(axis=1)[np.newaxis]
+        else:
+            self._n_users, self._report_totals = cluster_sums(
+                self._centred_by_feature, level, release_epsilon.shape[0]
+            )
+
+    def statistics(self, centres, rng):
+        """The reports by privacy level and reported cluster: :class:`_LocalStatistics`."""
+        k, n_features = centres.shape
+        n_levels = self._release_epsilon.shape[0]
+        if self._values.shape[0] == 0:
+            return _LocalStatistics(np.zeros((n_levels, k)), np.zeros((n_levels, k, n_features)),
+                                    self._n_users, self._report_totals)
+        nearest = nearest_centre(self._values, centres)
+        if self._level is None:
+            user_epsilon, offset = self._release_epsilon[0], 0
+        else:
+            user_epsilon, offset = self._release_epsilon[self._level], k * self._level
+        response = RandomizedResponse(n_categories=k)
+        reported = response.privatize(nearest, epsilon=user_epsilon, random_state=rng)
+        counts, sums = cluster_sums(self._centred_by_feature, reported + offset, k * n_levels)
+        return _LocalStatistics(counts.reshape(n_levels, k), sums.reshape(n_levels, k, n_features),
+                                self._n_users, self._report_totals)
+
+    def estimate(self, centres, rng):
+        statistics = self.statistics(centres, rng)
+        return _demix_local(
+            statistics, self._midpoint, self._ranges, self._release_epsilon, self._report_variance
+        )
+
+
+def _merge_cluster_means(tcm, lm, previous, lower, upper):
+    """Algorithm 1, lines 13-15: each cluster's PWH combination of the two groups' means.
+
+    Per cluster and feature, Def. 5.3's weight ``s_L^2 / (s_L^2 + (1 - c) n s_T^2)``
+    with ``s_T^2`` the noise variance of the tcm mean and ``s_L^2 / ((1 - c) n)`` that of
+    the lm mean, each including the noise of its cluster size (and, for lm users, of the
+    randomized response): the inverse-variance weighting of the two means' privacy
+    noise. A cluster with one group's estimate takes it (weight 1 or 0); a cluster with
+    neither keeps its previous centre (weight NaN). The centres are then clipped to the
+    bounds: post-processing that only brings them closer to the clusters' true means,
+    which lie in the box.
+
+    Returns
+    -------
+    centres : ndarray of shape (n_clusters, n_features)
+    weight : ndarray of shape (n_clusters, n_features)
+    """
+    absent = np.zeros(previous.shape[0], dtype=bool)
+    has_tcm = tcm.present if tcm is not None else absent
+    has_lm = lm.present if lm is not None else absent
+    weight = np.where(has_tcm, 1.0, np.where(has_lm, 0.0, np.nan))
+    weight = np.repeat(weight[:, np.newaxis], previous.shape[1], axis=1)
+    both = has_tcm & has_lm
+    if both.any():
+        n_tcm = tcm.sizes[both, np.newaxis]
+        n_lm = lm.sizes[both, np.newaxis]
+        n = n_tcm + n_lm
+        weight[both] = pwh_weight(
+            n=n, c=n_tcm / n, s_T2=tcm.noise_variance[both], s_L2=n_lm * lm.noise_variance[both]
+        )
+    missing = np.zeros_like(previous)
+    tcm_means = np.where(has_tcm[:, np.newaxis], tcm.means, 0.0) if tcm is not None else missing
+    lm_means = np.where(has_lm[:, np.newaxis], lm.means, 0.0) if lm is not None else missing
+    merged = weight * tcm_means + (1.0 - weight) * lm_means
+    updated = has_tcm | has_lm
+    centres = previous.copy()
+    centres[updated] = merged[updated]
+    return np.clip(centres, lower, upper), weight
+
+
+
+@dataclass(frozen=True)
+class _FitPlan:
+    """What the curator fixes before the first iteration; public, sent to every chunk.
+
+    Attributes
+    ----------
+    lower, upper : ndarray of shape (n_features,)
+    central : LaplaceMechanism or None
+        The tcm release of each iteration; None when no one runs the central algorithm.
+    local_groups : tuple of bool
+        Whether tcm users and whether lm users run the local algorithm.
+    release_epsilon : ndarray of shape (n_levels,) or None
+    report_variance : ndarray of shape (n_levels, n_features) or None
+        Each local privacy level's budget per release and report noise variance; None
+        when no one runs the local algorithm.
+    group_levels : tuple of int
+        The index of the tcm group's and of the lm group's level in ``release_epsilon``.
+    """
+
+    lower: np.ndarray
+    upper: np.ndarray
+    central: LaplaceMechanism = None
+    local_groups: tuple = (False, False)
+    release_epsilon: np.ndarray = None
+    report_variance: np.ndarray = None
+    group_levels: tuple = (0, 0)
+
+    @property
+    def midpoint(self):
+        return (self.lower + self.upper) / 2.0
+
+    @property
+    def ranges(self):
+        return self.upper - self.lower
+
+    @property
+    def local_noise(self):
+        """The lm report's randomizer: Laplace noise on values clipped to the bounds."""
+        return {"mechanism": "laplace", "delta": 0.0, "lower": self.lower, "upper": self.upper}
+
+    def release_central(self, statistics, rng):
+        return _release_central(statistics, self.lower, self.upper, self.central, rng)
+
+    def demix_local(self, statistics):
+        return _demix_local(
+            statistics, self.midpoint, self.ranges, self.release_epsilon, self.report_variance
+        )
+
+
+class _ChunkClustering:
+    """One chunk of users as Algorithm 1 sees them: who runs which algorithm, and the reports.
+
+    The tcm users' clipped values go to the curator (:class:`_CentralClustering`); the
+    local users' values stay on their devices, which send their one Laplace-noised
+    report, drawn here from ``report_rng`` (:class:`_LocalClustering`).
+    :meth:`statistics` gives one iteration's statistics of the chunk.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_users, n_features)
+        Clipped to the bounds.
+    is_tcm : ndarray of bool, shape (n_users,)
+    plan : _FitPlan
+    report_rng : numpy.random.Generator or None
+        The chunk's devices' randomness for their reports (None without local users).
+    """
+
+    def __init__(self, values, is_tcm, plan, report_rng):
+        self.central = None
+        if plan.central is not None:
+            self.central = _CentralClustering(
+                values if is_tcm.all() else masked_rows(values, is_tcm), plan.lower, plan.upper,
+                plan.central,
+            )
+        self.local = None
+        if plan.release_epsilon is None:
+            return
+        local_rows = np.where(is_tcm, *plan.local_groups)
+        local_values = values if local_rows.all() else masked_rows(values, local_rows)
+        level = None
+        if plan.release_epsilon.size > 1:
+            level = np.where(is_tcm[local_rows], *plan.group_levels)
+        privatize = partial(privatize_locally, rng=report_rng, **plan.local_noise)
+        if level is None:
+            reports = local_values.copy()
+            if local_values.shape[0]:
+                reports = privatize(local_values, epsilon=plan.release_epsilon[0])
+        else:
+            reports = np.empty_like(local_values)
+            for index, step in enumerate(plan.release_epsilon):
+                members = level == index
+                if members.any():
+                    reports[members] = privatize(local_values[members], epsilon=step)
+        self.local = _LocalClustering(
+            local_values, reports, plan.midpoint, plan.ranges, plan.release_epsilon,
+            plan.report_variance, level,
+        )
+
+    def statistics(self, centres, response_rng):
+        """(:class:`_CentralStatistics` or None, :class:`_LocalStatistics` or None)."""
+        central = self.central.statistics(centres) if self.central is not None else None
+        local = self.local.statistics(centres, response_rng) if self.local is not None else None
+        return central, local
+
+
+def _chunk_statistics(X_block, trust_block, *, offset, rng, plan, centres):
+    """One iteration's statistics of one chunk of a Dask input (validated by the first pass).
+
+    ``rng`` is the chunk's pair (report generator, this iteration's response generator).
+    The lm users' reports are sent once: each iteration re-creates the chunk's reports
+    from a copy of the same report generator, so every iteration sees bit-identical
+    reports (one release at ``epsilon / (tau + 1)``, as in memory). Re-drawing them costs
+    time, but keeps the fit out of core, where persisting the reports would hold a copy
+    of the local users' data in the cluster's memory.
+    """
+    report_rng, response_rng = rng if rng is not None else (None, None)
+    values = clip_to_bounds(np.asarray(X_block, dtype=np.float64), plan.lower, plan.upper)
+    is_tcm = check_trust_group(trust_block, values.shape[0])
+    chunk = _ChunkClustering(values, is_tcm, plan, copy.deepcopy(report_rng))
+    return chunk.statistics(centres, response_rng)
