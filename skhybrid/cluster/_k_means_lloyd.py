@@ -8,88 +8,95 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..utils._kernels import first_minimum, first_minimum_code_sums
-from ..utils._sums import FIXED_POINT_BITS, fixed_point_sums, grouped_code_sums
+from ..utils._kernels import grouped_row_sums, nearest_centre_sums
+from ..utils._sums import FIXED_POINT_BITS, _bounds_and_scale, fixed_point_sums, per_feature
 from ..utils._threads import available_cores, single_threaded_blas
 
-#: Rows per block of the nearest-centre search. Each block runs tens of numpy calls;
-#: on blocks much smaller than this, the threads spend more time passing the GIL
-#: between those calls than computing (measured: 8192 rows is 10-20% slower).
+#: Rows per task of the nearest-centre search (tasks balance the load over threads).
 _CHUNK_ROWS = 32768
 #: Below this many input values per core, a thread costs more than it saves.
 _ELEMENTS_PER_WORKER = 2**20
-_CHUNKS_PER_TASK = 2
 
 
-def nearest_centre(X, centres, *, codes=None):
+def nearest_centre(X, centres, *, origin=None, code_bounds=None):
     """Index of each row's nearest centre in squared Euclidean distance (first on ties).
 
-    ``argmin_k ||x - c_k||^2 = argmin_k (||c_k||^2 - 2 x . c_k)``, computed in blocks of
-    ``_CHUNK_ROWS`` rows: a matrix product gives the block's distances (one row per
-    centre), then one compiled pass (:mod:`~skhybrid.utils._kernels`) picks each
-    column's first minimum while the block is in cache. Large inputs are spread over
-    the available cores, as scikit-learn's Lloyd iterations are.
+    ``argmin_k ||x - c_k||^2 = argmin_k (||c_k||^2 - 2 x . c_k)``, computed by one
+    compiled pass (:func:`~skhybrid.utils._kernels.nearest_centre_sums`) over blocks of
+    rows that stay in cache: a matrix product for the block's distances, then each
+    row's first minimum, as scikit-learn's Lloyd iterations do. Large inputs are spread
+    over the available cores (the pass releases the GIL).
 
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_features)
     centres : ndarray of shape (n_clusters, n_features)
-    codes : ndarray of shape (n_features, n_samples), default=None
-        The rows' fixed-point codes: their exact sums per nearest centre are then
-        added up in the same compiled pass, in int64.
+        In the coordinates of ``X - origin``.
+    origin : ndarray of shape (n_features,), default=None
+        Subtracted from each block of rows before its distances (the search is better
+        conditioned near zero), without a shifted copy of ``X``.
+    code_bounds : tuple (lower, upper), default=None
+        With bounds, the rows' fixed-point codes
+        (:func:`~skhybrid.utils._kernels.fixed_point_code` of each value, computed on
+        the way, never stored) are added to their nearest centre's exact sums in the
+        same pass, in int64.
 
     Returns
     -------
     labels : ndarray of shape (n_samples,), dtype=intp
     code_sums : ndarray of int64 of shape (n_clusters, n_features)
-        Only with ``codes``.
+        Only with ``code_bounds``.
     """
-    scaled = -2.0 * centres
-    norms = np.einsum("kd,kd->k", centres, centres)[:, np.newaxis]
-    labels = np.empty(X.shape[0], dtype=np.intp)
-    n_clusters = centres.shape[0]
-    kernel = first_minimum if codes is None else first_minimum_code_sums
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    n_samples, n_features = X.shape
+    centres = np.asarray(centres, dtype=np.float64)
+    scaled = np.ascontiguousarray(-2.0 * centres.T)
+    norms = np.einsum("kd,kd->k", centres, centres)
+    origin = per_feature(0.0 if origin is None else origin, n_features)
+    if code_bounds is None:
+        lower = upper = scale = np.zeros(n_features)
+    else:
+        lower, upper, scale = _bounds_and_scale(*code_bounds, n_features)
+    labels = np.empty(n_samples, dtype=np.intp)
 
-    def search_all(starts):
-        sums = None if codes is None else np.zeros((n_clusters, codes.shape[0]), np.int64)
+    def search(starts):
+        sums = None
+        if code_bounds is not None:
+            sums = np.zeros((centres.shape[0], n_features), dtype=np.int64)
         for start in starts:
-            rows = slice(start, start + _CHUNK_ROWS)
-            distances = scaled @ X[rows].T
-            distances += norms
-            if sums is None:
-                kernel(distances, labels[rows])
-            else:
-                kernel(distances, codes[:, rows], labels[rows], sums)
+            nearest_centre_sums(X, start, min(start + _CHUNK_ROWS, n_samples), origin, scaled,
+                                norms, lower, upper, scale, labels, sums)
         return sums
 
-    starts = range(0, X.shape[0], _CHUNK_ROWS)
+    starts = range(0, n_samples, _CHUNK_ROWS)
     workers = min(available_cores(), X.size // _ELEMENTS_PER_WORKER)
     # One BLAS thread per block: for products this small BLAS threads cost more than
     # they save, and on busy cores their spin-waiting can slow a product a hundredfold.
     with single_threaded_blas():
         if workers > 1:
-            # The product and the compiled pass release the GIL. Many small tasks
-            # balance the load when another process holds a core.
-            step = _CHUNKS_PER_TASK
-            tasks = [starts[i : i + step] for i in range(0, len(starts), step)]
+            # Many small tasks balance the load when another process holds a core.
             with ThreadPoolExecutor(workers) as pool:
-                parts = list(pool.map(search_all, tasks))
+                parts = list(pool.map(search, [starts[i : i + 1] for i in range(len(starts))]))
         else:
-            parts = [search_all(starts)]
-    if codes is None:
+            parts = [search(starts)]
+    if code_bounds is None:
         return labels
     # Integer additions: the total is exact whatever the order of the parts.
     return labels, np.sum(parts, axis=0, dtype=np.int64)
 
 
-def cluster_sums(values_by_feature, labels, n_clusters):
-    """Each cluster's size and the sum of its members' values.
+def cluster_sums(values, origin, labels, n_clusters):
+    """Each cluster's size and the sum of its members' values minus ``origin``.
+
+    For the lm users' reports (already private), in one compiled pass over the rows
+    (:func:`~skhybrid.utils._kernels.grouped_row_sums`).
 
     Parameters
     ----------
-    values_by_feature : ndarray of shape (n_features, n_samples)
-        The values, one feature per row (contiguous rows make ``np.bincount`` fast).
-    labels : ndarray of shape (n_samples,)
+    values : ndarray of shape (n_samples, n_features)
+    origin : ndarray of shape (n_features,)
+    labels : ndarray of int of shape (n_samples,)
+        In ``[0, n_clusters)``.
     n_clusters : int
 
     Returns
@@ -97,13 +104,19 @@ def cluster_sums(values_by_feature, labels, n_clusters):
     counts : ndarray of shape (n_clusters,), float
     sums : ndarray of shape (n_clusters, n_features)
     """
-    counts = np.bincount(labels, minlength=n_clusters).astype(np.float64)
-    sums = np.empty((n_clusters, values_by_feature.shape[0]))
-    for feature, column in enumerate(values_by_feature):
-        sums[:, feature] = np.bincount(labels, weights=column, minlength=n_clusters)
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    counts = np.zeros(n_clusters)
+    sums = np.zeros((n_clusters, values.shape[1]))
+    if values.shape[0]:
+        labels = np.asarray(labels)
+        if labels.min() < 0 or labels.max() >= n_clusters:
+            raise ValueError(f"labels must be in [0, {n_clusters}); got {labels.min()} to "
+                             f"{labels.max()}")
+        grouped_row_sums(values, per_feature(origin, values.shape[1]), labels, counts, sums)
     return counts, sums
 
-def centred_code_sums(values, lower, upper, labels, counts, *, codes=None, code_sums=None):
+
+def centred_code_sums(values, lower, upper, labels, counts, *, code_sums=None):
     """Each cluster's exact sum of its members' values centred on the middle of the box.
 
     In fixed-point units (:func:`~skhybrid.utils._sums.fixed_point_sums`): a clipped
@@ -121,9 +134,6 @@ def centred_code_sums(values, lower, upper, labels, counts, *, codes=None, code_
     labels : ndarray of int of shape (n_users,)
     counts : ndarray of int of shape (n_clusters,)
         ``np.bincount(labels, minlength=n_clusters)``.
-    codes : ndarray of shape (n_features, n_users), default=None
-        ``fixed_point_codes(values, lower, upper)`` when computed once for every
-        iteration; None computes them here.
     code_sums : ndarray of int64 of shape (n_clusters, n_features), default=None
         The codes' exact sums per cluster when already computed (by the fused pass of
         :func:`nearest_centre`); only the centring is left to do.
@@ -134,10 +144,8 @@ def centred_code_sums(values, lower, upper, labels, counts, *, codes=None, code_
     """
     if code_sums is not None:
         sums = code_sums.copy()
-    elif codes is None:
-        sums = fixed_point_sums(values, lower, upper, labels=labels, n_groups=counts.shape[0])
     else:
-        sums = grouped_code_sums(codes, labels, counts.shape[0])
+        sums = fixed_point_sums(values, lower, upper, labels=labels, n_groups=counts.shape[0])
     sums -= counts[:, np.newaxis].astype(np.int64) << (FIXED_POINT_BITS - 1)
     return sums
 

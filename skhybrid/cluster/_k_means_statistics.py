@@ -24,11 +24,10 @@ from ..mechanisms._randomized_response import (
     randomized_response_keep_probability,
 )
 from ..theory._hybrid import pwh_weight
-from ..utils._sums import centred_sums, fixed_point_codes
+from ..utils._sums import centred_sums
 from ..utils._validation import (
     check_trust_group,
     clip_to_bounds,
-    feature_wise,
     masked_rows,
 )
 from ._k_means_lloyd import centred_code_sums, cluster_sums, nearest_centre
@@ -195,23 +194,21 @@ class _CentralClustering:
         self._values = values
         self._lower = lower
         self._upper = upper
-        # The nearest-centre search runs on values near zero (better conditioned); it
-        # only picks each user's cluster, from their own value.
+        # The nearest-centre search runs on values near zero (better conditioned), block
+        # by block; it only picks each user's cluster, from their own value.
         self._midpoint = (lower + upper) / 2.0
-        self._centred = feature_wise(np.subtract, values, self._midpoint)
-        # The users' fixed-point codes, once for every iteration (the curator's secret,
-        # like the values; dropped with this object at the end of the fit).
-        self._codes = fixed_point_codes(values, lower, upper)
         self._mechanism = mechanism
 
     def statistics(self, centres):
         """Each cluster's count and centred sum: :class:`_CentralStatistics`."""
-        # Labels and the exact code sums per cluster in one pass over the users.
-        nearest, code_sums = nearest_centre(self._centred, centres - self._midpoint,
-                                            codes=self._codes)
+        # Labels and the exact code sums per cluster in one pass over the users, the
+        # codes computed on the way (no copy of the users' values is kept).
+        nearest, code_sums = nearest_centre(self._values, centres - self._midpoint,
+                                            origin=self._midpoint,
+                                            code_bounds=(self._lower, self._upper))
         counts = np.bincount(nearest, minlength=centres.shape[0])
         sums = centred_code_sums(self._values, self._lower, self._upper, nearest, counts,
-                                 codes=self._codes, code_sums=code_sums)
+                                 code_sums=code_sums)
         return _CentralStatistics(counts, sums)
 
     def estimate(self, centres, rng):
@@ -245,17 +242,14 @@ class _LocalClustering:
         self._values = values
         self._midpoint = midpoint
         self._ranges = ranges
-        self._centred_by_feature = np.subtract(reports.T, midpoint[:, np.newaxis], order="C")
+        self._reports = reports
         self._release_epsilon = release_epsilon
         self._report_variance = report_variance
         self._level = level
-        if level is None:
-            self._n_users = np.array([float(values.shape[0])])
-            self._report_totals = self._centred_by_feature.sum(axis=1)[np.newaxis]
-        else:
-            self._n_users, self._report_totals = cluster_sums(
-                self._centred_by_feature, level, release_epsilon.shape[0]
-            )
+        self._n_users, self._report_totals = cluster_sums(
+            reports, midpoint, np.zeros(reports.shape[0], np.int8) if level is None else level,
+            release_epsilon.shape[0],
+        )
 
     def statistics(self, centres, rng):
         """The reports by privacy level and reported cluster: :class:`_LocalStatistics`."""
@@ -271,7 +265,8 @@ class _LocalClustering:
             user_epsilon, offset = self._release_epsilon[self._level], k * self._level
         response = RandomizedResponse(n_categories=k)
         reported = response.privatize(nearest, epsilon=user_epsilon, random_state=rng)
-        counts, sums = cluster_sums(self._centred_by_feature, reported + offset, k * n_levels)
+        counts, sums = cluster_sums(self._reports, self._midpoint, reported + offset,
+                                    k * n_levels)
         return _LocalStatistics(counts.reshape(n_levels, k), sums.reshape(n_levels, k, n_features),
                                 self._n_users, self._report_totals)
 

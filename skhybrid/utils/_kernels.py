@@ -6,7 +6,7 @@ bincounts); Lloyd's assignment step takes a pass per centre for the running mini
 Here each is one compiled pass that reads every value once: the codes and their sums
 in :func:`fixed_point_code_sums` (with the squared distances' codes and the other
 group's float sums in :func:`moment_sums`), the nearest centre and its sums in
-:func:`first_minimum_code_sums` (scikit-learn's Lloyd iterations do the same in Cython).
+:func:`nearest_centre_sums` (scikit-learn's Lloyd iterations do the same in Cython).
 
 Every kernel is compiled on its first call for the argument types it gets, with
 ``nogil`` (threads, ours and Dask's, run them in parallel) and ``cache`` (the machine
@@ -242,55 +242,105 @@ def grouped_code_sums_into(codes, labels, sums):
                 sums[group, feature] += np.int64(codes[feature, row])
 
 
-@numba.njit(inline="always", **_OPTIONS)
-def _first_minimum_of(distances, column):
-    """The first row of ``distances`` with the smallest value in ``column``."""
-    best = distances[0, column]
-    label = 0
-    for row in range(1, distances.shape[0]):
-        value = distances[row, column]
-        closer = value < best
-        # Selections rather than branches: which row is closer is unpredictable.
-        best = value if closer else best
-        label = row if closer else label
-    return label
+#: Rows of a block of :func:`nearest_centre_sums`: the block, its distances and codes
+#: stay in the first levels of cache (scikit-learn's Lloyd iterations use 256).
+_LLOYD_ROWS = 512
 
 
 @numba.njit(**_OPTIONS)
-def first_minimum(distances, labels):
-    """``labels[:] = distances.argmin(axis=0)``: each column's first smallest row.
+def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, upper, scale,
+                        labels, sums):
+    """Each row's nearest centre, and the rows' codes added to their centre's sums.
+
+    For the rows ``start:stop`` of ``X``, block by block: the block minus ``origin``
+    times ``scaled_centres`` (one matrix product, BLAS) plus ``norms`` gives each row's
+    ``||c||^2 - 2 (x - origin) . c`` for every centre ``c`` (in the coordinates of
+    ``x - origin``); the first smallest is the row's label (ties to the first centre,
+    as ``argmin``). Unless ``sums`` is None, each row's :func:`fixed_point_code` of
+    every feature is added to its label's sums in int64, exactly.
 
     Parameters
     ----------
-    distances : ndarray of float64 of shape (n_rows, n_columns)
-        Finite (a NaN is never smaller, so it would not be picked).
-    labels : ndarray of int of shape (n_columns,)
-        Written in place.
+    X : ndarray of float64 of shape (n_rows, n_features), C-contiguous
+    start, stop : int
+    origin : ndarray of float64 of shape (n_features,)
+    scaled_centres : ndarray of float64 of shape (n_features, n_clusters), C-contiguous
+        ``-2 * centres.T`` (centres relative to ``origin``).
+    norms : ndarray of float64 of shape (n_clusters,)
+        ``||c||^2`` of each (relative) centre.
+    lower, upper, scale : ndarray of float64 of shape (n_features,)
+        The fixed-point grid (read only with ``sums``).
+    labels : ndarray of intp of shape (n_rows,)
+        Rows ``start:stop`` written in place.
+    sums : ndarray of int64 of shape (n_clusters, n_features) or None
+        Added to in place.
     """
-    for column in range(distances.shape[1]):
-        labels[column] = _first_minimum_of(distances, column)
+    n_features = X.shape[1]
+    n_clusters = scaled_centres.shape[1]
+    size = _LLOYD_ROWS * n_features
+    shifted = np.empty((_LLOYD_ROWS, n_features))
+    codes = np.empty((_LLOYD_ROWS, n_features), dtype=np.int64)
+    # The per-feature constants repeated along a block, so that the block is processed
+    # as one flat, vectorized loop.
+    origins = np.empty(size)
+    lowers = np.empty(size)
+    uppers = np.empty(size)
+    scales = np.empty(size)
+    for row in range(_LLOYD_ROWS):
+        for feature in range(n_features):
+            origins[row * n_features + feature] = origin[feature]
+            lowers[row * n_features + feature] = lower[feature]
+            uppers[row * n_features + feature] = upper[feature]
+            scales[row * n_features + feature] = scale[feature]
+    flat_shifted = shifted.reshape(size)
+    flat_codes = codes.reshape(size)
+    for first in range(start, stop, _LLOYD_ROWS):
+        n_block = min(_LLOYD_ROWS, stop - first)
+        block = X[first:first + n_block].reshape(n_block * n_features)
+        for index in range(n_block * n_features):
+            value = block[index]
+            flat_shifted[index] = value - origins[index]
+            if sums is not None:
+                flat_codes[index] = np.int64(
+                    fixed_point_code(value, lowers[index], uppers[index], scales[index]))
+        distances = np.dot(shifted[:n_block], scaled_centres)
+        for row in range(n_block):
+            best = distances[row, 0] + norms[0]
+            label = 0
+            for centre in range(1, n_clusters):
+                value = distances[row, centre] + norms[centre]
+                closer = value < best
+                # Selections rather than branches: which centre is closer is unpredictable.
+                best = value if closer else best
+                label = centre if closer else label
+            labels[first + row] = label
+            if sums is not None:
+                for feature in range(n_features):
+                    sums[label, feature] += codes[row, feature]
 
 
 @numba.njit(**_OPTIONS)
-def first_minimum_code_sums(distances, codes, labels, sums):
-    """:func:`first_minimum`, and each column's codes added to its label's sums, in one pass.
+def grouped_row_sums(values, origin, labels, counts, sums):
+    """``counts[g] += 1`` and ``sums[g] += values[i] - origin`` for each row ``i`` of group ``g``.
+
+    One pass over row-major values (already private reports: their float sums may be
+    added in any order).
 
     Parameters
     ----------
-    distances : ndarray of float64 of shape (n_clusters, n_points)
-        Finite.
-    codes : ndarray of float64 of shape (n_features, n_points)
-        Fixed-point codes (integers in ``[0, 2**FIXED_POINT_BITS]``), feature-major.
-    labels : ndarray of int of shape (n_points,)
-        Written in place: ``distances.argmin(axis=0)``.
-    sums : ndarray of int64 of shape (n_clusters, n_features)
-        Added to in place, exactly: ``sums[c, j] += codes[j, labels == c].sum()``.
+    values : ndarray of float64 of shape (n_rows, n_features)
+    origin : ndarray of float64 of shape (n_features,)
+    labels : ndarray of int of shape (n_rows,)
+        In ``[0, n_groups)``.
+    counts : ndarray of float64 of shape (n_groups,)
+    sums : ndarray of float64 of shape (n_groups, n_features)
+        Added to in place.
     """
-    for point in range(distances.shape[1]):
-        label = _first_minimum_of(distances, point)
-        labels[point] = label
-        for feature in range(codes.shape[0]):
-            sums[label, feature] += np.int64(codes[feature, point])
+    for row in range(values.shape[0]):
+        group = labels[row]
+        counts[group] += 1.0
+        for feature in range(values.shape[1]):
+            sums[group, feature] += values[row, feature] - origin[feature]
 
 
 @numba.njit(**_OPTIONS)

@@ -22,7 +22,6 @@ from skhybrid.cluster._k_means_budget import (
     local_release_epsilon,
 )
 from skhybrid.cluster._k_means_lloyd import (
-    cluster_sums,
     nearest_centre,
     within_cluster_sum_of_squares,
 )
@@ -603,37 +602,44 @@ def test_fused_pass_gives_the_labels_and_the_exact_grouped_code_sums(n_features)
     rng = np.random.default_rng(12)
     X = rng.uniform(0, 1, size=(400_000, n_features))
     centres = rng.uniform(0, 1, size=(5, n_features))
-    codes = fixed_point_codes(X, np.zeros(n_features), np.ones(n_features))
-    labels, sums = nearest_centre(X, centres, codes=codes)
+    lower, upper = np.zeros(n_features), np.ones(n_features)
+    codes = fixed_point_codes(X, lower, upper)
+    labels, sums = nearest_centre(X, centres, code_bounds=(lower, upper))
     np.testing.assert_array_equal(labels, nearest_centre(X, centres))
     np.testing.assert_array_equal(sums, grouped_code_sums(codes, labels, 5))
+    # Shifted by an origin block by block: the labels of the shifted rows.
+    origin = np.full(n_features, 0.5)
+    shifted, _ = nearest_centre(X, centres - origin, origin=origin, code_bounds=(lower, upper))
+    np.testing.assert_array_equal(shifted, nearest_centre(X - origin, centres - origin))
 
 
 @pytest.mark.parametrize("n_clusters", [1, 2, 3, 10, 300])
 @pytest.mark.parametrize("with_sums", [False, True])
 def test_compiled_pass_is_argmin_with_ties_first_and_exact_sums(n_clusters, with_sums):
-    """The compiled labels equal ``argmin(axis=0)`` (ties to the first row), and the
-    fused sums equal numpy's exact per-label sums of the codes, at the top of the grid
-    too (codes of 2**32)."""
-    from skhybrid.utils._kernels import first_minimum, first_minimum_code_sums
+    """The compiled labels equal ``argmin`` of ``||c||^2 - 2 x . c`` (ties to the first
+    centre: small integers make every distance exact, with many ties), over more rows
+    than one block; the fused sums equal numpy's exact per-label sums of the codes, at
+    the top of the grid too (codes of 2**32, values beyond the bounds)."""
+    from skhybrid.utils._kernels import nearest_centre_sums
     from skhybrid.utils._sums import FIXED_POINT_BITS
 
     rng = np.random.default_rng(n_clusters)
-    distances = rng.integers(0, 4, size=(n_clusters, 5_000)).astype(np.float64)  # many ties
-    labels = np.full(5_000, -1, dtype=np.intp)
-    expected = distances.argmin(axis=0)
-    if not with_sums:
-        first_minimum(distances, labels)
-        np.testing.assert_array_equal(labels, expected)
-        return
-    top = 2**FIXED_POINT_BITS
-    codes = rng.choice([0, 1, top - 1, top], size=(3, 5_000)).astype(np.float64)
-    codes = np.asfortranarray(codes)[:, ::2]  # a strided view, as the callers' slices
-    distances = np.ascontiguousarray(distances[:, ::2])
-    labels = labels[: codes.shape[1]]
-    sums = np.full((n_clusters, 3), 7, dtype=np.int64)
-    first_minimum_code_sums(distances, codes, labels, sums)
-    np.testing.assert_array_equal(labels, distances.argmin(axis=0))
-    expected_sums = np.full((n_clusters, 3), 7, dtype=np.int64)
-    np.add.at(expected_sums, labels, codes.T.astype(np.int64))
-    np.testing.assert_array_equal(sums, expected_sums)
+    n, n_features = 5_001, 3
+    X = rng.integers(-2, 3, size=(n, n_features)).astype(np.float64)
+    centres = rng.integers(-2, 3, size=(n_clusters, n_features)).astype(np.float64)
+    expected = (np.einsum("kd,kd->k", centres, centres) - 2.0 * X @ centres.T).argmin(axis=1)
+    lower, upper = np.full(n_features, -1.0), np.full(n_features, 1.0)
+    scale = np.full(n_features, 2.0**FIXED_POINT_BITS / 2.0)
+    labels = np.full(n + 3, -1, dtype=np.intp)
+    sums = np.full((n_clusters, n_features), 7, dtype=np.int64) if with_sums else None
+    nearest_centre_sums(X, 0, n, np.zeros(n_features), np.ascontiguousarray(-2.0 * centres.T),
+                        np.einsum("kd,kd->k", centres, centres), lower, upper, scale, labels,
+                        sums)
+    np.testing.assert_array_equal(labels[:n], expected)
+    assert (labels[n:] == -1).all()  # rows past ``stop`` are never written
+    if with_sums:
+        codes = np.rint((np.clip(X, lower, upper) - lower) * scale).astype(np.int64)
+        assert codes.max() == 2**FIXED_POINT_BITS
+        expected_sums = np.full((n_clusters, n_features), 7, dtype=np.int64)
+        np.add.at(expected_sums, expected, codes)
+        np.testing.assert_array_equal(sums, expected_sums)
