@@ -15,9 +15,9 @@ reloaded by later processes). They take arrays of matching shapes from the calle
 :mod:`skhybrid.utils._sums` and :mod:`skhybrid.cluster._kmeans`: bounds are not
 checked, and a label outside ``[0, n_groups)`` is skipped, never written.
 
-The kernels take values feature-major (``values.T``, no copy): each feature's values
-are then contiguous for one feature or a Fortran-ordered input, and the loops over
-them vectorize.
+The fixed-point kernels take values feature-major (``values.T``, no copy): each
+feature's values are then contiguous for one feature or a Fortran-ordered input, and
+the loops over them vectorize.
 
 Exactness: a code is computed by exactly the float operations of the proof in
 :func:`fixed_point_code` (no contraction into fused multiply-adds: the product's
@@ -74,28 +74,6 @@ def _block_sum(buffer, length):
 
 
 @numba.njit(**_OPTIONS)
-def fixed_point_codes_into(columns, lower, upper, scale, codes):
-    """``codes[j, i] = fixed_point_code(columns[j, i], ...)``: feature-major codes.
-
-    Parameters
-    ----------
-    columns : ndarray of float64 of shape (n_features, n_rows)
-        The values, feature-major (``values.T``: no copy; the loops vectorize when
-        each feature's values are contiguous, as for one feature or a Fortran array).
-    lower, upper, scale : ndarray of float64 of shape (n_features,)
-    codes : ndarray of float64 of shape (n_features, n_rows)
-        Written in place.
-    """
-    n_features, n_rows = columns.shape
-    for start in range(0, n_rows, _BLOCK_ROWS):
-        stop = min(start + _BLOCK_ROWS, n_rows)
-        for feature in range(n_features):
-            low, high, step = lower[feature], upper[feature], scale[feature]
-            for row in range(start, stop):
-                codes[feature, row] = fixed_point_code(columns[feature, row], low, high, step)
-
-
-@numba.njit(**_OPTIONS)
 def fixed_point_code_sums(columns, lower, upper, scale, labels, sums):
     """``sums[g, j] +=`` the codes of feature ``j`` of the rows labelled ``g``, exactly.
 
@@ -106,7 +84,7 @@ def fixed_point_code_sums(columns, lower, upper, scale, labels, sums):
     Parameters
     ----------
     columns : ndarray of float64 of shape (n_features, n_rows)
-        The values, feature-major (see :func:`fixed_point_codes_into`).
+        The values, feature-major and C-contiguous.
     lower, upper, scale : ndarray of float64 of shape (n_features,)
     labels : ndarray of int of shape (n_rows,) or None
         Each row's group; rows labelled outside ``[0, n_groups)`` are left out. None
@@ -218,28 +196,6 @@ def moment_sums(columns, lower, upper, scale, centre, square_upper, square_scale
                 float_sums[feature] += _block_sum(other_block, stop - start)
                 if float_square_sums is not None:
                     float_square_sums[feature] += _block_sum(other_square_block, stop - start)
-
-
-@numba.njit(**_OPTIONS)
-def grouped_code_sums_into(codes, labels, sums):
-    """``sums[g, j] +=`` the sum of ``codes[j, labels == g]``, in int64.
-
-    Parameters
-    ----------
-    codes : ndarray of float64 of shape (n_features, n_rows)
-        Fixed-point codes, feature-major.
-    labels : ndarray of int of shape (n_rows,)
-        Rows labelled outside ``[0, n_groups)`` are left out.
-    sums : ndarray of int64 of shape (n_groups, n_features)
-        Added to in place.
-    """
-    n_features, n_rows = codes.shape
-    n_groups = sums.shape[0]
-    for feature in range(n_features):
-        for row in range(n_rows):
-            group = labels[row]
-            if 0 <= group < n_groups:
-                sums[group, feature] += np.int64(codes[feature, row])
 
 
 #: Rows of a block of :func:`nearest_centre_sums`: the block, its distances and codes

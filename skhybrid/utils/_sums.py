@@ -41,12 +41,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._kernels import (
-    fixed_point_code_sums,
-    fixed_point_codes_into,
-    grouped_code_sums_into,
-    moment_sums,
-)
+from ._kernels import fixed_point_code_sums, moment_sums
 
 #: Bits of the fixed-point grid over [lower, upper] (one code step = range / 2**32); at
 #: most 50, so that codes never round past the grid (see
@@ -192,35 +187,6 @@ def _feature_major(values):
     for start in range(0, values.shape[0], _COPY_ROWS):
         rows = slice(start, start + _COPY_ROWS)
         yield rows, np.ascontiguousarray(values[rows].T)
-
-
-def fixed_point_codes(values, lower, upper, width=None):
-    """Each value's integer code on the fixed-point grid of ``[lower, upper]``, feature-major.
-
-    Parameters
-    ----------
-    values : ndarray of shape (n_samples, n_features)
-        Raw values (clipped here).
-    lower, upper : ndarray of shape (n_features,)
-    width : ndarray of shape (n_features,), default=None
-        ``check_fixed_point_range(lower, upper)``, when already computed.
-
-    Returns
-    -------
-    codes : ndarray of float64 of shape (n_features, n_samples)
-        Integers in ``[0, 2**FIXED_POINT_BITS]`` (see
-        :func:`~skhybrid.utils._kernels.fixed_point_code`); ``codes[j, i]`` is row i's
-        code of feature j. Feature-major, so that each feature's codes are contiguous.
-    """
-    values = _float_rows(values)
-    lower, upper, scale = _bounds_and_scale(lower, upper, values.shape[1], width)
-    if not _compiled(*values.shape):
-        with _NumpyTimer():
-            return np.ascontiguousarray(_numpy_codes(values, lower, upper, scale).T)
-    codes = np.empty((values.shape[1], values.shape[0]))
-    # Read in place, even row-major: the written codes are what must be contiguous.
-    fixed_point_codes_into(values.T, lower, upper, scale, codes)
-    return codes
 
 
 def _check_labels(labels, n_samples):
@@ -396,42 +362,6 @@ def fixed_point_and_float_sums(values, lower, upper, in_fixed_point):
         raise ValueError("in_fixed_point must be booleans of shape (n_samples,); got None")
     sums = fixed_point_moments(values, lower, upper, in_fixed_point, others=True)
     return sums.codes, sums.others
-
-
-def grouped_code_sums(codes, labels, n_groups):
-    """:func:`fixed_point_sums` of codes computed once (:func:`fixed_point_codes`).
-
-    K-means groups the same users again at every iteration: their codes are computed
-    once and summed here under each iteration's labels, exactly as
-    :func:`fixed_point_sums` would.
-
-    Parameters
-    ----------
-    codes : ndarray of float64 of shape (n_features, n_samples)
-        Feature-major, as :func:`fixed_point_codes` returns them (a column slice
-        ``codes[:, rows]`` is fine).
-    labels : ndarray of int of shape (n_samples,)
-        In ``[0, n_groups]``; rows labelled ``n_groups`` are left out.
-    n_groups : int
-
-    Returns
-    -------
-    sums : ndarray of int64 of shape (n_groups, n_features)
-    """
-    labels = _check_labels(labels, codes.shape[1])
-    sums = np.zeros((n_groups, codes.shape[0]), dtype=np.int64)
-    if not _compiled(codes.shape[1], codes.shape[0]):
-        with _NumpyTimer():
-            kept = labels < n_groups
-            if labels.dtype.kind == "i":
-                kept &= labels >= 0
-            for feature in range(codes.shape[0]):
-                # Exact: fewer than 2**21 codes (see _NUMPY_MAX_ROWS).
-                sums[:, feature] = np.bincount(labels[kept], weights=codes[feature, kept],
-                                               minlength=n_groups)
-        return sums
-    grouped_code_sums_into(codes, labels, sums)
-    return sums
 
 
 #: The most users whose codes (each at most ``2**FIXED_POINT_BITS``) one int64 sum

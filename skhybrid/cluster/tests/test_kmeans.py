@@ -597,16 +597,16 @@ def test_clone_and_pickle_keep_parameters_and_fitted_state():
 def test_fused_pass_gives_the_labels_and_the_exact_grouped_code_sums(n_features):
     """Large enough for the threaded path: the per-task sums add up to the exact sums."""
     from skhybrid.cluster._k_means_lloyd import nearest_centre
-    from skhybrid.utils._sums import fixed_point_codes, grouped_code_sums
+    from skhybrid.utils._sums import fixed_point_sums
 
     rng = np.random.default_rng(12)
     X = rng.uniform(0, 1, size=(400_000, n_features))
     centres = rng.uniform(0, 1, size=(5, n_features))
     lower, upper = np.zeros(n_features), np.ones(n_features)
-    codes = fixed_point_codes(X, lower, upper)
     labels, sums = nearest_centre(X, centres, code_bounds=(lower, upper))
     np.testing.assert_array_equal(labels, nearest_centre(X, centres))
-    np.testing.assert_array_equal(sums, grouped_code_sums(codes, labels, 5))
+    np.testing.assert_array_equal(sums, fixed_point_sums(X, lower, upper, labels=labels,
+                                                         n_groups=5))
     # Shifted by an origin block by block: the labels of the shifted rows.
     origin = np.full(n_features, 0.5)
     shifted, _ = nearest_centre(X, centres - origin, origin=origin, code_bounds=(lower, upper))

@@ -8,10 +8,8 @@ from skhybrid.utils._sums import (
     _COPY_ROWS,
     FIXED_POINT_BITS,
     fixed_point_and_float_sums,
-    fixed_point_codes,
     fixed_point_moments,
     fixed_point_sums,
-    grouped_code_sums,
     square_grid,
 )
 
@@ -53,11 +51,12 @@ def test_grouped_code_sums_are_the_exact_integer_sums(n_features, n_groups, labe
     # 2**21 codes of 2**32 passes 2**53): the sums must be the exact integers.
     rng = np.random.default_rng(0)
     n = 2**21 + 4_097
-    codes = np.full((n_features, n), 2.0**FIXED_POINT_BITS)  # feature-major
-    codes[:, ::7] = np.rint(rng.uniform(0, 2.0**FIXED_POINT_BITS, (n_features, codes[0, ::7].size)))
+    values = np.ones((n, n_features))  # the upper bound: code 2**32
+    values[::7] = rng.uniform(-0.5, 1.5, (values[::7].shape[0], n_features))
     labels = rng.integers(0, n_groups + 1, n).astype(label_dtype)  # n_groups: left out
-    sums = grouped_code_sums(codes, labels, n_groups)
+    sums = fixed_point_sums(values, 0.0, 1.0, labels=labels, n_groups=n_groups)
     assert sums.dtype == np.int64
+    codes = _numpy_codes(values, np.zeros(n_features), np.ones(n_features))
     np.testing.assert_array_equal(sums.astype(object), _exact(codes, labels, n_groups))
 
 
@@ -89,7 +88,6 @@ def test_compiled_codes_and_sums_equal_numpy_on_the_definition(order, n_groups):
     else:
         values = np.asarray(values, order=order)
     expected = _numpy_codes(values, lower, upper)
-    np.testing.assert_array_equal(fixed_point_codes(values, lower, upper), expected)
     labels = rng.integers(-2, n_groups + 2, n).astype(np.int8)  # some outside [0, n_groups)
     sums = fixed_point_sums(values, lower, upper, labels=labels, n_groups=n_groups)
     integers = expected.T.astype(np.int64).astype(object)
@@ -120,22 +118,9 @@ def test_fixed_point_sums_past_2_53_are_exact(n_features):
     np.testing.assert_array_equal(code_sums, codes[:, labels].sum(axis=1))
 
 
-def test_fixed_point_sums_equal_the_grouped_sums_of_their_codes():
-    rng = np.random.default_rng(1)
-    values = rng.normal(0.5, 1.0, size=(10_000, 4))  # some outside the bounds
-    lower, upper = np.zeros(4), np.ones(4)
-    labels = rng.integers(0, 6, 10_000)
-    np.testing.assert_array_equal(
-        fixed_point_sums(values, lower, upper, labels=labels, n_groups=5),
-        grouped_code_sums(fixed_point_codes(values, lower, upper), labels, 5),
-    )
-
-
 def test_codes_stay_on_the_grid_for_any_legal_bounds():
     """Values at, near and beyond the bounds map into [0, 2**B] for bounds of every size
     and offset (including far from zero), without a final clip."""
-    from skhybrid.utils._sums import FIXED_POINT_BITS, fixed_point_codes
-
     rng = np.random.default_rng(11)
     top = 2.0**FIXED_POINT_BITS
     for _ in range(2000):
@@ -150,9 +135,11 @@ def test_codes_stay_on_the_grid_for_any_legal_bounds():
             values = np.array([[lower], [upper], [np.nextafter(upper, -np.inf)],
                                [np.nextafter(lower, np.inf)], [upper + abs(upper)],
                                [lower - abs(lower) - 1.0], [lower / 2 + upper / 2]])
-            codes = fixed_point_codes(values, np.array([lower]), np.array([upper]))
-        assert codes.min() >= 0.0 and codes.max() <= top, (lower, upper, codes.ravel())
-        assert codes[0, 0] == 0.0 and codes[0, 1] == top
+            # Each row in a group of its own: the group's sum is the row's code.
+            codes = fixed_point_sums(values, np.array([lower]), np.array([upper]),
+                                     labels=np.arange(7), n_groups=7)[:, 0]
+        assert codes.min() >= 0 and codes.max() <= top, (lower, upper, codes)
+        assert codes[0] == 0 and codes[1] == top
 
 
 @pytest.mark.parametrize("n_features", [1, 3])
@@ -180,11 +167,8 @@ def test_bounds_are_one_per_feature_before_any_compiled_pass():
     lower, upper = np.zeros(3), np.ones(3)
     np.testing.assert_array_equal(fixed_point_sums(values, 0.0, 1.0),
                                   fixed_point_sums(values, lower, upper))
-    np.testing.assert_array_equal(fixed_point_codes(values, 0.0, 1.0),
-                                  fixed_point_codes(values, lower, upper))
-    for call in (fixed_point_sums, fixed_point_codes):
-        with pytest.raises(ValueError):
-            call(values, np.zeros(2), np.ones(2))
+    with pytest.raises(ValueError):
+        fixed_point_sums(values, np.zeros(2), np.ones(2))
     with pytest.raises(ValueError):
         fixed_point_and_float_sums(values, np.zeros(1), np.ones(4), np.ones(100, bool))
 
