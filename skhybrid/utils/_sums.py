@@ -227,17 +227,22 @@ def fixed_point_sums(values, lower, upper, *, labels=None, n_groups=1):
     sums = np.zeros((n_groups, values.shape[1]), dtype=np.int64)
     if not _compiled(*values.shape):
         with _NumpyTimer():
-            codes = _numpy_codes(values, lower, upper, scale)
-            if labels is None:
-                sums[0] = codes.sum(axis=0)  # exact: see _NUMPY_MAX_ROWS
-            else:
-                kept = labels < n_groups
-                if labels.dtype.kind == "i":
-                    kept &= labels >= 0
+            # Float sums of the codes, exact: fewer than 2**21 of them (_NUMPY_MAX_ROWS).
+            totals = np.zeros((n_groups, values.shape[1]))
+            for rows in _numpy_blocks(values):
+                codes = _numpy_codes(values[rows], lower, upper, scale)
+                if labels is None:
+                    totals[0] += codes.sum(axis=0)
+                    continue
+                block_labels = labels[rows]
+                kept = block_labels < n_groups
+                if block_labels.dtype.kind == "i":
+                    kept &= block_labels >= 0
                 for feature in range(values.shape[1]):
-                    sums[:, feature] = np.bincount(labels[kept], weights=codes[kept, feature],
-                                                   minlength=n_groups)
-        return sums
+                    totals[:, feature] += np.bincount(block_labels[kept],
+                                                      weights=codes[kept, feature],
+                                                      minlength=n_groups)
+        return totals.astype(np.int64)
     for rows, columns in _feature_major(values):
         fixed_point_code_sums(columns, lower, upper, scale,
                               None if labels is None else labels[rows], sums)
@@ -324,26 +329,49 @@ def fixed_point_moments(values, lower, upper, in_fixed_point=None, *, squares=Fa
 
 def _numpy_moments(values, lower, upper, scale, centre, square_upper, square_scale,
                    in_fixed_point, squares, others, other_squares):
-    """:func:`fixed_point_moments` by numpy passes (the same float64 operations)."""
-    coded = values if in_fixed_point is None else values[in_fixed_point]
-    clipped = np.clip(coded, lower, upper)
-    codes = clipped - lower
-    codes *= scale
-    code_sums = np.rint(codes, out=codes).sum(axis=0).astype(np.int64)
-    square_code_sums = float_sums = float_square_sums = None
-    if squares:
-        clipped -= centre
-        np.square(clipped, out=clipped)
-        np.minimum(clipped, square_upper, out=clipped)
-        clipped *= square_scale
-        square_code_sums = np.rint(clipped, out=clipped).sum(axis=0).astype(np.int64)
-    if others:
-        reports = values[~in_fixed_point]
-        float_sums = reports.sum(axis=0)
-        if other_squares:
-            reports -= centre
-            float_square_sums = np.square(reports, out=reports).sum(axis=0)
-    return MomentSums(code_sums, square_code_sums, float_sums, float_square_sums)
+    """:func:`fixed_point_moments` by numpy passes (the same float64 operations).
+
+    Block by block (:func:`_numpy_blocks`); the codes' float sums are exact (fewer than
+    2**21 codes, :data:`_NUMPY_MAX_ROWS`).
+    """
+    n_features = values.shape[1]
+    code_sums = np.zeros(n_features)
+    square_code_sums = np.zeros(n_features) if squares else None
+    float_sums = np.zeros(n_features) if others else None
+    float_square_sums = np.zeros(n_features) if other_squares else None
+    for rows in _numpy_blocks(values):
+        block = values[rows]
+        mask = None if in_fixed_point is None else in_fixed_point[rows]
+        clipped = np.clip(block if mask is None else block[mask], lower, upper)
+        codes = clipped - lower
+        codes *= scale
+        code_sums += np.rint(codes, out=codes).sum(axis=0)
+        if squares:
+            clipped -= centre
+            np.square(clipped, out=clipped)
+            np.minimum(clipped, square_upper, out=clipped)
+            clipped *= square_scale
+            square_code_sums += np.rint(clipped, out=clipped).sum(axis=0)
+        if others:
+            reports = block[~mask]
+            float_sums += reports.sum(axis=0)
+            if other_squares:
+                reports -= centre
+                float_square_sums += np.square(reports, out=reports).sum(axis=0)
+    return MomentSums(code_sums.astype(np.int64),
+                      None if square_code_sums is None else square_code_sums.astype(np.int64),
+                      float_sums, float_square_sums)
+
+
+#: Values per block of numpy's passes (:func:`_numpy_blocks`): a block's temporaries stay
+#: in cache between the passes.
+_NUMPY_BLOCK_VALUES = 2**15
+
+
+def _numpy_blocks(values):
+    """Row slices of ``values`` of about :data:`_NUMPY_BLOCK_VALUES` values each."""
+    step = max(1, _NUMPY_BLOCK_VALUES // max(1, values.shape[1]))
+    return [slice(start, start + step) for start in range(0, values.shape[0], step)]
 
 
 def fixed_point_and_float_sums(values, lower, upper, in_fixed_point):
