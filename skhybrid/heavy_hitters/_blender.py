@@ -44,7 +44,7 @@ from ..base import (
     warn_score_leak,
 )
 from ..exceptions import EmptyGroupWarning
-from ..theory._blender import (
+from ..theory import (
     blend_estimates,
     blending_weights,
     list_of_lists_ndcg,

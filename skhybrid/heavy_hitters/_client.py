@@ -9,7 +9,7 @@ Figure 6): the noise of clients comes from here. The curator denoises the report
 
 import numpy as np
 
-from ..theory._blender import (
+from ..theory import (
     client_variance_estimate,
     denoise_client_reports,
     local_alg_achieved_privacy,

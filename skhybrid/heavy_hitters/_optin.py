@@ -9,7 +9,7 @@ noise of opt-in users comes from here.
 import numpy as np
 
 from ..mechanisms import LaplaceMechanism
-from ..theory._blender import (
+from ..theory import (
     headlist_threshold,
     optin_count_noise_scale,
     optin_variance,

@@ -222,8 +222,8 @@ class _HeadListLayout:
 
     Queries are ordered by their first appearance in ``records``, each query's URLs in
     list order followed by its wildcard URL, and the wildcard query ``(*, *)`` is the
-    last cell: the convention of :mod:`skhybrid.theory._blender` (EstimateClientProbabilities,
-    lines 1-3).
+    last cell: the convention of :mod:`skhybrid.theory._blender_local`
+    (EstimateClientProbabilities, lines 1-3).
 
     Parameters
     ----------

@@ -18,6 +18,10 @@ from ._adpm import __all__ as _adpm_all
 from ._adpm import *  # noqa: F401,F403
 from ._blender import __all__ as _blender_all
 from ._blender import *  # noqa: F401,F403
+from ._blender_local import __all__ as _blender_local_all
+from ._blender_local import *  # noqa: F401,F403
+from ._blender_metrics import __all__ as _blender_metrics_all
+from ._blender_metrics import *  # noqa: F401,F403
 from ._hybrid import __all__ as _hybrid_all
 from ._hybrid import *  # noqa: F401,F403
 from ._mixed import (
@@ -38,6 +42,8 @@ __all__ = sorted(
     _hybrid_all
     + _adpm_all
     + _blender_all
+    + _blender_local_all
+    + _blender_metrics_all
     + [
         "group_mean_noise_scale",
         "group_mean_variance",
