@@ -16,6 +16,12 @@ estimators, examples and tests call these functions.
 
 from ._adpm import __all__ as _adpm_all
 from ._adpm import *  # noqa: F401,F403
+from ._adpm_baselines import __all__ as _adpm_baselines_all
+from ._adpm_baselines import *  # noqa: F401,F403
+from ._adpm_common import __all__ as _adpm_common_all
+from ._adpm_common import *  # noqa: F401,F403
+from ._adpm_two_groups import __all__ as _adpm_two_groups_all
+from ._adpm_two_groups import *  # noqa: F401,F403
 from ._blender import __all__ as _blender_all
 from ._blender import *  # noqa: F401,F403
 from ._blender_local import __all__ as _blender_local_all
@@ -41,6 +47,9 @@ from ._mixed import (
 __all__ = sorted(
     _hybrid_all
     + _adpm_all
+    + _adpm_baselines_all
+    + _adpm_common_all
+    + _adpm_two_groups_all
     + _blender_all
     + _blender_local_all
     + _blender_metrics_all
