@@ -1,5 +1,4 @@
-"""What the commands share: the estimators ``--estimator`` names, the noise line, errors.
-"""
+"""What the commands share: the estimators ``--estimator`` names, the noise line, errors."""
 
 from dataclasses import dataclass
 

@@ -1,5 +1,4 @@
-"""``skhybrid demo``: the main job on the bundled salaries, printed (and plotted).
-"""
+"""``skhybrid demo``: the main job on the bundled salaries, printed (and plotted)."""
 
 import csv
 import math

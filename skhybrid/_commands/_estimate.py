@@ -1,5 +1,4 @@
-"""``skhybrid estimate FILE``: a private mean of a CSV's columns, with its metadata columns.
-"""
+"""``skhybrid estimate FILE``: a private mean of a CSV's columns, with its metadata columns."""
 
 import json
 import math

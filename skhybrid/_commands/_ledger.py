@@ -1,5 +1,4 @@
-"""``skhybrid ledger``: a ledger's summary, budgets, one user's audit trail, its export.
-"""
+"""``skhybrid ledger``: a ledger's summary, budgets, one user's audit trail, its export."""
 
 import csv
 import json

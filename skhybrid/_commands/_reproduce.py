@@ -1,5 +1,4 @@
-"""``skhybrid reproduce NAME``: regenerate a paper's table or figure.
-"""
+"""``skhybrid reproduce NAME``: regenerate a paper's table or figure."""
 
 from pathlib import Path
 

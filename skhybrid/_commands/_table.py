@@ -1,5 +1,4 @@
-"""The CSV file a command reads: its columns, missing values, line numbers and user ids.
-"""
+"""The CSV file a command reads: its columns, missing values, line numbers and user ids."""
 
 import csv
 import re

@@ -77,6 +77,22 @@ from ._records import (
     _RecordCodec,
 )
 
+#: The scikit-learn checks BlenderHeavyHitters fails only because they fit on more than
+#: two columns of generic data: its ``X`` holds one (query, url) record per user, and
+#: reading only two of the columns would make them pass and silently mean something else.
+_WIDTH_CHECKS = (
+    "check_dict_unchanged", "check_dont_overwrite_parameters", "check_dtype_object",
+    "check_estimators_dtypes", "check_estimators_nan_inf", "check_estimators_pickle",
+    "check_f_contiguous_array_estimator", "check_fit2d_1sample", "check_fit2d_predict1d",
+    "check_fit_score_takes_y", "check_methods_sample_order_invariance",
+    "check_methods_subset_invariance", "check_n_features_in_after_fitting",
+    "check_pipeline_consistency", "check_positive_only_tag_during_fit",
+)
+_TWO_COLUMNS = (
+    "X must have exactly two columns, (query, url); this check fits on 3 to 10 columns "
+    "of generic data, which BlenderHeavyHitters refuses"
+)
+
 
 def _headlist_group_size(n_optin, headlist_fraction):
     """``|S| = round(headlist_fraction |O|)``, leaving at least two users in T.
@@ -257,6 +273,10 @@ class BlenderHeavyHitters(ValidatedParamsMixin, BaseEstimator):
         "random_state": RANDOM_STATE_CONSTRAINT,
         "ledger": [HasMethods(["charge"]), None],
     }
+
+    #: scikit-learn checks failed by design, with the reason; published by
+    #: :func:`skhybrid.utils.estimator_checks.expected_failed_checks`.
+    _expected_failed_checks = {name: _TWO_COLUMNS for name in _WIDTH_CHECKS}
 
     def __init__(
         self,
