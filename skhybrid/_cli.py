@@ -4,11 +4,11 @@ import argparse
 import os
 import sys
 
-from ._commands._common import _DEFAULT_METHOD, _METHODS, _CommandError
-from ._commands._demo import _demo
-from ._commands._estimate import _estimate
-from ._commands._ledger import _CREATED_LEDGERS, _ledger, _remove_created_ledgers
-from ._commands._reproduce import _reproduce
+from ._commands._common import DEFAULT_METHOD, METHODS, CommandError
+from ._commands._demo import run_demo
+from ._commands._estimate import run_estimate
+from ._commands._ledger import CREATED_LEDGERS, remove_created_ledgers, run_ledger
+from ._commands._reproduce import run_reproduce
 
 # -- the parser ---------------------------------------------------------------------------
 
@@ -32,7 +32,7 @@ examples:
 
 _ESTIMATE_EPILOG = "estimators:\n" + "\n".join(
     f"  {name:<11} {method.description}" + ("  [tcm users only]" if method.needs_tcm_only else "")
-    for name, method in _METHODS.items()
+    for name, method in METHODS.items()
 ) + """
 
 The hybrid strategies (kvh ... lm_only) need one epsilon per trust group; adpm accepts a
@@ -111,7 +111,7 @@ def _add_ledger_parser(commands, formatter):
     export.add_argument("--releases", action="store_true", help="export the releases")
     export.add_argument("--user", nargs="+", metavar="ID",
                         help="export these users' audit trails")
-    ledger.set_defaults(handler=_ledger)
+    ledger.set_defaults(handler=run_ledger)
 
 
 def _build_parser():
@@ -156,7 +156,7 @@ def _build_parser():
     demo.add_argument("--seed", type=_seed, default=None, metavar="N",
                       help="seed of the privacy noise, for a reproducible simulation; default: "
                            "the operating system's secure randomness (a real release)")
-    demo.set_defaults(handler=_demo)
+    demo.set_defaults(handler=run_demo)
 
     estimate = commands.add_parser(
         "estimate", formatter_class=formatter, epilog=_ESTIMATE_EPILOG,
@@ -180,8 +180,8 @@ def _build_parser():
                                "level for everyone")
     estimate.add_argument("--bounds", required=True, nargs=2, type=float, metavar=("LO", "HI"),
                           help="public, data-independent bounds of the values (LO < HI)")
-    estimate.add_argument("--estimator", default=_DEFAULT_METHOD, metavar="NAME",
-                          help="one of: auto, " + ", ".join(_METHODS) + " (see below; "
+    estimate.add_argument("--estimator", default=DEFAULT_METHOD, metavar="NAME",
+                          help="one of: auto, " + ", ".join(METHODS) + " (see below; "
                                "hyphens work too); default: auto, which is kvh with a "
                                "private variance estimate when each trust group has one "
                                "epsilon, else adpm (any epsilon per user)")
@@ -220,7 +220,7 @@ def _build_parser():
                           help="the column of user ids the ledger charges (with --ledger)")
     estimate.add_argument("--default-budget", type=float, metavar="EPS", default=None,
                           help="epsilon budget of users new to the ledger (stored in it)")
-    estimate.set_defaults(handler=_estimate)
+    estimate.set_defaults(handler=run_estimate)
 
     _add_ledger_parser(commands, formatter)
 
@@ -245,7 +245,7 @@ def _build_parser():
                            help="seed of the simulation (default: 0)")
     reproduce.add_argument("--no-progress", action="store_true",
                            help="no progress bar (it goes to stderr by default)")
-    reproduce.set_defaults(handler=_reproduce)
+    reproduce.set_defaults(handler=run_reproduce)
     return parser
 
 
@@ -265,11 +265,11 @@ def main(argv=None):
     """
     parser = _build_parser()
     args = parser.parse_args(argv)
-    _CREATED_LEDGERS.clear()
+    CREATED_LEDGERS.clear()
     try:
         return args.handler(args)
-    except _CommandError as error:
-        _remove_created_ledgers()
+    except CommandError as error:
+        remove_created_ledgers()
         print(f"skhybrid {args.command}: error: {error}", file=sys.stderr)
         return 2
     except BrokenPipeError:

@@ -15,7 +15,7 @@ _SEEDED_NOISE = (
 _PLOT_HINT = 'for the plot, install matplotlib: python -m pip install "skhybrid[plot]"'
 
 
-class _CommandError(Exception):
+class CommandError(Exception):
     """A mistake in the command's input: printed on stderr, exit status 2, no traceback."""
 
 
@@ -52,7 +52,7 @@ class _Method:
         return MixedMeanEstimator(**common)
 
 
-_METHODS = {
+METHODS = {
     "kvh": _Method("hybrid", "kvh", "HybridMean, known-variance hybrid (Avent et al. Def. 4.1)"),
     "pwh": _Method("hybrid", "pwh", "HybridMean, privacy-weighted hybrid (Def. 5.3)"),
     "naive": _Method("hybrid", "naive", "HybridMean, groups weighted by size (w = c)"),
@@ -77,7 +77,7 @@ _METHODS = {
 # are accepted too. The default, "auto", accepts every input the command does: kvh with
 # a private variance (HybridMeanEstimator's default, near the best strategy at any tcm
 # share) when each trust group has one finite epsilon, else adpm (any epsilon per user).
-_DEFAULT_METHOD = "auto"
+DEFAULT_METHOD = "auto"
 
 
 def _auto_method(trust_group, user_epsilon):

@@ -9,27 +9,27 @@ import numpy as np
 from ._common import (
     _DEMO_DESCRIPTIONS,
     _DEMO_METHODS,
-    _METHODS,
     _PLOT_HINT,
+    METHODS,
+    CommandError,
     _child_seeds,
-    _CommandError,
     _noise_line,
     _use_matplotlib,
 )
 
 
-def _demo(args):
+def run_demo(args):
     from .._demo import RELEASE_PANEL, select_and_release
     from ..datasets import load_salaries
     from ..datasets._salaries import UC_SALARY_STD
 
     if not 0 < args.tcm_fraction < 1:
-        raise _CommandError(
+        raise CommandError(
             f"--tcm-fraction must be in (0, 1) so that both trust groups exist; "
             f"got {args.tcm_fraction}"
         )
     if not (args.epsilon > 0 and math.isfinite(args.epsilon)):
-        raise _CommandError(f"--epsilon must be a finite number > 0; got {args.epsilon}")
+        raise CommandError(f"--epsilon must be a finite number > 0; got {args.epsilon}")
     salaries = load_salaries()
     X, bounds = salaries.data, salaries.bounds
     n_users = X.shape[0]
@@ -37,7 +37,7 @@ def _demo(args):
     # fixed seed so the population is the same in every run.
     n_tcm = round(args.tcm_fraction * n_users)
     if n_tcm in (0, n_users):
-        raise _CommandError(f"--tcm-fraction {args.tcm_fraction} leaves a trust group empty")
+        raise CommandError(f"--tcm-fraction {args.tcm_fraction} leaves a trust group empty")
     trust_group = np.full(n_users, "lm", dtype="<U3")
     trust_group[np.random.default_rng(0).choice(n_users, size=n_tcm, replace=False)] = "tcm"
     tcm_fraction = n_tcm / n_users
@@ -47,7 +47,7 @@ def _demo(args):
     seeds = _child_seeds(args.seed, len(_DEMO_METHODS) + 1)
     rows = []
     for name, seed in zip(_DEMO_METHODS, seeds):
-        method = _METHODS[name]
+        method = METHODS[name]
         estimator = method.build(
             epsilon=args.epsilon, bounds=bounds, variance=variance, random_state=seed
         )

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from ._common import _METHODS, _auto_method, _CommandError, _method_name, _noise_line
+from ._common import METHODS, CommandError, _auto_method, _method_name, _noise_line
 from ._ledger import _in_ledger_words, _ledger_and_ids
 from ._table import _is_missing, _line_list, _read_csv
 
@@ -29,7 +29,7 @@ def _numbers(texts, name, table, *, allow_inf=False):
                 hint = "; --skip-missing leaves out the rows with a missing value"
             elif table.decimal == "." and re.fullmatch(r"[+-]?\d*,\d+", number):
                 hint = "; for decimal commas give --decimal ','"
-            raise _CommandError(
+            raise CommandError(
                 f"{table.where(index)}: column {name!r} must be {kind}; got {text!r}{hint}"
             )
         values[index] = value
@@ -46,7 +46,7 @@ def _trust_groups(texts, name, table):
         if group is None:
             hint = ("; --skip-missing leaves out the rows with a missing value"
                     if _is_missing(text) else "")
-            raise _CommandError(
+            raise CommandError(
                 f"{table.where(index)}: column {name!r} must be tcm, lm, true, false, 1 or 0 "
                 f"(true / 1 = tcm, case-insensitive); got {text!r}{hint}"
             )
@@ -90,21 +90,21 @@ def _in_user_words(message, *, estimator=None, name=None, table=None):
     return message
 
 
-def _estimate(args):
-    method = _METHODS.get(_method_name(args.estimator))
+def run_estimate(args):
+    method = METHODS.get(_method_name(args.estimator))
     if method is None and _method_name(args.estimator) != "auto":
-        raise _CommandError(
-            f"unknown --estimator {args.estimator!r}; choose one of: {', '.join(_METHODS)}"
+        raise CommandError(
+            f"unknown --estimator {args.estimator!r}; choose one of: {', '.join(METHODS)}"
         )
     lower, upper = args.bounds
     if not (math.isfinite(lower) and math.isfinite(upper) and lower < upper):
-        raise _CommandError(
+        raise CommandError(
             f"--bounds must be two finite numbers LO < HI; got {lower:g} {upper:g}"
         )
     if args.variance is not None and not (args.variance > 0 and math.isfinite(args.variance)):
-        raise _CommandError(f"--variance must be a finite number > 0; got {args.variance:g}")
+        raise CommandError(f"--variance must be a finite number > 0; got {args.variance:g}")
     if args.decimal not in (".", ","):
-        raise _CommandError(f"--decimal must be '.' or ','; got {args.decimal!r}")
+        raise CommandError(f"--decimal must be '.' or ','; got {args.decimal!r}")
     table = _read_csv(args.file, args.sep, args.decimal)
     if args.skip_missing:
         used = [args.value, args.trust, args.user_id,
@@ -115,7 +115,7 @@ def _estimate(args):
                   f"{_line_list(skipped)}); {len(table.rows):,} users remain",
                   file=sys.stderr)
         if not table.rows:
-            raise _CommandError(f"--skip-missing: every row of {table.path} misses a value")
+            raise CommandError(f"--skip-missing: every row of {table.path} misses a value")
     X = _numbers(table.column(args.value, "--value"), args.value, table)
     trust_group = None
     if args.trust is not None:
@@ -130,7 +130,7 @@ def _estimate(args):
     ledger, user_id = _ledger_and_ids(args, table)
     if method is None:
         args.estimator = _auto_method(trust_group, user_epsilon)
-        method = _METHODS[args.estimator]
+        method = METHODS[args.estimator]
 
     estimator = method.build(
         epsilon=epsilon_parameter, bounds=(lower, upper), variance=args.variance,
@@ -141,7 +141,7 @@ def _estimate(args):
                       user_id=user_id)
     except (BudgetExceededError, LedgerError, KeyError) as error:
         message = error.args[0] if isinstance(error, KeyError) else str(error)
-        raise _CommandError(
+        raise CommandError(
             f"--ledger {args.ledger}: refused: "
             f"{_in_user_words(_in_ledger_words(message, args.ledger))}"
         ) from None
@@ -150,7 +150,7 @@ def _estimate(args):
                                  table=table)
         if not message.startswith("--estimator"):
             message = f"--estimator {args.estimator}: {message}"
-        raise _CommandError(message) from None
+        raise CommandError(message) from None
 
     n_tcm = len(X) if trust_group is None else int(np.count_nonzero(trust_group == "tcm"))
     expected_mse = float(estimator.expected_mse_[0])
@@ -204,10 +204,10 @@ def _epsilon(text, table):
     try:
         value = float(text)
     except ValueError:
-        raise _CommandError(
+        raise CommandError(
             f"--epsilon {text!r} is neither a number nor a column of {table.path} "
             f"(columns: {', '.join(table.header)})"
         ) from None
     if not value > 0:
-        raise _CommandError(f"--epsilon must be > 0 (inf: public data); got {text}")
+        raise CommandError(f"--epsilon must be > 0 (inf: public data); got {text}")
     return value, None

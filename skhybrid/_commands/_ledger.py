@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from ._common import _CommandError
+from ._common import CommandError
 from ._table import _read_csv, _user_ids
 
 
@@ -20,7 +20,7 @@ def _in_ledger_words(message, ledger):
 
 
 # Ledger files this run created: removed if the run is refused (it leaves nothing behind).
-_CREATED_LEDGERS = []
+CREATED_LEDGERS = []
 
 
 def _open_ledger(target, *, create=False, default_budget=None):
@@ -35,14 +35,14 @@ def _open_ledger(target, *, create=False, default_budget=None):
     is_file = not target.startswith(("postgresql://", "postgres://"))
     new = is_file and not os.path.exists(target)
     if new and not create:
-        raise _CommandError(f"no ledger at {target}")
+        raise CommandError(f"no ledger at {target}")
     try:
         ledger = PrivacyLedger(target, default_budget=default_budget)
     except (LedgerError, ValueError, ImportError) as error:
         _remove_new_file(target) if new else None
-        raise _CommandError(f"{target}: {error}") from None
+        raise CommandError(f"{target}: {error}") from None
     if new:
-        _CREATED_LEDGERS.append(target)
+        CREATED_LEDGERS.append(target)
     return ledger
 
 
@@ -52,9 +52,9 @@ def _remove_new_file(path):
             os.remove(path + suffix)
 
 
-def _remove_created_ledgers():
-    while _CREATED_LEDGERS:
-        _remove_new_file(_CREATED_LEDGERS.pop())
+def remove_created_ledgers():
+    while CREATED_LEDGERS:
+        _remove_new_file(CREATED_LEDGERS.pop())
 
 
 def _ledger_and_ids(args, table):
@@ -62,22 +62,22 @@ def _ledger_and_ids(args, table):
     if args.ledger is None:
         if args.user_id is not None or args.default_budget is not None:
             given = "--user-id" if args.user_id is not None else "--default-budget"
-            raise _CommandError(f"{given} needs --ledger FILE (the ledger to charge)")
+            raise CommandError(f"{given} needs --ledger FILE (the ledger to charge)")
         return None, None
     if args.user_id is None:
-        raise _CommandError(
+        raise CommandError(
             "--ledger needs --user-id COL: the column of user ids the ledger charges "
             "(row positions are not identities)"
         )
     ids = _user_ids(table.column(args.user_id, "--user-id"))
     try:
         ledger = _open_ledger(args.ledger, create=True, default_budget=args.default_budget)
-    except _CommandError as error:
-        raise _CommandError(f"--ledger {error}") from None
+    except CommandError as error:
+        raise CommandError(f"--ledger {error}") from None
     return ledger, np.array(ids, dtype=object)
 
 
-def _ledger(args):
+def run_ledger(args):
     """``skhybrid ledger FILE [ACTION]``: summary, set-budget, user or export."""
     handler = {None: _ledger_summary, "set-budget": _ledger_set_budget,
                "user": _ledger_user, "export": _ledger_export}[args.action]
@@ -90,7 +90,7 @@ def _ledger_summary(args):
     try:
         summary = _open_ledger(args.file).summary(n_releases=args.releases)
     except LedgerError as error:
-        raise _CommandError(str(error)) from None
+        raise CommandError(str(error)) from None
     if args.json:
         summary["spent_quantiles"] = {str(q): v for q, v in summary["spent_quantiles"].items()}
         print(json.dumps(summary))
@@ -125,17 +125,17 @@ def _budget_number(text, option, *, is_delta=False, line=None):
     try:
         value = float(text)
     except ValueError:
-        raise _CommandError(f"{option} must be a number; got {text!r}{where}") from None
+        raise CommandError(f"{option} must be a number; got {text!r}{where}") from None
     if not value >= 0 or (is_delta and not value < 1):
         accepted = "in [0, 1)" if is_delta else ">= 0 (inf for no limit)"
-        raise _CommandError(f"{option} must be {accepted}; got {text!r}{where}")
+        raise CommandError(f"{option} must be {accepted}; got {text!r}{where}")
     return value
 
 
 def _ledger_set_budget(args):
     """Budgets for one user (--user) or for every row of a CSV file (--csv)."""
     if (args.user is None) == (args.csv is None):
-        raise _CommandError("give either --user ID (with --epsilon) or --csv FILE.csv "
+        raise CommandError("give either --user ID (with --epsilon) or --csv FILE.csv "
                             "(with --epsilon COL)")
     if args.user is not None:
         ids = _user_ids(args.user)
@@ -154,7 +154,7 @@ def _ledger_set_budget(args):
     try:
         ledger.set_budget(np.array(ids, dtype=object), epsilon, delta)
     except (ValueError, TypeError) as error:
-        raise _CommandError(f"{args.file}: {_in_ledger_words(str(error), args.file)}") from None
+        raise CommandError(f"{args.file}: {_in_ledger_words(str(error), args.file)}") from None
     print(f"budgets set for {len(ids):,} users in {args.file}")
     return 0
 
@@ -166,7 +166,7 @@ def _looked_up(ledger, texts, read):
         return ids, read(ledger, np.array(ids, dtype=object))
     except TypeError as error:
         if "ledger's user ids are strings" not in str(error):
-            raise _CommandError(str(error)) from None
+            raise CommandError(str(error)) from None
         ids = [text.strip() for text in texts]
         return ids, read(ledger, np.array(ids, dtype=object))
 

@@ -2,10 +2,10 @@
 
 from pathlib import Path
 
-from ._common import _PLOT_HINT, _CommandError, _use_matplotlib
+from ._common import _PLOT_HINT, CommandError, _use_matplotlib
 
 
-def _reproduce(args):
+def run_reproduce(args):
     from ..reproduce import REPRODUCTIONS, reproduce
 
     if args.list:
@@ -17,11 +17,11 @@ def _reproduce(args):
             print(f"{name:<{width}}  {summary[0] if summary else ''}".rstrip())
         return 0
     if not args.names:
-        raise _CommandError("give a reproduction NAME, 'all', or --list to see the names")
+        raise CommandError("give a reproduction NAME, 'all', or --list to see the names")
     names = list(REPRODUCTIONS) if args.names == ["all"] else args.names
     unknown = [name for name in names if name not in REPRODUCTIONS]
     if unknown:
-        raise _CommandError(
+        raise CommandError(
             f"unknown reproduction {unknown[0]!r}; choose 'all' or one of: "
             f"{', '.join(REPRODUCTIONS) or '(none registered)'}"
         )

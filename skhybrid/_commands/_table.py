@@ -4,7 +4,7 @@ import csv
 import re
 from dataclasses import dataclass
 
-from ._common import _CommandError
+from ._common import CommandError
 
 _SEPARATORS = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "pipe": "|"}
 
@@ -21,7 +21,7 @@ class _Table:
 
     def column(self, name, option):
         if name not in self.header:
-            raise _CommandError(
+            raise CommandError(
                 f"{option}: no column {name!r} in {self.path}; its columns are: "
                 f"{', '.join(self.header)}"
             )
@@ -63,7 +63,7 @@ def _read_csv(path, sep=None, decimal="."):
     """
     delimiter = _SEPARATORS.get(sep, sep)
     if delimiter is not None and delimiter == decimal:
-        raise _CommandError(
+        raise CommandError(
             f"--sep {sep!r} and --decimal {decimal!r} are the same character; a European "
             "CSV is --sep ';' --decimal ','"
         )
@@ -86,22 +86,22 @@ def _read_csv(path, sep=None, decimal="."):
                     lines.append(start)
                 start = reader.line_num + 1
     except FileNotFoundError:
-        raise _CommandError(f"no such file: {path}") from None
+        raise CommandError(f"no such file: {path}") from None
     except UnicodeDecodeError as error:
-        raise _CommandError(
+        raise CommandError(
             f"cannot read {path}: it is not UTF-8 text ({error.reason} at byte "
             f"{error.start}); save it as UTF-8 (CSV UTF-8 in Excel)"
         ) from None
     except (OSError, csv.Error) as error:
-        raise _CommandError(f"cannot read {path}: {error}") from None
+        raise CommandError(f"cannot read {path}: {error}") from None
     if not header:
-        raise _CommandError(f"{path} is empty: expected a header row with column names")
+        raise CommandError(f"{path} is empty: expected a header row with column names")
     header = [name.strip() for name in header]
     if not rows:
-        raise _CommandError(f"{path} has a header but no data rows")
+        raise CommandError(f"{path} has a header but no data rows")
     for row, line in zip(rows, lines):
         if len(row) != len(header):
-            raise _CommandError(
+            raise CommandError(
                 f"{path}, line {line}: {len(row)} fields where the header has "
                 f"{len(header)} (delimiter {delimiter!r}; use --sep to set it)"
             )
