@@ -50,9 +50,8 @@ import sys
 import warnings
 from dataclasses import dataclass
 
-import sklearn
-
 import numpy as np
+import sklearn
 
 from ..exceptions import UnaccountedReleaseWarning
 from ..mechanisms._calibration import gaussian_noise_multiplier
@@ -180,7 +179,7 @@ _LIBRARY_DIRS = tuple(
 ) + (os.path.dirname(os.path.abspath(sklearn.__file__)) + os.sep,)
 
 
-def _user_stacklevel():
+def user_stacklevel():
     """The stacklevel of the first caller outside skhybrid and scikit-learn (tests count)."""
     frame, level = sys._getframe(1), 1
     while frame is not None:
@@ -213,7 +212,7 @@ def warn_unaccounted_release(name, epsilon, n_users):
         "ledger=PrivacyLedger(...) and pass user_id to fit to record every release, or "
         "record it yourself with PrivacyLedger.charge",
         UnaccountedReleaseWarning,
-        stacklevel=_user_stacklevel(),
+        stacklevel=user_stacklevel(),
     )
 
 

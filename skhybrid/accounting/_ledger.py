@@ -13,7 +13,8 @@ vectorized arithmetic. Before a charge the process replays the events other proc
 committed since it last looked, inside the store's write lock; the new event is appended
 in the same transaction, so every user's new total is checked against their budget and
 the release is recorded, or nothing is. How the totals compose is in
-:mod:`._composition`.
+:mod:`._composition`; the slots and totals are kept by :mod:`._accounts`, the events'
+payloads packed by :mod:`._events`.
 """
 
 import datetime
@@ -21,16 +22,15 @@ import json
 import math
 import os
 import threading
-import zlib
-from collections import OrderedDict
 from collections.abc import Mapping
 from numbers import Integral, Real
 
 import numpy as np
 
 from ..exceptions import BudgetExceededError
+from ._accounts import _Accounts, _Index
 from ._composition import gaussian_epsilon
-from ._kernels import epsilon_totals, no_codes, scatter_pair
+from ._events import _decode, _encode, _levels, _mechanism, _pack, _unpack
 from ._remote import RemoteLedger, serve
 from ._stores import open_store
 
@@ -42,8 +42,6 @@ CHARGE_KINDS = ("release", "reservation")
 # number of users) writes a checkpoint, so that the next process to open the ledger
 # does not replay them again.
 _CHECKPOINT_AFTER = 100_000
-# Id arrays remembered with their slots (the ids of folds, searches and repeated fits).
-_CACHE_IDS = 50_000_000
 
 
 def id_array(user_ids):
@@ -167,267 +165,6 @@ def _distinct_rows(columns):
     table = np.column_stack([column[first] for column in columns])
     return table, inverse.ravel().astype(np.min_scalar_type(first.size - 1)), counts
 
-
-class _Index:
-    """User ids to slots: the ids sorted once, new ids merged in as they arrive.
-
-    Lookups of a new array sort it (one ``argsort``) and search the sorted ids; arrays
-    looked up before (the same ids charged again, the folds of a search) are recognised
-    by a checksum and compared in full, then their slots are reused.
-    """
-
-    def __init__(self):
-        self.kind = None
-        self.ids = None  # in slot order
-        self._sorted = None
-        self._sorted_slots = np.zeros(0, dtype=np.int64)
-        self._cache = OrderedDict()
-        self._cached = 0
-
-    def __len__(self):
-        return self._sorted_slots.size
-
-    def check_kind(self, kind):
-        if self.kind is not None and kind != self.kind:
-            raise TypeError(
-                f"this ledger's user ids are {'integers' if self.kind == 'int' else 'strings'};"
-                f" got {'integers' if kind == 'int' else 'strings'}"
-            )
-
-    @staticmethod
-    def _key(values):
-        # A checksum of a sample of the ids: it only picks the candidate array, which is
-        # then compared in full, so a collision costs a lookup, never a wrong slot.
-        step = max(1, values.size // 4096)
-        return values.dtype.str, values.size, zlib.crc32(np.ascontiguousarray(values[::step]))
-
-    def positions(self, values):
-        """Each id's slot (-1 if unknown), the first duplicated id (or None), and the
-        positions in ``values`` of the unknown ids, sorted by id."""
-        found = self._cache.get(self._key(values))
-        if found is not None and _same(found[0], values):
-            self._cache.move_to_end(self._key(values))
-            return found[1], found[2], np.zeros(0, dtype=np.intp)
-        order = np.argsort(values)
-        ordered = values[order]
-        same = np.flatnonzero(ordered[1:] == ordered[:-1])
-        duplicate = ordered[same[0]].item() if same.size else None
-        slots = np.full(values.size, -1, dtype=np.int64)
-        if len(self) and values.size:
-            where = np.minimum(np.searchsorted(self._sorted, ordered), len(self) - 1)
-            hit = self._sorted[where] == ordered
-            slots[order[hit]] = self._sorted_slots[where[hit]]
-            return slots, duplicate, order[~hit]
-        return slots, duplicate, order
-
-    def remember(self, values, slots, duplicate):
-        """Keep ``values`` (all known) and their slots for the next lookup of the same ids."""
-        if values.size > _CACHE_IDS:
-            return
-        key = self._key(values)
-        if key not in self._cache:
-            slots = slots.copy()
-            slots.flags.writeable = False
-            self._cache[key] = (values.copy(), slots, duplicate)
-            self._cached += values.size
-        while self._cached > _CACHE_IDS:
-            _, (dropped, _, _) = self._cache.popitem(last=False)
-            self._cached -= dropped.size
-
-    def add(self, new_ids, by_id=None):
-        """Give ``new_ids`` (distinct, unknown) the next slots, in their order.
-
-        ``by_id`` sorts them (``new_ids[by_id]`` is increasing): charges know it from
-        their lookup and store it; without it (a checkpoint's ids) they are sorted here.
-        """
-        if new_ids.size == 0:
-            return
-        slots = np.arange(len(self), len(self) + new_ids.size, dtype=np.int64)
-        if self.ids is None:
-            self.kind = "int" if new_ids.dtype.kind == "i" else "str"
-            self.ids, self._sorted = new_ids.copy(), new_ids[:0]
-        else:
-            self.ids = np.concatenate([self.ids, new_ids])
-        by_id = np.argsort(new_ids) if by_id is None else by_id
-        new_ids, slots = new_ids[by_id], slots[by_id]
-        # Merge two sorted arrays: each new id lands after the old ids below it.
-        where = np.searchsorted(self._sorted, new_ids) + np.arange(new_ids.size)
-        is_new = np.zeros(len(self) + new_ids.size, dtype=bool)
-        is_new[where] = True
-        merged = np.empty(is_new.size, dtype=np.promote_types(self._sorted.dtype, new_ids.dtype))
-        merged[where], merged[~is_new] = new_ids, self._sorted
-        merged_slots = np.empty(is_new.size, dtype=np.int64)
-        merged_slots[where], merged_slots[~is_new] = slots, self._sorted_slots
-        self._sorted, self._sorted_slots = merged, merged_slots
-
-    def sorted_slots(self):
-        return self._sorted_slots
-
-
-def _same(first, second):
-    """Whether two id arrays are equal, compared as raw integers (strings as code points)."""
-    if first.dtype != second.dtype or first.shape != second.shape:
-        return False
-    if first.dtype.kind == "U":
-        first, second = first.view(np.uint32), second.view(np.uint32)
-    return bool(np.array_equal(first, second))
-
-
-class _Accounts:
-    """Every user's budget and totals, one numpy array per column, indexed by slot.
-
-    Rows past ``n`` are scratch: a charge stages its new users there, and they count
-    only once the charge is committed.
-    """
-
-    COLUMNS = ("budget_epsilon", "budget_delta", "high", "low", "delta", "gaussian")
-
-    def __init__(self):
-        self.n = 0
-        self.columns = {name: np.zeros(0) for name in self.COLUMNS}
-        self.any_delta = False
-        self.any_gaussian = False
-
-    def __getattr__(self, name):
-        try:
-            return self.__dict__["columns"][name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    def stage(self, n_new, budget):
-        """Rows for ``n_new`` users after the last one, with ``budget`` and nothing spent."""
-        needed = self.n + n_new
-        if needed > self.columns["high"].size:
-            capacity = max(needed, 2 * self.columns["high"].size, 1024)
-            for name, array in self.columns.items():
-                grown = np.zeros(capacity)
-                grown[:self.n] = array[:self.n]
-                self.columns[name] = grown
-        for name in self.COLUMNS:
-            self.columns[name][self.n:needed] = 0.0
-        self.columns["budget_epsilon"][self.n:needed] = budget[0]
-        self.columns["budget_delta"][self.n:needed] = budget[1]
-
-    def after(self, kind, slots, table, codes):
-        """The columns ``kind`` changes for ``slots``, as they would be after the event."""
-
-        def per_user(column):
-            return table[0, column] if codes is None else table[codes, column]
-
-        if slots.size == 0:
-            return {}, 0
-        if kind == "budget":
-            return {"budget_epsilon": per_user(0), "budget_delta": per_user(1)}, 0
-        sign = -1.0 if kind == "refund" else 1.0
-        high, low = np.empty(slots.size), np.empty(slots.size)
-        n_over = epsilon_totals(self.high, self.low, self.budget_epsilon, slots,
-                                np.ascontiguousarray(table[:, 0]),
-                                no_codes() if codes is None else codes, sign, high, low)
-        changed = {"high": high, "low": low}
-        if table[:, 1].any():
-            changed["delta"] = self.delta[slots] + sign * per_user(1)
-        if table.shape[1] > 2 and table[:, 2].any():
-            changed["gaussian"] = self.gaussian[slots] + per_user(2)
-        return changed, n_over
-
-    def apply(self, slots, changed):
-        if "high" in changed:
-            scatter_pair(self.high, self.low, slots, changed["high"], changed["low"])
-        for name, values in changed.items():
-            if name not in ("high", "low"):
-                self.columns[name][slots] = values
-        self.any_delta |= "delta" in changed
-        self.any_gaussian |= "gaussian" in changed
-
-    def spent(self, slots):
-        """The epsilon spent by ``slots``, at their delta budget."""
-        high = self.high[slots]
-        if not self.any_gaussian:
-            return high
-        return high + gaussian_epsilon(self.gaussian[slots],
-                                       self.budget_delta[slots] - self.delta[slots])
-
-
-def _encode(new_ids, by_id, new_budget, slots, codes, table, n_total):
-    """An event's payload: new users (and their order by id), membership (bitmap or
-    sorted slots), codes, costs."""
-    arrays = {"new_ids": new_ids,
-              "by_id": by_id.astype(np.min_scalar_type(max(by_id.size - 1, 0))),
-              "new_budget": np.asarray(new_budget, dtype=np.float64),
-              "table": table, "n_total": np.array(n_total)}
-    if slots.size * 16 >= n_total:
-        member = np.zeros(n_total, dtype=bool)
-        member[slots] = True
-        arrays["bitmap"] = np.packbits(member)
-        if codes is not None:
-            in_order = np.zeros(n_total, dtype=codes.dtype)
-            in_order[slots] = codes
-            arrays["codes"] = in_order[member]
-    else:
-        order = np.argsort(slots)
-        arrays["slot_steps"] = np.diff(slots[order], prepend=0)
-        if codes is not None:
-            arrays["codes"] = codes[order]
-    return _pack(arrays)
-
-
-def _decode(payload):
-    """(new_ids, by_id, new_budget, sorted slots, codes in slot order or None, table)."""
-    arrays = _unpack(payload)
-    if "bitmap" in arrays:
-        slots = np.flatnonzero(np.unpackbits(arrays["bitmap"], count=int(arrays["n_total"])))
-    else:
-        slots = np.cumsum(arrays["slot_steps"])
-    return (arrays["new_ids"], arrays["by_id"], tuple(arrays["new_budget"]), slots,
-            arrays.get("codes"),
-            arrays["table"])
-
-
-def _pack(arrays):
-    """Named arrays as one zlib-compressed blob: a JSON header (dtype, shape), then the data.
-
-    Only plain numeric and unicode dtypes are written and read (no pickles: a blob read
-    from a shared database cannot run code).
-    """
-    header = json.dumps({name: [array.dtype.str, list(array.shape)]
-                         for name, array in arrays.items()}).encode()
-    return zlib.compress(b"".join([len(header).to_bytes(4, "little"), header,
-                                   *(np.ascontiguousarray(a).tobytes() for a in arrays.values())]),
-                         1)
-
-
-def _unpack(blob):
-    raw = zlib.decompress(blob)
-    size = int.from_bytes(raw[:4], "little")
-    offset, arrays = 4 + size, {}
-    for name, (dtype, shape) in json.loads(raw[4:offset]).items():
-        dtype = np.dtype(dtype)
-        if dtype.kind not in "biufU":
-            raise ValueError(f"a ledger blob holds an array of dtype {dtype}; expected numbers "
-                             "or strings (is the ledger corrupt?)")
-        count = math.prod(shape)
-        arrays[name] = np.frombuffer(raw, dtype, count, offset).reshape(shape)
-        offset += count * dtype.itemsize
-    return arrays
-
-
-def _levels(kind, table, counts):
-    """The distinct costs of an event with their numbers of users, for the history."""
-    if kind == "budget":
-        return [{"epsilon": float(e), "delta": float(d), "n_users": int(c)}
-                for (e, d), c in zip(table, counts)]
-    return [
-        {"epsilon": float(row[0]), "delta": float(row[1]),
-         "noise_multiplier": None if len(row) < 3 or row[2] == 0 else float(1 / np.sqrt(row[2])),
-         "n_users": int(c)}
-        for row, c in zip(table, counts)
-    ]
-
-
-def _mechanism(table):
-    if table.shape[1] > 2 and table[:, 2].any():
-        return "gaussian"
-    return "approximate" if table[:, 1].any() else "pure"
 
 
 class PrivacyLedger:

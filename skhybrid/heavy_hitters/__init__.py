@@ -4,6 +4,8 @@
 :class:`BlenderClient` is LocalAlg, the randomizer clients run on their devices.
 """
 
-from ._blender import WILDCARD, BlenderClient, BlenderHeavyHitters
+from ._blender import BlenderHeavyHitters
+from ._client import BlenderClient
+from ._records import WILDCARD
 
 __all__ = ["WILDCARD", "BlenderClient", "BlenderHeavyHitters"]

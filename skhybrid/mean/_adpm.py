@@ -10,7 +10,7 @@ from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, ValidatedParamsM
 from ..mechanisms import LaplaceMechanism, LocalLaplaceRandomizer
 from ..mechanisms._feature_weights import feature_noise_weights, scaled_ranges
 from ..mechanisms._noise import personalized_laplace_release, personalized_laplace_variance
-from ..theory._adpm import (
+from ..theory import (
     adpm_weights,
     affine_mse,
     ldpe_weights,

@@ -30,7 +30,7 @@ from sklearn.utils.metadata_routing import (
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _check_method_params, _num_samples, check_is_fitted
 
-from ..accounting._costs import _user_stacklevel, warn_unaccounted_release
+from ..accounting._costs import user_stacklevel, warn_unaccounted_release
 from ..accounting._ledger import id_array
 from ..base import RANDOM_STATE_CONSTRAINT, ValidatedParamsMixin
 from ..exceptions import BudgetExceededError
@@ -132,7 +132,7 @@ def _warn_once_per_kind(records, owner):
     for category, messages in by_kind.items():
         note = "" if len(messages) == 1 else (
             f" [{owner}: {len(messages)} of its fits warned {category.__name__}; shown once]")
-        warnings.warn(messages[0] + note, category, stacklevel=_user_stacklevel())
+        warnings.warn(messages[0] + note, category, stacklevel=user_stacklevel())
 
 
 # -- metadata: the same routing as scikit-learn's searches ---------------------------------

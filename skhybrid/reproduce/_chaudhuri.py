@@ -12,12 +12,14 @@ row and Appendix D's Figures 3 and 4 are not reproduced.
 import numpy as np
 
 from ..mean import ADPMEstimator, PDPSampleEstimator
-from ..theory import sample_mechanism_mse, sample_mechanism_thresholds, saturation_ratio
-from ..theory._adpm import (
+from ..theory import (
     adpm_weights,
     affine_mse,
     ldpe_weights,
     propdpm_weights,
+    sample_mechanism_mse,
+    sample_mechanism_thresholds,
+    saturation_ratio,
     uni_weights,
     worst_case_variance,
 )

@@ -16,8 +16,18 @@ estimators, examples and tests call these functions.
 
 from ._adpm import __all__ as _adpm_all
 from ._adpm import *  # noqa: F401,F403
+from ._adpm_baselines import __all__ as _adpm_baselines_all
+from ._adpm_baselines import *  # noqa: F401,F403
+from ._adpm_common import __all__ as _adpm_common_all
+from ._adpm_common import *  # noqa: F401,F403
+from ._adpm_two_groups import __all__ as _adpm_two_groups_all
+from ._adpm_two_groups import *  # noqa: F401,F403
 from ._blender import __all__ as _blender_all
 from ._blender import *  # noqa: F401,F403
+from ._blender_local import __all__ as _blender_local_all
+from ._blender_local import *  # noqa: F401,F403
+from ._blender_metrics import __all__ as _blender_metrics_all
+from ._blender_metrics import *  # noqa: F401,F403
 from ._hybrid import __all__ as _hybrid_all
 from ._hybrid import *  # noqa: F401,F403
 from ._mixed import (
@@ -37,7 +47,12 @@ from ._mixed import (
 __all__ = sorted(
     _hybrid_all
     + _adpm_all
+    + _adpm_baselines_all
+    + _adpm_common_all
+    + _adpm_two_groups_all
     + _blender_all
+    + _blender_local_all
+    + _blender_metrics_all
     + [
         "group_mean_noise_scale",
         "group_mean_variance",

@@ -14,7 +14,8 @@ from sklearn import config_context
 from sklearn.base import clone
 from sklearn.model_selection import KFold, cross_validate
 
-import skhybrid.heavy_hitters._blender as blender
+import skhybrid.heavy_hitters._client as client_module
+import skhybrid.heavy_hitters._optin as optin
 from skhybrid.audit import audit_samples
 from skhybrid.datasets import make_search_logs
 from skhybrid.heavy_hitters import WILDCARD, BlenderClient, BlenderHeavyHitters
@@ -137,12 +138,12 @@ def test_local_alg_is_epsilon_delta_private_theorem_3(epsilon):
 
 def _weaker_local_alg(monkeypatch):
     """LocalAlg with keep probabilities computed for 1.4 times the budget."""
-    original = blender.local_alg_parameters
+    original = client_module.local_alg_parameters
 
     def weaker(epsilon, delta, urls_per_query, **kwargs):
         return original(epsilon * WEAKER, delta, urls_per_query, **kwargs)
 
-    monkeypatch.setattr(blender, "local_alg_parameters", weaker)
+    monkeypatch.setattr(client_module, "local_alg_parameters", weaker)
 
 
 def _audit_local_alg(seed):
@@ -237,7 +238,7 @@ def _threshold_release(epsilon, delta):
     """CreateHeadList's output on two records, coded 2 * (first passes) + (second passes)."""
 
     def release(counts, rng):
-        passes = blender._passes_threshold(counts, epsilon=epsilon, delta=delta, rng=rng)
+        passes = optin._passes_threshold(counts, epsilon=epsilon, delta=delta, rng=rng)
         return 2 * passes[:, 0] + passes[:, 1]
 
     return release
@@ -257,8 +258,8 @@ def _threshold_audit(seed):
 def _weaker_count_noise(monkeypatch):
     """The opt-in counts' Laplace mechanism with its scale divided by 1.4."""
     monkeypatch.setattr(
-        blender, "_count_mechanism",
-        lambda epsilon: blender.LaplaceMechanism(epsilon=epsilon * WEAKER, sensitivity=2.0),
+        optin, "_count_mechanism",
+        lambda epsilon: optin.LaplaceMechanism(epsilon=epsilon * WEAKER, sensitivity=2.0),
     )
 
 
@@ -280,7 +281,7 @@ def _optin_count_audit(seed):
     epsilon, counts_a, counts_b = 1.0, np.array([41.0, 19.0]), np.array([40.0, 20.0])
 
     def release(counts, rng):
-        noisy = blender._count_mechanism(epsilon).randomise(counts, random_state=rng)
+        noisy = optin._count_mechanism(epsilon).randomise(counts, random_state=rng)
         return 2 * (noisy[:, 0] > counts_a[0]) + (noisy[:, 1] < counts_a[1])
 
     samples = _move_one_user(release, counts_a, counts_b, N_AUDIT, np.random.default_rng(seed))
@@ -311,7 +312,7 @@ def test_opt_in_wildcard_cells_sum_the_trimmed_cells_and_their_noise_theorem_4()
     estimates, variances = [], []
     for _ in range(3_000):
         sample = records[rng.choice(p.size, size=2_000, p=p)]
-        layout, probabilities, variance = blender._estimate_optin_probabilities(
+        layout, probabilities, variance = optin._estimate_optin_probabilities(
             sample, candidates, epsilon=0.5, max_records=2, rng=rng
         )
         order = [layout.cell_records.tolist().index(list(cell)) for cell in truth]

@@ -20,7 +20,7 @@ pd = pytest.importorskip("pandas")
 
 from skhybrid.datasets import make_search_logs  # noqa: E402
 from skhybrid.heavy_hitters import BlenderHeavyHitters  # noqa: E402
-from skhybrid.heavy_hitters._blender import _SPLIT_BLOCK, _HeadListSplit  # noqa: E402
+from skhybrid.heavy_hitters._blender_chunks import _SPLIT_BLOCK, _HeadListSplit  # noqa: E402
 
 SMALL_LOG = {"n_queries": 10, "urls_per_query": 2, "zipf_exponent": 1.0, "url_zipf_exponent": 1.0}
 

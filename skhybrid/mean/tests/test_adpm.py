@@ -7,7 +7,7 @@ from sklearn.model_selection import KFold, cross_validate
 import skhybrid.mean._adpm as adpm_module
 from skhybrid import ADPMEstimator
 from skhybrid.audit import audit_mechanism, estimator_release
-from skhybrid.theory._adpm import adpm_weights
+from skhybrid.theory import adpm_weights
 
 
 def _two_groups(n=1000, fraction=0.3, eps1=0.2, eps2=1.0, seed=0):
@@ -100,7 +100,7 @@ def test_stretching_error_matches_example_2s_formula_and_stays_under_its_bound()
     on [0.5, 1] in bounds (0, 1): mean 1/4 above the centre, variance 1/48) within 4
     standard errors, and under the reported expected_mse_ (which puts the mean at a
     bound)."""
-    from skhybrid.theory._adpm import stretching_mse
+    from skhybrid.theory import stretching_mse
 
     rng = np.random.default_rng(7)
     n, n_trials = 200, 4000
@@ -277,7 +277,7 @@ def test_table_2_sample_mechanism_is_worse_than_adpm(log_range):
     (sigma^2 D + (mu - c)^2 sum p_i (1 - p_i) + 2 (R / t)^2) / D^2, after checking the
     estimator against that formula by Monte Carlo."""
     from skhybrid import PDPSampleEstimator
-    from skhybrid.theory._adpm import affine_mse
+    from skhybrid.theory import affine_mse
 
     rng = np.random.default_rng(41)
     n, n_trials = 1000, 1500

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from skhybrid.theory import _adpm
-from skhybrid.theory._adpm import (
+from skhybrid.theory import (
     ADPMSolution,
+    _adpm_cvxpy,
     adpm_weights,
     affine_mse,
     laplace_noise_scale,
@@ -194,7 +194,7 @@ def test_cvxpy_solves_one_variable_per_level_and_gives_equal_users_equal_weights
 
 
 def test_cvxpy_warns_when_the_solver_stops_early(monkeypatch):
-    monkeypatch.setitem(_adpm._CLARABEL_OPTIONS, "max_iter", 1)
+    monkeypatch.setitem(_adpm_cvxpy._CLARABEL_OPTIONS, "max_iter", 1)
     eps, _ = random_epsilons(np.random.default_rng(0), 50)
     with pytest.warns(ConvergenceWarning, match="user_limit"):
         solution = adpm_weights(eps, solver="cvxpy")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from skhybrid.theory._blender import (
+from skhybrid.theory import (
     blend_estimates,
     blended_variance,
     blending_weights,

@@ -129,7 +129,7 @@ def test_arrow_strings_are_tcm_or_lm_exactly_in_every_arrangement():
     import itertools
 
     pa = pytest.importorskip("pyarrow")
-    from skhybrid.utils._validation import _arrow_tcm_mask
+    from skhybrid.utils._trust_labels import _arrow_tcm_mask
 
     for n_words in range(4):
         for words in itertools.product(_WORDS, repeat=n_words):
@@ -146,7 +146,7 @@ def test_object_columns_sharing_a_few_objects_are_read_by_identity():
     """Rows holding the same few objects (as CSV readers and literals give) are numbered
     by address and only the distinct objects are inspected; columns of many distinct
     objects, and unaccepted values, fall back to the comparisons and their messages."""
-    from skhybrid.utils._validation import _MAX_IDENTITIES, _tcm_mask_by_identity
+    from skhybrid.utils._trust_labels import _MAX_IDENTITIES, _tcm_mask_by_identity
 
     rng = np.random.default_rng(5)
     accepted = np.array(["tcm", "lm", "TCM", True, 0, np.True_, "Lm"], dtype=object)
@@ -187,11 +187,11 @@ def test_trust_group_messages_show_values_not_numpy_reprs():
 def test_trust_group_inspects_distinct_values_only(monkeypatch):
     # Millions of users must not mean millions of Python calls: only the distinct
     # entries are looked at one by one.
-    from skhybrid.utils import _validation
+    from skhybrid.utils import _trust_labels
 
     calls = []
-    original = _validation._trust_value
-    monkeypatch.setattr(_validation, "_trust_value", lambda v: calls.append(v) or original(v))
+    original = _trust_labels._trust_value
+    monkeypatch.setattr(_trust_labels, "_trust_value", lambda v: calls.append(v) or original(v))
     names = np.array(["TCM", "lm", "Lm", "tcm"] * 25_000, dtype=object)
     mask = check_trust_group(names, names.shape[0])
     assert mask.sum() == 50_000
@@ -389,7 +389,7 @@ def test_arrow_strings_compared_in_parts_on_threads(monkeypatch):
 
     pa = pytest.importorskip("pyarrow")
     from skhybrid.utils import _threads
-    from skhybrid.utils._validation import _arrow_tcm_mask
+    from skhybrid.utils._trust_labels import _arrow_tcm_mask
 
     monkeypatch.setattr(_threads, "available_cores", lambda: 4)
     monkeypatch.setattr(_threads, "in_parts",
