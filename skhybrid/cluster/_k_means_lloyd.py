@@ -12,8 +12,10 @@ from ..utils._kernels import grouped_row_sums, nearest_centre_sums
 from ..utils._sums import FIXED_POINT_BITS, _bounds_and_scale, fixed_point_sums, per_feature
 from ..utils._threads import available_cores, single_threaded_blas
 
-#: Rows per task of the nearest-centre search (tasks balance the load over threads).
+#: Rows per task of the nearest-centre search, at most and at least (tasks balance the
+#: load over the threads).
 _CHUNK_ROWS = 32768
+_MIN_TASK_ROWS = 2048
 #: Below this many input values per core, a thread costs more than it saves.
 _ELEMENTS_PER_WORKER = 2**20
 
@@ -44,6 +46,8 @@ def nearest_centre(X, centres, *, origin=None, code_bounds=None):
     Returns
     -------
     labels : ndarray of shape (n_samples,), dtype=intp
+    counts : ndarray of int64 of shape (n_clusters,)
+        Only with ``code_bounds``: ``np.bincount(labels, minlength=n_clusters)``.
     code_sums : ndarray of int64 of shape (n_clusters, n_features)
         Only with ``code_bounds``.
     """
@@ -60,29 +64,32 @@ def nearest_centre(X, centres, *, origin=None, code_bounds=None):
     labels = np.empty(n_samples, dtype=np.intp)
 
     def search(starts):
+        counts = np.zeros(centres.shape[0], dtype=np.int64)
         sums = None
         if code_bounds is not None:
             sums = np.zeros((centres.shape[0], n_features), dtype=np.int64)
         for start in starts:
-            nearest_centre_sums(X, start, min(start + _CHUNK_ROWS, n_samples), origin, scaled,
-                                norms, lower, upper, scale, labels, sums)
-        return sums
+            nearest_centre_sums(X, start, min(start + step, n_samples), origin, scaled,
+                                norms, lower, upper, scale, labels, counts, sums)
+        return counts, sums
 
-    starts = range(0, n_samples, _CHUNK_ROWS)
     workers = min(available_cores(), X.size // _ELEMENTS_PER_WORKER)
+    # Several tasks per worker balance the load, when another process holds a core too.
+    step = min(_CHUNK_ROWS, max(_MIN_TASK_ROWS, -(-n_samples // (8 * max(workers, 1)))))
+    starts = range(0, n_samples, step)
     # One BLAS thread per block: for products this small BLAS threads cost more than
     # they save, and on busy cores their spin-waiting can slow a product a hundredfold.
     with single_threaded_blas():
         if workers > 1:
-            # Many small tasks balance the load when another process holds a core.
             with ThreadPoolExecutor(workers) as pool:
                 parts = list(pool.map(search, [starts[i : i + 1] for i in range(len(starts))]))
         else:
             parts = [search(starts)]
     if code_bounds is None:
         return labels
-    # Integer additions: the total is exact whatever the order of the parts.
-    return labels, np.sum(parts, axis=0, dtype=np.int64)
+    # Integer additions: the totals are exact whatever the order of the parts.
+    return (labels, np.sum([counts for counts, _ in parts], axis=0, dtype=np.int64),
+            np.sum([sums for _, sums in parts], axis=0, dtype=np.int64))
 
 
 def cluster_sums(values, origin, labels, n_clusters):

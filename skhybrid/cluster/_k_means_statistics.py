@@ -203,10 +203,9 @@ class _CentralClustering:
         """Each cluster's count and centred sum: :class:`_CentralStatistics`."""
         # Labels and the exact code sums per cluster in one pass over the users, the
         # codes computed on the way (no copy of the users' values is kept).
-        nearest, code_sums = nearest_centre(self._values, centres - self._midpoint,
-                                            origin=self._midpoint,
-                                            code_bounds=(self._lower, self._upper))
-        counts = np.bincount(nearest, minlength=centres.shape[0])
+        nearest, counts, code_sums = nearest_centre(self._values, centres - self._midpoint,
+                                                    origin=self._midpoint,
+                                                    code_bounds=(self._lower, self._upper))
         sums = centred_code_sums(self._values, self._lower, self._upper, nearest, counts,
                                  code_sums=code_sums)
         return _CentralStatistics(counts, sums)

@@ -206,15 +206,16 @@ _LLOYD_ROWS = 256
 
 @numba.njit(**_OPTIONS)
 def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, upper, scale,
-                        labels, sums):
+                        labels, counts, sums):
     """Each row's nearest centre, and the rows' codes added to their centre's sums.
 
     For the rows ``start:stop`` of ``X``, block by block: the block minus ``origin``
     times ``scaled_centres`` (one matrix product, BLAS) plus ``norms`` gives each row's
     ``||c||^2 - 2 (x - origin) . c`` for every centre ``c`` (in the coordinates of
     ``x - origin``); the first smallest is the row's label (ties to the first centre,
-    as ``argmin``). Unless ``sums`` is None, each row's :func:`fixed_point_code` of
-    every feature is added to its label's sums in int64, exactly.
+    as ``argmin``). Unless ``sums`` is None, each row is counted in its label's
+    ``counts`` and its :func:`fixed_point_code` of every feature is added to its
+    label's sums in int64, exactly.
 
     Parameters
     ----------
@@ -229,6 +230,8 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
         The fixed-point grid (read only with ``sums``).
     labels : ndarray of intp of shape (n_rows,)
         Rows ``start:stop`` written in place.
+    counts : ndarray of int64 of shape (n_clusters,)
+        Added to in place (only with ``sums``).
     sums : ndarray of int64 of shape (n_clusters, n_features) or None
         Added to in place.
     """
@@ -272,6 +275,7 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
                 label = centre if closer else label
             labels[first + row] = label
             if sums is not None:
+                counts[label] += 1
                 for feature in range(n_features):
                     sums[label, feature] += codes[row, feature]
 

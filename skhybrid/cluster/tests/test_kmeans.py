@@ -603,13 +603,15 @@ def test_fused_pass_gives_the_labels_and_the_exact_grouped_code_sums(n_features)
     X = rng.uniform(0, 1, size=(400_000, n_features))
     centres = rng.uniform(0, 1, size=(5, n_features))
     lower, upper = np.zeros(n_features), np.ones(n_features)
-    labels, sums = nearest_centre(X, centres, code_bounds=(lower, upper))
+    labels, counts, sums = nearest_centre(X, centres, code_bounds=(lower, upper))
     np.testing.assert_array_equal(labels, nearest_centre(X, centres))
+    np.testing.assert_array_equal(counts, np.bincount(labels, minlength=5))
     np.testing.assert_array_equal(sums, fixed_point_sums(X, lower, upper, labels=labels,
                                                          n_groups=5))
     # Shifted by an origin block by block: the labels of the shifted rows.
     origin = np.full(n_features, 0.5)
-    shifted, _ = nearest_centre(X, centres - origin, origin=origin, code_bounds=(lower, upper))
+    shifted, _, _ = nearest_centre(X, centres - origin, origin=origin,
+                                   code_bounds=(lower, upper))
     np.testing.assert_array_equal(shifted, nearest_centre(X - origin, centres - origin))
 
 
@@ -631,11 +633,14 @@ def test_compiled_pass_is_argmin_with_ties_first_and_exact_sums(n_clusters, with
     lower, upper = np.full(n_features, -1.0), np.full(n_features, 1.0)
     scale = np.full(n_features, 2.0**FIXED_POINT_BITS / 2.0)
     labels = np.full(n + 3, -1, dtype=np.intp)
+    counts = np.full(n_clusters, 3, dtype=np.int64)
     sums = np.full((n_clusters, n_features), 7, dtype=np.int64) if with_sums else None
     nearest_centre_sums(X, 0, n, np.zeros(n_features), np.ascontiguousarray(-2.0 * centres.T),
                         np.einsum("kd,kd->k", centres, centres), lower, upper, scale, labels,
-                        sums)
+                        counts, sums)
     np.testing.assert_array_equal(labels[:n], expected)
+    expected_counts = 3 + (np.bincount(expected, minlength=n_clusters) if with_sums else 0)
+    np.testing.assert_array_equal(counts, expected_counts)
     assert (labels[n:] == -1).all()  # rows past ``stop`` are never written
     if with_sums:
         codes = np.rint((np.clip(X, lower, upper) - lower) * scale).astype(np.int64)
