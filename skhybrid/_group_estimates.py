@@ -264,19 +264,44 @@ def privatized_sum(X, rows, *, mechanism, epsilon, delta, lower, upper, rng, squ
     square_sums : ndarray of shape (n_features,)
         Only with ``squares_about``.
     """
-    randomizer = local_randomizer(mechanism, epsilon=epsilon, delta=delta, lower=lower,
-                                  upper=upper)
     sums = np.zeros(X.shape[1])
     square_sums = np.zeros(X.shape[1])
+    for reports in _privatized_blocks(X, rows, mechanism=mechanism, epsilon=epsilon,
+                                      delta=delta, lower=lower, upper=upper, rng=rng):
+        sums += reports.sum(axis=0)
+        if squares_about is not None:
+            square_sums += square_sum_about(reports, squares_about)
+    return sums if squares_about is None else (sums, square_sums)
+
+
+def privatized_rows(X, rows, *, mechanism, epsilon, delta, lower, upper, rng):
+    """:func:`privatize_locally` of ``X[rows]``, made block by block: no clipped copy.
+
+    The same reports as one call on ``X[rows]`` for Laplace (the generator's draws in
+    the same order); only the reports' array is allocated.
+
+    Returns
+    -------
+    reports : ndarray of shape (rows.sum(), n_features)
+    """
+    reports = np.empty((int(np.count_nonzero(rows)), X.shape[1]))
+    position = 0
+    for block in _privatized_blocks(X, rows, mechanism=mechanism, epsilon=epsilon,
+                                    delta=delta, lower=lower, upper=upper, rng=rng):
+        reports[position : position + block.shape[0]] = block
+        position += block.shape[0]
+    return reports
+
+
+def _privatized_blocks(X, rows, *, mechanism, epsilon, delta, lower, upper, rng):
+    """The reports of ``X[rows]``, privatized in order, ``_PRIVATIZE_ROWS`` rows of X at a time."""
+    randomizer = local_randomizer(mechanism, epsilon=epsilon, delta=delta, lower=lower,
+                                  upper=upper)
     for start in range(0, X.shape[0], _PRIVATIZE_ROWS):
         block = masked_rows(X[start : start + _PRIVATIZE_ROWS],
                             rows[start : start + _PRIVATIZE_ROWS])
         if block.shape[0]:
-            reports = randomizer._privatize_owned(block, rng)
-            sums += reports.sum(axis=0)
-            if squares_about is not None:
-                square_sums += square_sum_about(reports, squares_about)
-    return sums if squares_about is None else (sums, square_sums)
+            yield randomizer._privatize_owned(block, rng)
 
 
 def square_sum_about(values, centre):

@@ -20,7 +20,7 @@ _MIN_TASK_ROWS = 2048
 _ELEMENTS_PER_WORKER = 2**20
 
 
-def nearest_centre(X, centres, *, origin=None, code_bounds=None):
+def nearest_centre(X, centres, *, origin=None, bounds=None, code_sums=False):
     """Index of each row's nearest centre in squared Euclidean distance (first on ties).
 
     ``argmin_k ||x - c_k||^2 = argmin_k (||c_k||^2 - 2 x . c_k)``, computed by one
@@ -37,19 +37,20 @@ def nearest_centre(X, centres, *, origin=None, code_bounds=None):
     origin : ndarray of shape (n_features,), default=None
         Subtracted from each block of rows before its distances (the search is better
         conditioned near zero), without a shifted copy of ``X``.
-    code_bounds : tuple (lower, upper), default=None
-        With bounds, the rows' fixed-point codes
-        (:func:`~skhybrid.utils._kernels.fixed_point_code` of each value, computed on
-        the way, never stored) are added to their nearest centre's exact sums in the
-        same pass, in int64.
+    bounds : tuple (lower, upper), default=None
+        Each row is clipped to the bounds on the way (without a clipped copy of ``X``).
+    code_sums : bool, default=False
+        Also count each centre's rows and add their fixed-point codes on the grid of
+        ``bounds`` (:func:`~skhybrid.utils._kernels.fixed_point_code` of each value,
+        never stored) to its exact sums, in int64, in the same pass.
 
     Returns
     -------
     labels : ndarray of shape (n_samples,), dtype=intp
     counts : ndarray of int64 of shape (n_clusters,)
-        Only with ``code_bounds``: ``np.bincount(labels, minlength=n_clusters)``.
-    code_sums : ndarray of int64 of shape (n_clusters, n_features)
-        Only with ``code_bounds``.
+        Only with ``code_sums``: ``np.bincount(labels, minlength=n_clusters)``.
+    sums : ndarray of int64 of shape (n_clusters, n_features)
+        Only with ``code_sums``.
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
     n_samples, n_features = X.shape
@@ -57,16 +58,19 @@ def nearest_centre(X, centres, *, origin=None, code_bounds=None):
     scaled = np.ascontiguousarray(-2.0 * centres.T)
     norms = np.einsum("kd,kd->k", centres, centres)
     origin = per_feature(0.0 if origin is None else origin, n_features)
-    if code_bounds is None:
-        lower = upper = scale = np.zeros(n_features)
+    if bounds is None:
+        if code_sums:
+            raise ValueError("code_sums needs the bounds of the fixed-point grid")
+        lower, upper = per_feature(-np.inf, n_features), per_feature(np.inf, n_features)
+        scale = np.zeros(n_features)
     else:
-        lower, upper, scale = _bounds_and_scale(*code_bounds, n_features)
+        lower, upper, scale = _bounds_and_scale(*bounds, n_features)
     labels = np.empty(n_samples, dtype=np.intp)
 
     def search(starts):
         counts = np.zeros(centres.shape[0], dtype=np.int64)
         sums = None
-        if code_bounds is not None:
+        if code_sums:
             sums = np.zeros((centres.shape[0], n_features), dtype=np.int64)
         for start in starts:
             nearest_centre_sums(X, start, min(start + step, n_samples), origin, scaled,
@@ -85,7 +89,7 @@ def nearest_centre(X, centres, *, origin=None, code_bounds=None):
                 parts = list(pool.map(search, [starts[i : i + 1] for i in range(len(starts))]))
         else:
             parts = [search(starts)]
-    if code_bounds is None:
+    if not code_sums:
         return labels
     # Integer additions: the totals are exact whatever the order of the parts.
     return (labels, np.sum([counts for counts, _ in parts], axis=0, dtype=np.int64),

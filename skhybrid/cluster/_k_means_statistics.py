@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._group_estimates import privatize_locally
+from .._group_estimates import privatized_rows
 from ..mechanisms import LaplaceMechanism
 from ..mechanisms._feature_weights import feature_noise_weights
 from ..mechanisms._randomized_response import (
@@ -27,7 +27,6 @@ from ..theory._hybrid import pwh_weight
 from ..utils._sums import centred_sums
 from ..utils._validation import (
     check_trust_group,
-    clip_to_bounds,
     masked_rows,
 )
 from ._k_means_lloyd import centred_code_sums, cluster_sums, nearest_centre
@@ -185,7 +184,7 @@ class _CentralClustering:
     Parameters
     ----------
     values : ndarray of shape (n_users, n_features)
-        Clipped to the bounds.
+        Raw values, clipped to the bounds on the way (never copied).
     lower, upper : ndarray of shape (n_features,)
     mechanism : LaplaceMechanism
     """
@@ -203,9 +202,9 @@ class _CentralClustering:
         """Each cluster's count and centred sum: :class:`_CentralStatistics`."""
         # Labels and the exact code sums per cluster in one pass over the users, the
         # codes computed on the way (no copy of the users' values is kept).
-        nearest, counts, code_sums = nearest_centre(self._values, centres - self._midpoint,
-                                                    origin=self._midpoint,
-                                                    code_bounds=(self._lower, self._upper))
+        nearest, counts, code_sums = nearest_centre(
+            self._values, centres - self._midpoint, origin=self._midpoint,
+            bounds=(self._lower, self._upper), code_sums=True)
         sums = centred_code_sums(self._values, self._lower, self._upper, nearest, counts,
                                  code_sums=code_sums)
         return _CentralStatistics(counts, sums)
@@ -227,7 +226,9 @@ class _LocalClustering:
 
     Parameters
     ----------
-    values, reports : ndarray of shape (n_users, n_features)
+    values : ndarray of shape (n_rows, n_features)
+        The users' true values (clipped to ``bounds`` on the way, never copied).
+    reports : ndarray of shape (n_users, n_features)
     midpoint, ranges : ndarray of shape (n_features,)
     release_epsilon : ndarray of shape (n_levels,)
         Each privacy level's budget per release.
@@ -235,10 +236,17 @@ class _LocalClustering:
         Each privacy level's report noise variance, per feature.
     level : ndarray of shape (n_users,) or None
         Each user's privacy level (index into the two arrays above); None for one level.
+    rows : ndarray of bool of shape (n_rows,), default=None
+        Which rows of ``values`` are these users (None: every row).
+    bounds : tuple (lower, upper), default=None
+        The clipping bounds of ``values`` (None: already clipped).
     """
 
-    def __init__(self, values, reports, midpoint, ranges, release_epsilon, report_variance, level):
+    def __init__(self, values, reports, midpoint, ranges, release_epsilon, report_variance, level,
+                 *, rows=None, bounds=None):
         self._values = values
+        self._rows = rows
+        self._bounds = bounds
         self._midpoint = midpoint
         self._ranges = ranges
         self._reports = reports
@@ -254,10 +262,13 @@ class _LocalClustering:
         """The reports by privacy level and reported cluster: :class:`_LocalStatistics`."""
         k, n_features = centres.shape
         n_levels = self._release_epsilon.shape[0]
-        if self._values.shape[0] == 0:
+        if self._reports.shape[0] == 0:
             return _LocalStatistics(np.zeros((n_levels, k)), np.zeros((n_levels, k, n_features)),
                                     self._n_users, self._report_totals)
-        nearest = nearest_centre(self._values, centres)
+        # Every row's nearest centre from its clipped value, then these users'.
+        nearest = nearest_centre(self._values, centres, bounds=self._bounds)
+        if self._rows is not None:
+            nearest = nearest[self._rows]
         if self._level is None:
             user_epsilon, offset = self._release_epsilon[0], 0
         else:
@@ -395,24 +406,24 @@ class _ChunkClustering:
         if plan.release_epsilon is None:
             return
         local_rows = np.where(is_tcm, *plan.local_groups)
-        local_values = values if local_rows.all() else masked_rows(values, local_rows)
         level = None
-        if plan.release_epsilon.size > 1:
-            level = np.where(is_tcm[local_rows], *plan.group_levels)
-        privatize = partial(privatize_locally, rng=report_rng, **plan.local_noise)
-        if level is None:
-            reports = local_values.copy()
-            if local_values.shape[0]:
-                reports = privatize(local_values, epsilon=plan.release_epsilon[0])
+        privatize = partial(privatized_rows, values, rng=report_rng, **plan.local_noise)
+        if plan.release_epsilon.size == 1:
+            reports = privatize(local_rows, epsilon=plan.release_epsilon[0])
         else:
-            reports = np.empty_like(local_values)
+            row_level = np.where(is_tcm, *plan.group_levels)
+            level = row_level[local_rows]
+            reports = np.empty((level.shape[0], values.shape[1]))
             for index, step in enumerate(plan.release_epsilon):
                 members = level == index
                 if members.any():
-                    reports[members] = privatize(local_values[members], epsilon=step)
+                    reports[members] = privatize(local_rows & (row_level == index),
+                                                 epsilon=step)
+        # The users' true values stay the chunk's rows: no copy of them is kept.
         self.local = _LocalClustering(
-            local_values, reports, plan.midpoint, plan.ranges, plan.release_epsilon,
-            plan.report_variance, level,
+            values, reports, plan.midpoint, plan.ranges, plan.release_epsilon,
+            plan.report_variance, level, rows=None if local_rows.all() else local_rows,
+            bounds=(plan.lower, plan.upper),
         )
 
     def statistics(self, centres, response_rng):
@@ -433,7 +444,7 @@ def _chunk_statistics(X_block, trust_block, *, offset, rng, plan, centres):
     of the local users' data in the cluster's memory.
     """
     report_rng, response_rng = rng if rng is not None else (None, None)
-    values = clip_to_bounds(np.asarray(X_block, dtype=np.float64), plan.lower, plan.upper)
+    values = np.asarray(X_block, dtype=np.float64)  # clipped on the way
     is_tcm = check_trust_group(trust_block, values.shape[0])
     chunk = _ChunkClustering(values, is_tcm, plan, copy.deepcopy(report_rng))
     return chunk.statistics(centres, response_rng)

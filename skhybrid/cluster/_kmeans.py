@@ -79,7 +79,6 @@ from ..utils._random import check_random_state
 from ..utils._validation import (
     check_epsilon,
     check_group_epsilons,
-    clip_to_bounds,
     resolve_bounds,
 )
 from ._k_means_budget import central_iteration_mechanism, local_release_epsilon
@@ -339,7 +338,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedP
             statistics = partial(self._dask_statistics, X, trust_group, plan, device_rngs)
         else:
             rngs = device_rngs[0] if device_rngs else [None] * (self.n_iter + 1)
-            chunk = _ChunkClustering(clip_to_bounds(X, lower, upper), is_tcm, plan, rngs[0])
+            chunk = _ChunkClustering(X, is_tcm, plan, rngs[0])  # clipped on the way
 
             def statistics(centres, iteration):
                 return chunk.statistics(centres, rngs[1 + iteration])

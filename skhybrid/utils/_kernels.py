@@ -209,7 +209,8 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
                         labels, counts, sums):
     """Each row's nearest centre, and the rows' codes added to their centre's sums.
 
-    For the rows ``start:stop`` of ``X``, block by block: the block minus ``origin``
+    For the rows ``start:stop`` of ``X``, block by block: the block, clipped to
+    ``[lower, upper]`` (infinite bounds leave it as it is), minus ``origin``
     times ``scaled_centres`` (one matrix product, BLAS) plus ``norms`` gives each row's
     ``||c||^2 - 2 (x - origin) . c`` for every centre ``c`` (in the coordinates of
     ``x - origin``); the first smallest is the row's label (ties to the first centre,
@@ -227,7 +228,7 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
     norms : ndarray of float64 of shape (n_clusters,)
         ``||c||^2`` of each (relative) centre.
     lower, upper, scale : ndarray of float64 of shape (n_features,)
-        The fixed-point grid (read only with ``sums``).
+        The clipping bounds and the fixed-point grid (``scale`` read only with ``sums``).
     labels : ndarray of intp of shape (n_rows,)
         Rows ``start:stop`` written in place.
     counts : ndarray of int64 of shape (n_clusters,)
@@ -258,11 +259,13 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
         n_block = min(_LLOYD_ROWS, stop - first)
         block = X[first:first + n_block].reshape(n_block * n_features)
         for index in range(n_block * n_features):
+            low, high = lowers[index], uppers[index]
             value = block[index]
+            value = low if value < low else value
+            value = high if value > high else value
             flat_shifted[index] = value - origins[index]
             if sums is not None:
-                flat_codes[index] = np.int64(
-                    fixed_point_code(value, lowers[index], uppers[index], scales[index]))
+                flat_codes[index] = np.int64(np.rint((value - low) * scales[index]))
         distances = np.dot(shifted[:n_block], scaled_centres)
         for row in range(n_block):
             best = distances[row, 0] + norms[0]

@@ -13,7 +13,7 @@ from sklearn.preprocessing import FunctionTransformer
 
 import skhybrid.cluster._k_means_budget as budget_module
 import skhybrid.cluster._k_means_statistics as statistics_module
-from skhybrid._group_estimates import local_report_variance, privatize_locally
+from skhybrid._group_estimates import local_report_variance, privatize_locally, privatized_rows
 from skhybrid.audit import audit_mechanism, estimator_release
 from skhybrid.cluster import HybridKMeans
 from skhybrid.cluster._k_means_budget import (
@@ -72,10 +72,11 @@ class _Ledger:
                 ledger.central_scales.append(self.scale)
                 return super().randomise(value, random_state=random_state)
 
-        def recording_privatize_locally(values, *, epsilon, lower, upper, **kwargs):
-            ledger._charge(values.shape[0], epsilon)
+        def recording_privatized_rows(values, rows, *, epsilon, lower, upper, **kwargs):
+            ledger.spent[rows] += epsilon  # the reports of exactly these rows
             ledger.report_scales.append(np.sum(upper - lower) / epsilon)
-            return privatize_locally(values, epsilon=epsilon, lower=lower, upper=upper, **kwargs)
+            return privatized_rows(values, rows, epsilon=epsilon, lower=lower, upper=upper,
+                                   **kwargs)
 
         original_response = RandomizedResponse.privatize
 
@@ -84,7 +85,7 @@ class _Ledger:
             return original_response(self, categories, epsilon=epsilon, random_state=random_state)
 
         monkeypatch.setattr(budget_module, "LaplaceMechanism", RecordingLaplace)
-        monkeypatch.setattr(statistics_module, "privatize_locally", recording_privatize_locally)
+        monkeypatch.setattr(statistics_module, "privatized_rows", recording_privatized_rows)
         monkeypatch.setattr(RandomizedResponse, "privatize", recording_response)
 
     def _charge(self, n_rows, epsilon):
@@ -373,9 +374,9 @@ def test_random_initial_centres_are_uniform_in_the_bounds_and_ignore_the_data(mo
     searched = []
     original = statistics_module.nearest_centre
 
-    def recording(X, centres):
+    def recording(X, centres, **options):
         searched.append(centres.copy())
-        return original(X, centres)
+        return original(X, centres, **options)
 
     monkeypatch.setattr(statistics_module, "nearest_centre", recording)
     initial = []
@@ -595,31 +596,35 @@ def test_clone_and_pickle_keep_parameters_and_fitted_state():
 
 @pytest.mark.parametrize("n_features", [2, 7])
 def test_fused_pass_gives_the_labels_and_the_exact_grouped_code_sums(n_features):
-    """Large enough for the threaded path: the per-task sums add up to the exact sums."""
+    """Large enough for the threaded path: the per-task counts and sums add up to the
+    exact ones; rows are clipped to the bounds on the way, and shifted by an origin."""
     from skhybrid.cluster._k_means_lloyd import nearest_centre
     from skhybrid.utils._sums import fixed_point_sums
 
     rng = np.random.default_rng(12)
-    X = rng.uniform(0, 1, size=(400_000, n_features))
+    X = rng.uniform(-0.5, 1.5, size=(400_000, n_features))  # some beyond the bounds
     centres = rng.uniform(0, 1, size=(5, n_features))
     lower, upper = np.zeros(n_features), np.ones(n_features)
-    labels, counts, sums = nearest_centre(X, centres, code_bounds=(lower, upper))
-    np.testing.assert_array_equal(labels, nearest_centre(X, centres))
+    clipped = np.clip(X, lower, upper)
+    labels, counts, sums = nearest_centre(X, centres, bounds=(lower, upper), code_sums=True)
+    np.testing.assert_array_equal(labels, nearest_centre(clipped, centres))
     np.testing.assert_array_equal(counts, np.bincount(labels, minlength=5))
     np.testing.assert_array_equal(sums, fixed_point_sums(X, lower, upper, labels=labels,
                                                          n_groups=5))
-    # Shifted by an origin block by block: the labels of the shifted rows.
     origin = np.full(n_features, 0.5)
-    shifted, _, _ = nearest_centre(X, centres - origin, origin=origin,
-                                   code_bounds=(lower, upper))
-    np.testing.assert_array_equal(shifted, nearest_centre(X - origin, centres - origin))
+    shifted, _, _ = nearest_centre(X, centres - origin, origin=origin, bounds=(lower, upper),
+                                   code_sums=True)
+    np.testing.assert_array_equal(shifted, nearest_centre(clipped - origin, centres - origin))
+    with pytest.raises(ValueError, match="bounds"):
+        nearest_centre(X, centres, code_sums=True)
 
 
 @pytest.mark.parametrize("n_clusters", [1, 2, 3, 10, 300])
 @pytest.mark.parametrize("with_sums", [False, True])
 def test_compiled_pass_is_argmin_with_ties_first_and_exact_sums(n_clusters, with_sums):
-    """The compiled labels equal ``argmin`` of ``||c||^2 - 2 x . c`` (ties to the first
-    centre: small integers make every distance exact, with many ties), over more rows
+    """The compiled labels equal ``argmin`` of ``||c||^2 - 2 x . c`` for the clipped rows
+    (ties to the first centre: small integers make every distance exact, with many
+    ties), over more rows
     than one block; the fused sums equal numpy's exact per-label sums of the codes, at
     the top of the grid too (codes of 2**32, values beyond the bounds)."""
     from skhybrid.utils._kernels import nearest_centre_sums
@@ -629,8 +634,10 @@ def test_compiled_pass_is_argmin_with_ties_first_and_exact_sums(n_clusters, with
     n, n_features = 5_001, 3
     X = rng.integers(-2, 3, size=(n, n_features)).astype(np.float64)
     centres = rng.integers(-2, 3, size=(n_clusters, n_features)).astype(np.float64)
-    expected = (np.einsum("kd,kd->k", centres, centres) - 2.0 * X @ centres.T).argmin(axis=1)
     lower, upper = np.full(n_features, -1.0), np.full(n_features, 1.0)
+    # Rows are clipped to the bounds before their distances.
+    expected = (np.einsum("kd,kd->k", centres, centres)
+                - 2.0 * np.clip(X, lower, upper) @ centres.T).argmin(axis=1)
     scale = np.full(n_features, 2.0**FIXED_POINT_BITS / 2.0)
     labels = np.full(n + 3, -1, dtype=np.intp)
     counts = np.full(n_clusters, 3, dtype=np.int64)

@@ -92,14 +92,14 @@ def test_a_fit_on_one_chunk_is_the_in_memory_fit_with_local_users(client, strate
 def test_each_lm_users_report_is_drawn_once_and_reused_in_every_iteration(client, monkeypatch):
     X, _ = _blobs(9_000, seed=3)
     reports_by_chunk = {}
-    privatize = statistics_module.privatize_locally
+    privatize = statistics_module.privatized_rows
 
-    def recording_privatize(values, **kwargs):
-        reports = privatize(values, **kwargs)
+    def recording_privatize(values, rows, **kwargs):
+        reports = privatize(values, rows, **kwargs)
         reports_by_chunk.setdefault(values.tobytes(), []).append(reports)
         return reports
 
-    monkeypatch.setattr(statistics_module, "privatize_locally", recording_privatize)
+    monkeypatch.setattr(statistics_module, "privatized_rows", recording_privatize)
     n_iter = 3
     HybridKMeans(4, n_iter=n_iter, strategy="full_lm", bounds=(0, 1), random_state=0).fit(
         da.from_array(X, chunks=(3_000, 2))
