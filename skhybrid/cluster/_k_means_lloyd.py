@@ -10,7 +10,7 @@ import numpy as np
 
 from ..utils._kernels import grouped_row_sums, nearest_centre_sums
 from ..utils._sums import FIXED_POINT_BITS, _bounds_and_scale, fixed_point_sums, per_feature
-from ..utils._threads import available_cores, single_threaded_blas
+from ..utils._threads import available_cores, in_parts, single_threaded_blas
 
 #: Rows per task of the nearest-centre search, at most and at least (tasks balance the
 #: load over the threads).
@@ -116,15 +116,23 @@ def cluster_sums(values, origin, labels, n_clusters):
     sums : ndarray of shape (n_clusters, n_features)
     """
     values = np.ascontiguousarray(values, dtype=np.float64)
-    counts = np.zeros(n_clusters)
-    sums = np.zeros((n_clusters, values.shape[1]))
-    if values.shape[0]:
-        labels = np.asarray(labels)
-        if labels.min() < 0 or labels.max() >= n_clusters:
-            raise ValueError(f"labels must be in [0, {n_clusters}); got {labels.min()} to "
-                             f"{labels.max()}")
-        grouped_row_sums(values, per_feature(origin, values.shape[1]), labels, counts, sums)
-    return counts, sums
+    n_features = values.shape[1]
+    if values.shape[0] == 0:
+        return np.zeros(n_clusters), np.zeros((n_clusters, n_features))
+    labels = np.asarray(labels)
+    if labels.min() < 0 or labels.max() >= n_clusters:
+        raise ValueError(f"labels must be in [0, {n_clusters}); got {labels.min()} to "
+                         f"{labels.max()}")
+    origin = per_feature(origin, n_features)
+
+    def part(start, stop):
+        counts, sums = np.zeros(n_clusters), np.zeros((n_clusters, n_features))
+        grouped_row_sums(values[start:stop], origin, labels[start:stop], counts, sums)
+        return counts, sums
+
+    # The pass releases the GIL: large inputs are summed in parts on threads.
+    parts = in_parts(part, values.shape[0], min_rows=max(1, _ELEMENTS_PER_WORKER // n_features))
+    return sum(counts for counts, _ in parts), sum(sums for _, sums in parts)
 
 
 def centred_code_sums(values, lower, upper, labels, counts, *, code_sums=None):

@@ -388,7 +388,8 @@ class _ChunkClustering:
     Parameters
     ----------
     values : ndarray of shape (n_users, n_features)
-        Clipped to the bounds.
+        The users' raw values, clipped to the bounds on the way (never copied, but to
+        make them C-contiguous).
     is_tcm : ndarray of bool, shape (n_users,)
     plan : _FitPlan
     report_rng : numpy.random.Generator or None
@@ -396,6 +397,8 @@ class _ChunkClustering:
     """
 
     def __init__(self, values, is_tcm, plan, report_rng):
+        # Read at every iteration by the compiled pass, which takes rows contiguous.
+        values = np.ascontiguousarray(values, dtype=np.float64)
         self.central = None
         if plan.central is not None:
             self.central = _CentralClustering(

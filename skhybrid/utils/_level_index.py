@@ -124,8 +124,9 @@ class LevelIndex:
             return per_group[self.labels]
         table, slots = self._table
         spread = np.empty(self._keys.shape[0])
-        # Every key was grouped by this table: the lookup always finds it.
-        hash_lookup(self._keys.view(np.uint64), table, slots, per_group, spread)
+        if not hash_lookup(self._keys.view(np.uint64), table, slots, per_group, spread):
+            # Every key was grouped by this table: only keys changed since can miss.
+            raise ValueError("the keys changed after they were grouped")
         return spread
 
 
