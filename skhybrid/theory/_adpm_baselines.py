@@ -8,9 +8,7 @@ import numpy as np
 
 from ._adpm_common import (
     ADPMSolution,
-    _check_counts,
-    _check_data_range,
-    _check_epsilon,
+    _checked_levels,
     _privacy_levels,
     _resolve_variance,
     _solution,
@@ -54,9 +52,7 @@ def uni_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
     -------
     solution : ADPMSolution
     """
-    eps = _check_epsilon(epsilon)
-    counts = _check_counts(counts, eps.size)
-    data_range = _check_data_range(data_range)
+    eps, counts, data_range = _checked_levels(epsilon, counts, data_range)
     variance = _resolve_variance(variance, data_range)
     n_users = eps.size if counts is None else counts.sum()
     weights = np.full(eps.size, 1.0 / n_users)
@@ -92,9 +88,7 @@ def propdpm_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
     -------
     solution : ADPMSolution
     """
-    eps = _check_epsilon(epsilon)
-    counts = _check_counts(counts, eps.size)
-    data_range = _check_data_range(data_range)
+    eps, counts, data_range = _checked_levels(epsilon, counts, data_range)
     variance = _resolve_variance(variance, data_range)
     public = np.isinf(eps)
     if public.any():
@@ -142,9 +136,7 @@ def ldpe_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
         ``weights[i] = W_k / n_k`` for user i in level k, ``noise_scale = 0`` and
         ``level_noise_scales[k] = W_k data_range / (n_k epsilon_k)`` for the finite levels.
     """
-    eps = _check_epsilon(epsilon)
-    counts = _check_counts(counts, eps.size)
-    data_range = _check_data_range(data_range)
+    eps, counts, data_range = _checked_levels(epsilon, counts, data_range)
     variance = _resolve_variance(variance, data_range)
     level_eps, _, sizes, inverse = _privacy_levels(eps, np.zeros(eps.size, dtype=bool), counts)
     level_weight = mixed_mean_weights(sizes, level_eps, data_range=data_range, variance=variance)
@@ -196,9 +188,7 @@ def stretching_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
         exact :func:`stretching_mse` with the population mean at a bound (the largest
         bias, half a range from the centre) and the variance at its bound.
     """
-    eps = _check_epsilon(epsilon)
-    counts = _check_counts(counts, eps.size)
-    data_range = _check_data_range(data_range)
+    eps, counts, data_range = _checked_levels(epsilon, counts, data_range)
     variance = _resolve_variance(variance, data_range)
     n_users = eps.size if counts is None else counts.sum()
     weights = _stretched_fraction(eps) / n_users
@@ -253,9 +243,7 @@ def stretching_mse(epsilon, *, mean_offset, variance, data_range=1.0, empirical=
     -------
     mse : float
     """
-    eps = _check_epsilon(epsilon)
-    counts = _check_counts(counts, eps.size)
-    data_range = _check_data_range(data_range)
+    eps, counts, data_range = _checked_levels(epsilon, counts, data_range)
     n_users = eps.size if counts is None else counts.sum()
     weights = _stretched_fraction(eps) / n_users
     noise_scale = laplace_noise_scale(weights, eps, data_range=data_range)

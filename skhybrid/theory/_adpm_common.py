@@ -95,6 +95,12 @@ def _total(values, counts):
     return float(np.sum(values)) if counts is None else float(values @ counts)
 
 
+def _checked_levels(epsilon, counts, data_range):
+    """The validated ``(epsilon, counts, data_range)`` a baseline's weights start from."""
+    eps = _check_epsilon(epsilon)
+    return eps, _check_counts(counts, eps.size), _check_data_range(data_range)
+
+
 def _check_local(local, n_users):
     """Return the lm mask as a boolean array of shape (n_users,); None = all tcm."""
     if local is None:
