@@ -31,7 +31,8 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from ..mechanisms._noise import laplace_variance
-from ..utils._validation import check_epsilon, unique_inverse
+from ..utils._level_index import LevelIndex
+from ..utils._validation import check_epsilon
 
 # Grid points per interval between consecutive distinct epsilons in the threshold search.
 _GRID_POINTS_PER_INTERVAL = 16
@@ -154,10 +155,9 @@ def sample_mechanism_probabilities(epsilon, threshold):
     epsilon = _check_user_epsilon(epsilon)
     threshold = _check_array(threshold, "threshold", allow_inf=True)
     if threshold.ndim == 0 and epsilon.size > 1024:
-        # Millions of users on a few levels: one formula per level, then spread.
-        levels, inverse = unique_inverse(epsilon, many=False)
-        if inverse is not None:
-            return _keep_probability(levels, threshold)[inverse]
+        # Millions of users on far fewer levels: one formula per level, then spread.
+        index = LevelIndex.of(epsilon)
+        return index.spread(_keep_probability(index.levels, threshold))
     return _keep_probability(*np.broadcast_arrays(epsilon, threshold))
 
 
