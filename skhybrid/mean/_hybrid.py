@@ -30,7 +30,7 @@ from ..theory._hybrid import (
     pwh_weight,
     tcm_only_mse,
 )
-from ..utils._sums import centred_sums, fixed_point_moments, per_feature
+from ..utils._sums import centred_sums, fixed_point_moments, per_feature, square_grid
 from ..utils._validation import (
     check_group_epsilons,
     clip_to_bounds,
@@ -572,7 +572,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
                 central_group_noise(
                     statistics.n_tcm, mechanism="laplace",
                     epsilon=statistics.epsilon_tcm * PRIVATE_VARIANCE_SHARE, delta=0.0,
-                    ranges=((upper - lower) / 2.0) ** 2,
+                    ranges=square_grid(lower, upper)[1],
                 ).variance(lower.shape[0])
             central_group_noise(
                 statistics.n_tcm, mechanism=self.mechanism,
@@ -679,7 +679,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         sum by at most one range per feature.
         """
         n_tcm = statistics.n_tcm
-        square_range = ((upper - lower) / 2.0) ** 2
+        square_range = square_grid(lower, upper)[1]  # the grid of the square codes
         zero = np.zeros_like(lower)
         return central_group_mean(
             centred_sums(statistics.tcm_square_sum, zero, square_range, n_users=n_tcm), n_tcm,

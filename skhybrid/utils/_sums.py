@@ -374,24 +374,6 @@ def _numpy_blocks(values):
     return [slice(start, start + step) for start in range(0, values.shape[0], step)]
 
 
-def fixed_point_and_float_sums(values, lower, upper, in_fixed_point):
-    """The exact fixed-point sums of some rows and the float sums of the others, in one pass.
-
-    :func:`fixed_point_moments` without the squares.
-
-    Returns
-    -------
-    code_sums : ndarray of int64 of shape (n_features,)
-        ``fixed_point_sums(values, lower, upper, labels=~in_fixed_point)[0]``.
-    float_sums : ndarray of float64 of shape (n_features,)
-        The sums of the other rows' values.
-    """
-    if in_fixed_point is None:
-        raise ValueError("in_fixed_point must be booleans of shape (n_samples,); got None")
-    sums = fixed_point_moments(values, lower, upper, in_fixed_point, others=True)
-    return sums.codes, sums.others
-
-
 #: The most users whose codes (each at most ``2**FIXED_POINT_BITS``) one int64 sum
 #: adds: a sum of their codes, or of their codes centred on the midpoint, then stays
 #: below 2**63 (:func:`centred_sums` refuses more).

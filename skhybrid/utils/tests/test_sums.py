@@ -7,7 +7,6 @@ from skhybrid.utils import _sums
 from skhybrid.utils._sums import (
     _COPY_ROWS,
     FIXED_POINT_BITS,
-    fixed_point_and_float_sums,
     fixed_point_moments,
     fixed_point_sums,
     square_grid,
@@ -114,7 +113,7 @@ def test_fixed_point_sums_past_2_53_are_exact(n_features):
     np.testing.assert_array_equal(
         fixed_point_sums(values, lower, upper, labels=labels, n_groups=2),
         [codes[:, ~labels].sum(axis=1), codes[:, labels].sum(axis=1)])
-    code_sums, _ = fixed_point_and_float_sums(values, lower, upper, labels)
+    code_sums = fixed_point_moments(values, lower, upper, labels, others=True).codes
     np.testing.assert_array_equal(code_sums, codes[:, labels].sum(axis=1))
 
 
@@ -143,7 +142,7 @@ def test_codes_stay_on_the_grid_for_any_legal_bounds():
 
 
 @pytest.mark.parametrize("n_features", [1, 3])
-def test_fixed_point_and_float_sums_split_the_rows_between_the_two_sums(n_features):
+def test_fixed_point_moments_split_the_rows_between_codes_and_floats(n_features):
     """The coded rows' exact sums equal fixed_point_sums of those rows; the float sums
     are the other rows' values only (a huge coded value never reaches them), within the
     rounding of a float sum."""
@@ -153,11 +152,11 @@ def test_fixed_point_and_float_sums_split_the_rows_between_the_two_sums(n_featur
     coded = rng.random(n) < 0.3
     values[np.flatnonzero(coded)[:3]] = 1e300  # raw tcm values far outside the bounds
     lower, upper = np.full(n_features, -1.0), np.full(n_features, 2.0)
-    code_sums, float_sums = fixed_point_and_float_sums(values, lower, upper, coded)
+    code_sums, _, float_sums, _ = fixed_point_moments(values, lower, upper, coded, others=True)
     np.testing.assert_array_equal(code_sums, fixed_point_sums(values[coded], lower, upper)[0])
     np.testing.assert_allclose(float_sums, values[~coded].sum(axis=0), rtol=1e-12, atol=1e-9)
     with pytest.raises(ValueError, match="booleans"):
-        fixed_point_and_float_sums(values, lower, upper, coded.astype(int))
+        fixed_point_moments(values, lower, upper, coded.astype(int))
 
 
 def test_bounds_are_one_per_feature_before_any_compiled_pass():
@@ -170,7 +169,7 @@ def test_bounds_are_one_per_feature_before_any_compiled_pass():
     with pytest.raises(ValueError):
         fixed_point_sums(values, np.zeros(2), np.ones(2))
     with pytest.raises(ValueError):
-        fixed_point_and_float_sums(values, np.zeros(1), np.ones(4), np.ones(100, bool))
+        fixed_point_moments(values, np.zeros(1), np.ones(4), np.ones(100, bool))
 
 
 @pytest.mark.parametrize("n_features", [1, 3, 16, 17])
