@@ -10,6 +10,7 @@ Neighbouring relation: replace one user's value, with n and the group sizes publ
 """
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -88,7 +89,7 @@ def local_randomizer(mechanism, *, epsilon, delta, lower, upper):
 
 
 def central_group_mean(centred_sum, size, *, origin, mechanism, epsilon, delta, ranges, rng,
-                       magnitude=None):
+                       magnitude=None, noise=None):
     """Private mean of ``size`` clipped tcm values under the central model.
 
     The noise is added to the mean of the *centred* values (``x - origin``, computed
@@ -116,21 +117,30 @@ def central_group_mean(centred_sum, size, *, origin, mechanism, epsilon, delta, 
     magnitude : ndarray of shape (n_features,), default=None
         A public bound on ``|centred_sum| / size``; None means ``ranges`` (the centred
         mean of values centred on the lower bound).
+    noise : PlannedNoise, default=None
+        :func:`planned_central_noise` of the same arguments, when the caller computed
+        it before the charge (a fit's plan); None computes it here.
 
     Returns
     -------
     estimate : GroupEstimate
     """
     n_features = centred_sum.shape[0]
-    # Each feature's noise in proportion to its range (feature_noise_weights): the
-    # mechanism releases the mean divided by the weights, calibrated to the scaled ranges.
-    weights = feature_noise_weights(ranges, mechanism)
-    noise = central_group_noise(size, mechanism=mechanism, epsilon=epsilon, delta=delta,
-                                ranges=ranges, magnitude=magnitude)
-    variance = per_feature(noise.variance(n_features), n_features) * weights**2
-    mean = _unscaled(noise.randomise(_scaled(centred_sum / size, weights), random_state=rng),
-                     weights) + origin
-    return GroupEstimate(mean=mean, noise_variance=variance, size=size)
+    if noise is None:
+        noise = planned_central_noise(size, mechanism=mechanism, epsilon=epsilon, delta=delta,
+                                      ranges=ranges, n_features=n_features, magnitude=magnitude)
+    centred_mean = centred_sum / size
+    if n_features == 1:  # the weight is exactly 1: nothing to scale
+        released = noise.mechanism.randomise(centred_mean, random_state=rng)
+        variance = np.array([noise.variance])
+    else:
+        # Each feature's noise in proportion to its range (feature_noise_weights): the
+        # mechanism releases the mean divided by the weights, calibrated to the scaled
+        # ranges (a division and a product by weights of 1 are exact).
+        weights = feature_noise_weights(ranges, mechanism)
+        released = noise.mechanism.randomise(centred_mean / weights, random_state=rng) * weights
+        variance = noise.variance * weights**2
+    return GroupEstimate(mean=released + origin, noise_variance=variance, size=size)
 
 
 def central_group_noise(size, *, mechanism, epsilon, delta, ranges, magnitude=None):
@@ -141,23 +151,39 @@ def central_group_noise(size, *, mechanism, epsilon, delta, ranges, magnitude=No
     which refuses a noise too wide to draw
     (:func:`~skhybrid.mechanisms._noise.check_noise_units`) before anyone is charged.
     """
-    weights = feature_noise_weights(ranges, mechanism)
     magnitude = ranges if magnitude is None else magnitude
-    return central_mechanism(
-        mechanism, epsilon=epsilon, delta=delta,
-        ranges=slack_ranges(scaled_ranges(ranges, weights), size,
-                            scaled_ranges(magnitude, weights)),
-        group_size=size,
-    )
+    if ranges.shape[-1] > 1:  # one feature's weight is exactly 1: nothing to scale
+        weights = feature_noise_weights(ranges, mechanism)
+        ranges, magnitude = scaled_ranges(ranges, weights), scaled_ranges(magnitude, weights)
+    return central_mechanism(mechanism, epsilon=epsilon, delta=delta,
+                             ranges=slack_ranges(ranges, size, magnitude), group_size=size)
+
+
+class PlannedNoise(NamedTuple):
+    """A group's central mechanism and its noise variance per coordinate (public)."""
+
+    mechanism: LaplaceMechanism | GaussianMechanism
+    variance: float
+
+
+def planned_central_noise(size, *, mechanism, epsilon, delta, ranges, n_features,
+                          magnitude=None):
+    """:func:`central_group_noise` and its variance for a release of ``n_features``
+    coordinates: computed before the charge (the variance refuses a noise too wide to
+    draw) and passed to :func:`central_group_mean`.
+    """
+    noise = central_group_noise(size, mechanism=mechanism, epsilon=epsilon, delta=delta,
+                                ranges=ranges, magnitude=magnitude)
+    return PlannedNoise(noise, noise.variance(n_features))
 
 
 def _scaled(values, weights):
     """``values / weights`` (``values`` itself for one feature: bit-identical releases)."""
-    return values if np.all(weights == 1.0) else values / weights
+    return values if (weights == 1.0).all() else values / weights
 
 
 def _unscaled(values, weights):
-    return values if np.all(weights == 1.0) else values * weights
+    return values if (weights == 1.0).all() else values * weights
 
 
 def central_group_means(centred_sums, sizes, *, origin, epsilons, ranges, rng):
@@ -220,7 +246,7 @@ def _group_means_sensitivity(sizes, epsilons, ranges, weights):
 def local_report_variance(mechanism, *, epsilon, delta, lower, upper):
     """Per-coordinate variance of one lm user's local noise, ndarray of shape (n_features,)."""
     randomizer = local_randomizer(mechanism, epsilon=epsilon, delta=delta, lower=lower, upper=upper)
-    return per_feature(randomizer.noise_variance(lower.shape[0]), lower.shape[0]).copy()
+    return per_feature(randomizer.noise_variance(lower.shape[0]), lower.shape[0], copy=True)
 
 
 def privatize_locally(values, *, mechanism, epsilon, delta, lower, upper, rng, owned=False):

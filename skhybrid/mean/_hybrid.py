@@ -11,8 +11,8 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from .._group_estimates import (
     MECHANISMS,
     central_group_mean,
-    central_group_noise,
     local_report_variance,
+    planned_central_noise,
     privatize_locally,
     privatized_sum,
     reported_group_mean,
@@ -562,23 +562,29 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         )
 
     def _plan_release(self, statistics, context, fit_warnings):
-        """Refuse an empty group the strategy needs, or a central noise too wide to draw."""
+        """Refuse an empty group the strategy needs, or a central noise too wide to draw.
+
+        Returns the tcm group's planned central noises (:class:`~skhybrid._group_estimates.PlannedNoise`),
+        ``{"mean": ..., "second": ...}`` (None when not drawn), which :meth:`_release` uses.
+        """
         self._check_groups(statistics.n_tcm, statistics.n_lm, fit_warnings)
+        plan = {"mean": None, "second": None}
         if statistics.n_tcm and self.strategy not in ("lm_only", "full_lm"):
             lower, upper = context["lower"], context["upper"]
             mean_share = 1.0
             if statistics.tcm_square_sum is not None:  # as in _release
                 mean_share = 1.0 - PRIVATE_VARIANCE_SHARE
-                central_group_noise(
+                plan["second"] = planned_central_noise(
                     statistics.n_tcm, mechanism="laplace",
                     epsilon=statistics.epsilon_tcm * PRIVATE_VARIANCE_SHARE, delta=0.0,
-                    ranges=square_grid(lower, upper)[1],
-                ).variance(lower.shape[0])
-            central_group_noise(
+                    ranges=square_grid(lower, upper)[1], n_features=lower.shape[0],
+                )
+            plan["mean"] = planned_central_noise(
                 statistics.n_tcm, mechanism=self.mechanism,
                 epsilon=statistics.epsilon_tcm * mean_share, delta=self.delta,
-                ranges=upper - lower,
-            ).variance(lower.shape[0])
+                ranges=upper - lower, n_features=lower.shape[0],
+            )
+        return plan
 
     def _release(self, statistics, context, plan, rng):
         """Draw the central noise once from the groups' statistics and weight the estimates."""
@@ -619,13 +625,13 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
                     # the mean at the rest (PRIVATE_VARIANCE_SHARE).
                     mean_share = 1.0 - PRIVATE_VARIANCE_SHARE
                     tcm_second = self._tcm_second_moment(statistics, epsilon_tcm, lower, upper,
-                                                         rng)
+                                                         rng, plan["second"])
                 tcm = central_group_mean(
                     centred_sums(statistics.tcm_sum, lower, upper, n_users=n_tcm), n_tcm,
                     origin=lower,
                     mechanism=self.mechanism,
                     epsilon=epsilon_tcm * mean_share, delta=self.delta, ranges=upper - lower,
-                    rng=rng,
+                    rng=rng, noise=plan["mean"],
                 )
             lm = None
             if n_lm and self.strategy != "tcm_only":
@@ -644,15 +650,15 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
                 estimate = weight * tcm.mean + (1.0 - weight) * lm.mean
             tcm_variance = tcm.noise_variance if tcm is not None else np.nan
 
-        self.variance_ = per_feature(variance, lower.shape[0]).copy()
-        self.weight_ = per_feature(weight, lower.shape[0]).copy()
-        self.expected_mse_ = per_feature(mse, lower.shape[0]).copy()
+        n_features = lower.shape[0]
+        self.variance_ = per_feature(variance, n_features, copy=True)
+        self.weight_ = per_feature(weight, n_features, copy=True)
+        self.expected_mse_ = per_feature(mse, n_features, copy=True)
         self.n_tcm_ = n_tcm
         self.n_lm_ = n_lm
-        n_features = lower.shape[0]
-        self.noise_variance_tcm_ = per_feature(tcm_variance, n_features).copy()
+        self.noise_variance_tcm_ = per_feature(tcm_variance, n_features, copy=True)
         self.noise_variance_lm_ = per_feature(np.nan if lm_variance is None else lm_variance,
-                                              n_features).copy()
+                                              n_features, copy=True)
         self.amplified_epsilon_ = self._amplification(lower, upper, epsilon_tcm, epsilon_lm)
         return estimate
 
@@ -671,7 +677,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
     def _private_variance(self):
         return isinstance(self.variance, str) and self.variance == "private"
 
-    def _tcm_second_moment(self, statistics, epsilon_tcm, lower, upper, rng):
+    def _tcm_second_moment(self, statistics, epsilon_tcm, lower, upper, rng, noise):
         """The tcm group's private mean of ``(x - mid)**2``, at a share of its epsilon.
 
         Laplace, with each feature's noise in proportion to its range ``(range / 2)**2``;
@@ -684,7 +690,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         return central_group_mean(
             centred_sums(statistics.tcm_square_sum, zero, square_range, n_users=n_tcm), n_tcm,
             origin=zero, mechanism="laplace", epsilon=epsilon_tcm * PRIVATE_VARIANCE_SHARE,
-            delta=0.0, ranges=square_range, rng=rng,
+            delta=0.0, ranges=square_range, rng=rng, noise=noise,
         )
 
     def _estimate_variance(self, statistics, tcm, tcm_second, lm, lower, upper):

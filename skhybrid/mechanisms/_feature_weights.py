@@ -53,7 +53,7 @@ def scaled_ranges(ranges, weights):
     The division rounds by at most half an ulp; a relative ``2**-50`` covers it (and
     the division of the statistic by ``weights``, which the rounding slack covers too).
     """
-    if np.all(weights == 1.0):
+    if (weights == 1.0).all():
         return ranges
     return ranges / weights * (1.0 + 2.0**-50)
 

@@ -150,10 +150,14 @@ def _bounds_and_scale(lower, upper, n_features, width=None):
     return lower, upper, per_feature(_SCALE / width, n_features)
 
 
-def per_feature(values, n_features):
-    """``values`` broadcast to a contiguous float64 array of shape (n_features,)."""
+def per_feature(values, n_features, *, copy=False):
+    """``values`` broadcast to a contiguous float64 array of shape (n_features,).
+
+    ``copy=True`` always returns a new array (never ``values`` itself): a fitted
+    attribute that nothing else holds.
+    """
     values = np.asarray(values, dtype=np.float64)
-    if values.shape == (n_features,) and values.flags.c_contiguous:
+    if not copy and values.shape == (n_features,) and values.flags.c_contiguous:
         return values  # the usual case: no broadcast to build
     broadcast = np.empty(n_features)
     broadcast[...] = values  # cheaper than broadcast_to for a scalar
@@ -299,9 +303,11 @@ def fixed_point_moments(values, lower, upper, in_fixed_point=None, *, squares=Fa
     values = _float_rows(values)
     n_features = values.shape[1]
     lower, upper, scale = _bounds_and_scale(lower, upper, n_features)
-    centre, square_upper = square_grid(lower, upper)
-    square_scale = per_feature(_SCALE / check_fixed_point_range(np.zeros(n_features),
-                                                                square_upper), n_features)
+    centre = square_upper = square_scale = None
+    if squares or other_squares:
+        centre, square_upper = square_grid(lower, upper)
+        square_scale = per_feature(_SCALE / check_fixed_point_range(np.zeros(n_features),
+                                                                    square_upper), n_features)
     if in_fixed_point is not None:
         in_fixed_point = np.asarray(in_fixed_point)
         if in_fixed_point.dtype != bool or in_fixed_point.shape != (values.shape[0],):
@@ -316,6 +322,8 @@ def fixed_point_moments(values, lower, upper, in_fixed_point=None, *, squares=Fa
             return _numpy_moments(values, lower, upper, scale, centre, square_upper,
                                   square_scale, in_fixed_point, squares, others,
                                   other_squares)
+    if centre is None:  # unread without square sums; the kernel's types stay the same
+        centre, square_upper, square_scale = lower, upper, scale
     code_sums = np.zeros(n_features, dtype=np.int64)
     square_code_sums = np.zeros(n_features, dtype=np.int64) if squares else None
     float_sums = np.zeros(n_features) if others else None
@@ -342,7 +350,9 @@ def _numpy_moments(values, lower, upper, scale, centre, square_upper, square_sca
     for rows in _numpy_blocks(values):
         block = values[rows]
         mask = None if in_fixed_point is None else in_fixed_point[rows]
-        clipped = np.clip(block if mask is None else block[mask], lower, upper)
+        # np.clip's values by two ufuncs (np.clip's Python wrapper costs more than both).
+        clipped = np.maximum(block if mask is None else block[mask], lower)
+        np.minimum(clipped, upper, out=clipped)
         codes = clipped - lower
         codes *= scale
         code_sums += np.rint(codes, out=codes).sum(axis=0)

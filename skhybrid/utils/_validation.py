@@ -507,21 +507,26 @@ def resolve_variance(variance, lower, upper, *, allow_zero=True):
     worst = (upper - lower) ** 2 / 4.0
     if variance is None:
         return worst
+    if type(variance) is float and (0.0 <= variance if allow_zero else 0.0 < variance):
+        # The usual given variance, checked as below in Python floats (NaN fails).
+        if variance <= worst.min():
+            return np.full(lower.shape, variance)
     values = np.asarray(variance, dtype=np.float64)
     if values.ndim > 1 or (values.ndim == 1 and values.shape[0] != lower.shape[0]):
         raise ValueError(
             f"variance must be a scalar or have one entry per feature ({lower.shape[0]}); "
             f"got shape {values.shape}"
         )
-    values = np.broadcast_to(values, lower.shape)
+    # A copy: the caller's array is never returned (nor a view of it).
+    values = values.copy() if values.ndim else np.full(lower.shape, values)
     too_small = values < 0 if allow_zero else values <= 0
-    if np.any(~np.isfinite(values) | too_small | (values > worst)):
+    if (~np.isfinite(values) | too_small | (values > worst)).any():
         low = "[0" if allow_zero else "(0"
         raise ValueError(
             f"variance must be in {low}, (upper - lower)**2 / 4] for every feature (no "
             f"variable within the bounds has more); got {variance!r}"
         )
-    return values.copy()
+    return values
 
 
 def check_group_epsilons(epsilon, is_tcm, estimator_name, *, hint=""):
