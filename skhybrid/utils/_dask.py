@@ -48,7 +48,7 @@ def is_dask_collection(obj):
 
 def any_dask(*objs):
     """Whether any of ``objs`` is a Dask collection."""
-    return any(is_dask_collection(obj) for obj in objs)
+    return "dask" in sys.modules and any(is_dask_collection(obj) for obj in objs)
 
 
 def _is_dataframe_like(obj):

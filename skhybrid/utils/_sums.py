@@ -350,10 +350,8 @@ def _numpy_moments(values, lower, upper, scale, centre, square_upper, square_sca
     for rows in _numpy_blocks(values):
         block = values[rows]
         mask = None if in_fixed_point is None else in_fixed_point[rows]
-        # np.clip's values by two ufuncs (np.clip's Python wrapper costs more than both).
-        clipped = np.maximum(block if mask is None else block[mask], lower)
-        np.minimum(clipped, upper, out=clipped)
-        codes = clipped - lower
+        clipped = np.clip(block if mask is None else block[mask], lower, upper)
+        codes = clipped - lower if squares else np.subtract(clipped, lower, out=clipped)
         codes *= scale
         code_sums += np.rint(codes, out=codes).sum(axis=0)
         if squares:
@@ -381,6 +379,8 @@ _NUMPY_BLOCK_VALUES = 2**15
 def _numpy_blocks(values):
     """Row slices of ``values`` of about :data:`_NUMPY_BLOCK_VALUES` values each."""
     step = max(1, _NUMPY_BLOCK_VALUES // max(1, values.shape[1]))
+    if values.shape[0] <= step:
+        return (slice(None),)
     return [slice(start, start + step) for start in range(0, values.shape[0], step)]
 
 

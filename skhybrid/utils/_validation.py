@@ -48,6 +48,13 @@ def _first_bad(bad, array, name, expected):
     raise ValueError(f"{name} must be {expected}; got {value!r} at index {index}")
 
 
+def _filled(n, value, dtype=np.float64):
+    """``np.full(n, value, dtype)`` without its Python wrapper (a fit's few small arrays)."""
+    array = np.empty(n, dtype)
+    array.fill(value)
+    return array
+
+
 def check_trust_group(trust_group, n_samples):
     """Validate ``trust_group`` metadata and return a boolean mask of tcm users.
 
@@ -83,7 +90,7 @@ def check_trust_group(trust_group, n_samples):
     installed), which also finds the first bad entry.
     """
     if trust_group is None:
-        return np.ones(n_samples, dtype=bool)
+        return _filled(n_samples, True, bool)
     _refuse_column_name(trust_group, "trust_group")
     pandas_column = _pandas_column(trust_group)
     if pandas_column is not None:
@@ -295,7 +302,7 @@ def check_bounds(bounds, n_features):
             low = high = 0.0
         if (-MAX_BOUND_MAGNITUDE <= low < high <= MAX_BOUND_MAGNITUDE
                 and high - low >= MIN_BOUND_WIDTH):
-            return np.full(n_features, low), np.full(n_features, high)
+            return _filled(n_features, low), _filled(n_features, high)
     arrays = []
     for side, value in (("lower", lower), ("upper", upper)):
         try:
@@ -510,7 +517,7 @@ def resolve_variance(variance, lower, upper, *, allow_zero=True):
     if type(variance) is float and (0.0 <= variance if allow_zero else 0.0 < variance):
         # The usual given variance, checked as below in Python floats (NaN fails).
         if variance <= worst.min():
-            return np.full(lower.shape, variance)
+            return _filled(lower.shape[0], variance)
     values = np.asarray(variance, dtype=np.float64)
     if values.ndim > 1 or (values.ndim == 1 and values.shape[0] != lower.shape[0]):
         raise ValueError(
