@@ -56,13 +56,16 @@ PRIVATE_VARIANCE_SHARE = 0.05
 PRIVATE_VARIANCE_LOWER_Z = 1.0
 
 
+_TINY = np.finfo(np.float64).tiny
+
+
 def _inverse_variance_mix(estimates, variances):
     """Mix independent unbiased estimates with inverse-variance weights (None = absent).
 
     Returns the mixture and its variance.
     """
     present = [(e, v) for e, v in zip(estimates, variances) if e is not None]
-    weights = [1.0 / np.maximum(v, np.finfo(np.float64).tiny) for _, v in present]
+    weights = [1.0 / np.maximum(v, _TINY) for _, v in present]
     total = sum(weights)
     return sum(w * e for w, (e, _) in zip(weights, present)) / total, 1.0 / total
 
@@ -118,7 +121,8 @@ def private_variance_estimate(*, ranges, tcm_first, tcm_first_variance, tcm_seco
     second, error = _inverse_variance_mix([tcm_second, report_second_unbiased],
                                           [tcm_second_variance, second_variance])
     lowered = second - first**2 - PRIVATE_VARIANCE_LOWER_Z * np.sqrt(error)
-    return np.clip(lowered, 0.0, ranges**2 / 4.0)
+    # np.clip's values, without its Python wrapper.
+    return np.minimum(np.maximum(lowered, 0.0), ranges**2 / 4.0)
 
 
 def _group_sums(X, is_tcm, lower, upper, *, squares, reports, report_squares):
