@@ -514,10 +514,10 @@ def resolve_variance(variance, lower, upper, *, allow_zero=True):
     worst = (upper - lower) ** 2 / 4.0
     if variance is None:
         return worst
-    if type(variance) is float and (0.0 <= variance if allow_zero else 0.0 < variance):
+    if (type(variance) is float and (0.0 <= variance if allow_zero else 0.0 < variance)
+            and variance <= worst.min()):
         # The usual given variance, checked as below in Python floats (NaN fails).
-        if variance <= worst.min():
-            return _filled(lower.shape[0], variance)
+        return _filled(lower.shape[0], variance)
     values = np.asarray(variance, dtype=np.float64)
     if values.ndim > 1 or (values.ndim == 1 and values.shape[0] != lower.shape[0]):
         raise ValueError(

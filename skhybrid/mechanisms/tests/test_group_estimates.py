@@ -3,9 +3,13 @@
 import numpy as np
 import pytest
 
-from skhybrid._group_estimates import central_group_mean, central_group_means
-from skhybrid.mechanisms._feature_weights import feature_noise_weights, scaled_ranges
+from skhybrid._group_estimates import (
+    central_group_mean,
+    central_group_means,
+    planned_central_noise,
+)
 from skhybrid.mechanisms import LaplaceMechanism
+from skhybrid.mechanisms._feature_weights import feature_noise_weights, scaled_ranges
 from skhybrid.mechanisms._noise import grid_step
 from skhybrid.utils._sums import rounding_slack
 
@@ -66,3 +70,22 @@ def test_a_non_positive_or_infinite_epsilon_is_refused(groups):
     with pytest.raises(ValueError, match="finite and > 0"):
         central_group_means(centred, sizes, origin=np.zeros(2), epsilons=np.array(
             [1.0, np.inf, 1.0, 1.0]), ranges=ranges, rng=np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("ranges", [np.array([2.0]), np.array([2.0, 0.5, 7.0])])
+def test_a_planned_noise_releases_what_the_unplanned_release_would(ranges):
+    # A fit plans its noise before the charge and releases with the plan: the same
+    # mechanism, variance and draws as a release that computes them itself.
+    centred = np.linspace(0.1, 0.9, ranges.shape[0]) * 500 * ranges
+    arguments = {"mechanism": "laplace", "epsilon": 0.7, "delta": 0.0, "ranges": ranges}
+    plan = planned_central_noise(500, n_features=ranges.shape[0], **arguments)
+    assert plan.variance == plan.mechanism.variance(ranges.shape[0])
+    planned = central_group_mean(centred, 500, origin=np.ones_like(ranges), noise=plan,
+                                 rng=np.random.default_rng(3), **arguments)
+    unplanned = central_group_mean(centred, 500, origin=np.ones_like(ranges),
+                                   rng=np.random.default_rng(3), **arguments)
+    np.testing.assert_array_equal(planned.mean, unplanned.mean)
+    np.testing.assert_array_equal(planned.noise_variance, unplanned.noise_variance)
+    # Each feature's noise variance in proportion to its squared range.
+    np.testing.assert_allclose(planned.noise_variance / ranges**2,
+                               planned.noise_variance[0] / ranges[0] ** 2)
