@@ -18,6 +18,7 @@ from skhybrid.utils import (
     clip_to_bounds,
     resolve_bounds,
 )
+from skhybrid.utils._validation import resolve_variance
 
 _names = st.sampled_from(["tcm", "lm", "TCM", "Lm", "tCm", "LM"])
 _bad_trust = st.one_of(
@@ -487,3 +488,27 @@ def test_two_pairs_take_the_one_valid_reading_or_are_refused():
         check_bounds([(0, 10), (5, 20)], 2)
     with pytest.raises(ValueError, match="however it is read"):
         check_bounds([(0, 0), (0, 120)], 2)
+
+
+@pytest.mark.parametrize("variance", [0.0, 0.01, 0.25, 1 / 12, 0, np.float64(0.1), [0.1, 0.2],
+                                      np.array([0.1, 0.2])])
+def test_a_variance_within_popovicius_range_is_returned_as_a_new_array(variance):
+    lower, upper = np.zeros(2), np.ones(2)
+    given = np.array(variance, dtype=np.float64)
+    resolved = resolve_variance(variance, lower, upper)
+    np.testing.assert_array_equal(resolved, np.broadcast_to(given, (2,)))
+    assert resolved.dtype == np.float64 and resolved.shape == (2,)
+    resolved[:] = 7.0  # never the caller's array, nor the bounds
+    np.testing.assert_array_equal(np.asarray(variance, dtype=np.float64), given)
+    np.testing.assert_array_equal(upper, np.ones(2))
+
+
+@pytest.mark.parametrize("variance", [-0.01, 0.2500001, math.nan, math.inf, -math.inf])
+def test_a_variance_outside_popovicius_range_is_refused(variance):
+    with pytest.raises(ValueError, match="variance must be in"):
+        resolve_variance(variance, np.zeros(2), np.ones(2))
+
+
+def test_a_zero_variance_is_refused_where_constant_data_is_not_allowed():
+    with pytest.raises(ValueError, match=r"variance must be in \(0"):
+        resolve_variance(0.0, np.zeros(1), np.ones(1), allow_zero=False)
