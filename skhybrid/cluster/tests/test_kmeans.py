@@ -78,15 +78,21 @@ class _Ledger:
             return privatized_rows(values, rows, epsilon=epsilon, lower=lower, upper=upper,
                                    **kwargs)
 
-        original_response = RandomizedResponse.privatize
+        original_response = _LocalClustering._change_probability
 
-        def recording_response(self, categories, *, epsilon=None, random_state=None):
-            ledger._charge(len(categories), epsilon)
-            return original_response(self, categories, epsilon=epsilon, random_state=random_state)
+        def recording_response(clustering, k):
+            # One iteration's randomized responses: every local user at their level's
+            # epsilon (the compiled pass draws one response per local user from these).
+            n_local = clustering._reports.shape[0]
+            level = np.zeros(n_local, int) if clustering._level is None else clustering._level
+            for index, step in enumerate(clustering._release_epsilon):
+                if np.any(level == index):
+                    ledger._charge(int(np.count_nonzero(level == index)), step)
+            return original_response(clustering, k)
 
         monkeypatch.setattr(budget_module, "LaplaceMechanism", RecordingLaplace)
         monkeypatch.setattr(statistics_module, "privatized_rows", recording_privatized_rows)
-        monkeypatch.setattr(RandomizedResponse, "privatize", recording_response)
+        monkeypatch.setattr(_LocalClustering, "_change_probability", recording_response)
 
     def _charge(self, n_rows, epsilon):
         # A local release covers the tcm users, the lm users or everyone, in row order.
@@ -372,13 +378,13 @@ def test_tcm_only_never_reads_lm_users_data():
 
 def test_random_initial_centres_are_uniform_in_the_bounds_and_ignore_the_data(monkeypatch):
     searched = []
-    original = statistics_module.nearest_centre
+    original = statistics_module._ChunkClustering.statistics
 
-    def recording(X, centres, **options):
+    def recording(chunk, centres, rng):
         searched.append(centres.copy())
-        return original(X, centres, **options)
+        return original(chunk, centres, rng)
 
-    monkeypatch.setattr(statistics_module, "nearest_centre", recording)
+    monkeypatch.setattr(statistics_module._ChunkClustering, "statistics", recording)
     initial = []
     for seed in (0, 1):
         X, _ = _blobs(n=200, seed=seed)
