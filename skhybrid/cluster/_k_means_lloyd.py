@@ -63,9 +63,7 @@ class LocalResponses(NamedTuple):
     rows : ndarray of bool of shape (n_rows,) or None
         Which rows of ``X`` are local users (None: every row).
     reports : ndarray of float64 of shape (n_local, n_features), C-contiguous
-        Their fixed reports, in row order.
-    report_origin : ndarray of shape (n_features,)
-        Subtracted from each report in its sum.
+        Their fixed reports (centred as the sums should be), in row order.
     level : ndarray of int of shape (n_local,) or None
         Each local user's privacy level (None: one level).
     change : ndarray of float64 of shape (n_levels,)
@@ -75,7 +73,6 @@ class LocalResponses(NamedTuple):
 
     rows: np.ndarray
     reports: np.ndarray
-    report_origin: np.ndarray
     level: np.ndarray
     change: np.ndarray
 
@@ -135,8 +132,8 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
     counts, sums : ndarray of int64 of shape (n_clusters,) and (n_clusters, n_features)
         The central rows' counts and code sums (None without ``code_sums``).
     local_sums : tuple (counts, sums) or None
-        With ``local``: the number of reports and the sum of the reports minus
-        ``report_origin`` per privacy level and reported cluster, of shapes
+        With ``local``: the number of reports and the sum of the reports per
+        privacy level and reported cluster, of shapes
         ``(n_levels * n_clusters,)`` and ``(n_levels * n_clusters, n_features)``, in
         float64 (cluster ``j`` of level ``l`` at ``l * n_clusters + j``).
     """
@@ -158,7 +155,6 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
     n_groups = 0
     if local is not None:
         n_groups = n_clusters * local.change.shape[0]
-        report_origin = per_feature(local.report_origin, n_features)
 
     def search(start, stop, first_local, draws):
         counts = np.zeros(n_clusters, dtype=np.int64)
@@ -172,8 +168,8 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
         level = None if local.level is None else local.level[first_local:]
         nearest_centre_sums(X, start, stop, origin, scaled, norms, lower, upper, scale,
                             label_array, counts, sums, local.rows, level, local.change,
-                            uniforms, shifts, local.reports[first_local:], report_origin,
-                            local_counts, local_sums)
+                            uniforms, shifts, local.reports[first_local:], local_counts,
+                            local_sums)
         return counts, sums, local_counts, local_sums
 
     step = _task_rows(n_samples)

@@ -232,7 +232,9 @@ class _LocalClustering:
     ----------
     values : ndarray of shape (n_rows, n_features)
         The users' true values (clipped to ``bounds`` on the way, never copied).
-    reports : ndarray of shape (n_users, n_features)
+    centred_reports : ndarray of shape (n_users, n_features)
+        The users' reports minus ``midpoint``, computed once (every iteration adds up
+        these same differences).
     midpoint, ranges : ndarray of shape (n_features,)
     release_epsilon : ndarray of shape (n_levels,)
         Each privacy level's budget per release.
@@ -246,19 +248,20 @@ class _LocalClustering:
         The clipping bounds of ``values`` (None: already clipped).
     """
 
-    def __init__(self, values, reports, midpoint, ranges, release_epsilon, report_variance, level,
-                 *, rows=None, bounds=None):
+    def __init__(self, values, centred_reports, midpoint, ranges, release_epsilon, report_variance,
+                 level, *, rows=None, bounds=None):
         self._values = values
         self._rows = rows
         self._bounds = bounds
         self._midpoint = midpoint
         self._ranges = ranges
-        self._reports = reports
+        self._reports = centred_reports
         self._release_epsilon = release_epsilon
         self._report_variance = report_variance
         self._level = level
         self._n_users, self._report_totals = cluster_sums(
-            reports, midpoint, np.zeros(reports.shape[0], np.int8) if level is None else level,
+            centred_reports, 0.0,
+            np.zeros(centred_reports.shape[0], np.int8) if level is None else level,
             release_epsilon.shape[0],
         )
 
@@ -277,7 +280,7 @@ class _LocalClustering:
         # Each device's nearest centre from its clipped value, sent through randomized
         # response (Algorithm 1, line 7), and its report added to the reported cluster's
         # sums, in one pass over the users (with the tcm users' code sums for ``central``).
-        local = LocalResponses(self._rows, self._reports, self._midpoint, self._level,
+        local = LocalResponses(self._rows, self._reports, self._level,
                                self._change_probability(k))
         bounds = self._bounds if central is None else central
         _, counts, code_sums, (reported, sums) = lloyd_pass(
@@ -441,7 +444,9 @@ class _ChunkClustering:
                 if members.any():
                     reports[members] = privatize(local_rows & (row_level == index),
                                                  epsilon=step)
-        # The users' true values stay the chunk's rows: no copy of them is kept.
+        # The users' true values stay the chunk's rows: no copy of them is kept; the
+        # reports are only ever added up centred on the middle of the box.
+        reports -= plan.midpoint
         self.local = _LocalClustering(
             values, reports, plan.midpoint, plan.ranges, plan.release_epsilon,
             plan.report_variance, level, rows=None if local_rows.all() else local_rows,

@@ -206,8 +206,11 @@ def respond(category, uniform, shift, change, n_categories):
     another category: each other category is then equally likely
     (:class:`~skhybrid.mechanisms._randomized_response.RandomizedResponse`, whose
     ``privatize`` calls this on arrays; :func:`nearest_centre_sums` on each user).
+    The sum is below ``2 k - 1``: one conditional subtraction is the modulo (a division
+    would cost more than the rest of a user's response).
     """
-    return (category + shift * (uniform < change)) % n_categories
+    moved = category + shift * (uniform < change)
+    return moved - n_categories * (moved >= n_categories)
 
 
 _respond = numba.njit(inline="always", **_OPTIONS)(respond)
@@ -222,8 +225,8 @@ _LLOYD_ROWS = 256
 @numba.njit(**_OPTIONS)
 def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, upper, scale,
                         labels, counts, sums, is_local=None, level=None, change=None,
-                        uniforms=None, shifts=None, reports=None, report_origin=None,
-                        local_counts=None, local_sums=None):
+                        uniforms=None, shifts=None, reports=None, local_counts=None,
+                        local_sums=None):
     """Each row's nearest centre; the central rows' codes and the local rows' responses.
 
     For the rows ``start:stop`` of ``X``, block by block: the block, clipped to
@@ -239,7 +242,7 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
     - a local row (only with ``reports``) sends its label through k-ary randomized
       response (:func:`respond`, from the draws of
       :func:`~skhybrid.mechanisms._randomized_response.response_draws`), and
-      its fixed report, minus ``report_origin``, is added to the sums of its privacy
+      its fixed report is added to the sums of its privacy
       level's reported cluster (``level * n_clusters + reported``), in float64, in row
       order (the reports are already private).
 
@@ -272,7 +275,6 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
     reports : ndarray of float64 of shape (n_local, n_features) or None
         The local users' fixed reports; the first local row of ``start:stop`` is
         ``reports[0]`` of this view (the caller slices it).
-    report_origin : ndarray of float64 of shape (n_features,)
     local_counts : ndarray of float64 of shape (n_levels * n_clusters,)
     local_sums : ndarray of float64 of shape (n_levels * n_clusters, n_features)
         Added to in place.
@@ -306,7 +308,7 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
             value = low if value < low else value
             value = high if value > high else value
             flat_shifted[index] = value - origins[index]
-            if sums is not None:
+            if sums is not None and reports is None:
                 flat_codes[index] = np.int64(np.rint((value - low) * scales[index]))
         distances = np.dot(shifted[:n_block], scaled_centres)
         for row in range(n_block):
@@ -338,12 +340,18 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
                     group += level[position] * n_clusters
                 local_counts[group] += 1.0
                 for feature in range(n_features):
-                    local_sums[group, feature] += reports[position, feature] - report_origin[feature]
+                    local_sums[group, feature] += reports[position, feature]
                 position += 1
             elif sums is not None:
                 counts[label] += 1
-                for feature in range(n_features):
-                    sums[label, feature] += codes[row, feature]
+                if reports is None:  # every row central: its codes were computed above
+                    for feature in range(n_features):
+                        sums[label, feature] += codes[row, feature]
+                else:  # a few central rows among local ones: their codes only
+                    for feature in range(n_features):
+                        sums[label, feature] += np.int64(fixed_point_code(
+                            X[first + row, feature], lower[feature], upper[feature],
+                            scale[feature]))
 
 
 @numba.njit(**_OPTIONS)

@@ -272,7 +272,8 @@ def test_demixed_lm_cluster_means_are_unbiased_with_the_stated_noise_variance():
     means, stated = np.empty((n_trials, 3, 2)), np.empty((n_trials, 3, 2))
     for trial in range(n_trials):
         reports = privatize_locally(values, epsilon=step, rng=rng, **noise)
-        local = _LocalClustering(values, reports, (lower + upper) / 2, upper - lower,
+        local = _LocalClustering(values, reports - (lower + upper) / 2, (lower + upper) / 2,
+                                 upper - lower,
                                  np.array([step]), np.array([report_variance]), None)
         estimate = local.estimate(centres, rng)
         means[trial], stated[trial] = estimate.means, estimate.noise_variance
