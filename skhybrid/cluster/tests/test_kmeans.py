@@ -662,3 +662,106 @@ def test_compiled_pass_is_argmin_with_ties_first_and_exact_sums(n_clusters, with
         expected_sums = np.full((n_clusters, n_features), 7, dtype=np.int64)
         np.add.at(expected_sums, expected, codes)
         np.testing.assert_array_equal(sums, expected_sums)
+
+
+def _hybrid_pass_inputs(n, seed, n_features=3, k=4):
+    """Rows of a hybrid chunk: a tenth central, the rest local at two privacy levels."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-0.2, 1.2, size=(n, n_features))  # some beyond the bounds
+    centres = rng.uniform(0, 1, size=(k, n_features))
+    is_local = rng.random(n) >= 0.1
+    n_local = int(is_local.sum())
+    reports = rng.normal(0.0, 3.0, size=(n_local, n_features))
+    level = rng.integers(0, 2, n_local)
+    release_epsilon = np.array([0.3, 2.0])
+    return X, centres, is_local, reports, level, release_epsilon
+
+
+@pytest.mark.parametrize("n", [5_000, 300_000])
+def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster(n):
+    """One pass gives the central rows' exact code sums and, for the local rows, the sums
+    of their reports by privacy level and reported cluster, where each reported cluster
+    is the randomized response of the row's nearest centre (from the draws of
+    ``response_draws``, at once for a few users, else task by task in row order)."""
+    from skhybrid.cluster._k_means_lloyd import (
+        _DRAWN_AT_ONCE,
+        LocalResponses,
+        _task_rows,
+        lloyd_pass,
+    )
+    from skhybrid.mechanisms._randomized_response import (
+        randomized_response_change_probability,
+        response_draws,
+    )
+    from skhybrid.utils._kernels import respond
+    from skhybrid.utils._sums import fixed_point_sums
+
+    X, centres, is_local, reports, level, release_epsilon = _hybrid_pass_inputs(n, n)
+    k, n_features = centres.shape
+    lower, upper = np.zeros(n_features), np.ones(n_features)
+    change = randomized_response_change_probability(release_epsilon, k)
+    local = LocalResponses(is_local, reports, level, change)
+    labels, counts, sums, (reported_counts, reported_sums) = lloyd_pass(
+        X, centres, bounds=(lower, upper), labels=True, code_sums=True, local=local,
+        rng=np.random.default_rng(3))
+
+    np.testing.assert_array_equal(labels, nearest_centre(np.clip(X, lower, upper), centres))
+    central = ~is_local
+    np.testing.assert_array_equal(counts, np.bincount(labels[central], minlength=k))
+    np.testing.assert_array_equal(sums, fixed_point_sums(X[central], lower, upper,
+                                                         labels=labels[central], n_groups=k))
+    # The same draws, made as the pass makes them.
+    rng = np.random.default_rng(3)
+    if is_local.sum() <= _DRAWN_AT_ONCE:
+        uniforms, shifts = response_draws(rng, int(is_local.sum()), k)
+    else:
+        step = _task_rows(n)
+        draws = [response_draws(rng, int(is_local[start:start + step].sum()), k)
+                 for start in range(0, n, step)]
+        uniforms = np.concatenate([draw[0] for draw in draws])
+        shifts = np.concatenate([draw[1] for draw in draws])
+    reported = respond(labels[is_local], uniforms, shifts, change[level], k)
+    group = level * k + reported
+    np.testing.assert_array_equal(reported_counts, np.bincount(group, minlength=2 * k))
+    expected = np.zeros((2 * k, n_features))
+    np.add.at(expected, group, reports)
+    np.testing.assert_allclose(reported_sums, expected, rtol=1e-12, atol=1e-9)
+
+
+def _fused_responses(category, epsilon, k=5):
+    """Reported clusters of ``n`` users whose nearest centre is ``category``, by the fused
+    pass (its counts per reported cluster, as one report per user)."""
+    from skhybrid.cluster._k_means_lloyd import LocalResponses, lloyd_pass
+    from skhybrid.mechanisms._randomized_response import randomized_response_change_probability
+
+    centres = np.arange(k, dtype=np.float64)[:, np.newaxis]
+
+    def release(n, rng):
+        X = np.full((n, 1), float(category))
+        local = LocalResponses(None, np.zeros((n, 1)), None,
+                               randomized_response_change_probability(np.array([epsilon]), k))
+        *_, (reported, _) = lloyd_pass(X, centres, local=local, rng=rng)
+        return np.repeat(np.arange(k), reported.astype(np.int64))
+
+    return release
+
+
+def test_fused_pass_reports_the_nearest_centre_with_randomized_responses_probabilities():
+    k, epsilon, n = 5, 0.8, 400_000
+    reports = _fused_responses(2, epsilon, k)(n, np.random.default_rng(0))
+    frequencies = np.bincount(reports, minlength=k) / n
+    keep = np.exp(epsilon) / (np.exp(epsilon) + k - 1)
+    expected = np.where(np.arange(k) == 2, keep, (1 - keep) / (k - 1))
+    standard_error = np.sqrt(expected * (1 - expected) / n)
+    assert np.all(np.abs(frequencies - expected) < 4 * standard_error)
+
+
+def test_fused_pass_responses_pass_the_audit_and_fail_it_at_1_4_times_the_epsilon():
+    # The responses of users whose nearest centres differ (0 or 2): the audit's
+    # histogram of reported clusters, from the pass's counts.
+    passed = audit_mechanism(_fused_responses(0, 1.0), _fused_responses(2, 1.0), 1.0,
+                             n_samples=N_AUDIT, random_state=33)
+    assert passed.n_bins == 5 and passed.passed, str(passed)
+    failed = audit_mechanism(_fused_responses(0, 1.4), _fused_responses(2, 1.4), 1.0,
+                             n_samples=N_AUDIT, random_state=34)
+    assert not failed.passed, str(failed)
