@@ -11,7 +11,7 @@ import numpy as np
 
 from ..mechanisms._randomized_response import response_draws
 from ..utils._kernels import grouped_row_sums, nearest_centre_sums
-from ..utils._sums import FIXED_POINT_BITS, _bounds_and_scale, fixed_point_sums, per_feature
+from ..utils._sums import FIXED_POINT_BITS, _bounds_and_scale, per_feature
 from ..utils._threads import available_cores, in_parts, single_threaded_blas
 
 #: Rows per task of the nearest-centre search, at most and at least, and the number of
@@ -273,7 +273,7 @@ def cluster_sums(values, origin, labels, n_clusters):
     return sum(counts for counts, _ in parts), sum(sums for _, sums in parts)
 
 
-def centred_code_sums(values, lower, upper, labels, counts, *, code_sums=None):
+def centred_code_sums(code_sums, counts):
     """Each cluster's exact sum of its members' values centred on the middle of the box.
 
     In fixed-point units (:func:`~skhybrid.utils._sums.fixed_point_sums`): a clipped
@@ -285,26 +285,16 @@ def centred_code_sums(values, lower, upper, labels, counts, *, code_sums=None):
 
     Parameters
     ----------
-    values : ndarray of shape (n_users, n_features)
-        Raw or clipped values (clipped here).
-    lower, upper : ndarray of shape (n_features,)
-    labels : ndarray of int of shape (n_users,)
+    code_sums : ndarray of int64 of shape (n_clusters, n_features)
+        The codes' exact sums per cluster (from :func:`lloyd_pass`).
     counts : ndarray of int of shape (n_clusters,)
-        ``np.bincount(labels, minlength=n_clusters)``.
-    code_sums : ndarray of int64 of shape (n_clusters, n_features), default=None
-        The codes' exact sums per cluster when already computed (by the fused pass of
-        :func:`nearest_centre`); only the centring is left to do.
+        Each cluster's number of members.
 
     Returns
     -------
     sums : ndarray of int64 of shape (n_clusters, n_features)
     """
-    if code_sums is not None:
-        sums = code_sums.copy()
-    else:
-        sums = fixed_point_sums(values, lower, upper, labels=labels, n_groups=counts.shape[0])
-    sums -= counts[:, np.newaxis].astype(np.int64) << (FIXED_POINT_BITS - 1)
-    return sums
+    return code_sums - (counts[:, np.newaxis].astype(np.int64) << (FIXED_POINT_BITS - 1))
 
 
 def within_cluster_sum_of_squares(X, centres):

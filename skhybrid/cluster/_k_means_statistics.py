@@ -175,9 +175,6 @@ def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance)
     return _cluster_means(midpoint, demixed.sum(axis=0), sizes.sum(axis=0), sum_variance)
 
 
-def _central_statistics(values, lower, upper, counts, code_sums):
-    sums = centred_code_sums(values, lower, upper, None, counts, code_sums=code_sums)
-    return _CentralStatistics(counts, sums)
 
 
 class _CentralClustering:
@@ -211,7 +208,7 @@ class _CentralClustering:
         _, counts, code_sums, _ = lloyd_pass(
             self._values, centres - self._midpoint, origin=self._midpoint,
             bounds=(self._lower, self._upper), code_sums=True)
-        return _central_statistics(self._values, self._lower, self._upper, counts, code_sums)
+        return _CentralStatistics(counts, centred_code_sums(code_sums, counts))
 
     def estimate(self, centres, rng):
         statistics = self.statistics(centres)
@@ -291,7 +288,7 @@ class _LocalClustering:
                                       self._report_totals)
         if central is None:
             return statistics
-        return _central_statistics(None, *central, counts, code_sums), statistics
+        return _CentralStatistics(counts, centred_code_sums(code_sums, counts)), statistics
 
     def _change_probability(self, k):
         """Each privacy level's probability of a response other than the nearest centre:
