@@ -4,7 +4,7 @@ Exact and deterministic computations on the data, before any noise (the noise is
 drawn in :mod:`skhybrid.cluster._k_means_statistics`).
 """
 
-from concurrent.futures import ThreadPoolExecutor
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -12,15 +12,13 @@ import numpy as np
 from ..mechanisms._randomized_response import response_draws
 from ..utils._kernels import grouped_row_sums, nearest_centre_sums
 from ..utils._sums import FIXED_POINT_BITS, _bounds_and_scale, per_feature
-from ..utils._threads import available_cores, in_parts, single_threaded_blas
+from ..utils._threads import available_cores, in_parts, shared_pool, single_threaded_blas
 
 #: Rows per task of the nearest-centre search, at most and at least, and the number of
 #: tasks aimed at in between (tasks balance the load over the threads).
-_CHUNK_ROWS = 32768
+_CHUNK_ROWS = 131072
 _MIN_TASK_ROWS = 2048
-_TASKS = 16
-#: Tasks submitted ahead of the threads, per thread (each holds its local users' draws).
-_TASKS_IN_FLIGHT = 2
+_TASKS = 8
 #: Local users whose randomized responses are drawn at once (1 MiB of draws).
 _DRAWN_AT_ONCE = 2**16
 #: Below this many input values per core, a thread costs more than it saves.
@@ -156,22 +154,6 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
     if local is not None:
         n_groups = n_clusters * local.change.shape[0]
 
-    def search(start, stop, first_local, draws):
-        counts = np.zeros(n_clusters, dtype=np.int64)
-        sums = np.zeros((n_clusters, n_features), dtype=np.int64) if code_sums else None
-        if local is None:
-            nearest_centre_sums(X, start, stop, origin, scaled, norms, lower, upper, scale,
-                                label_array, counts, sums)
-            return counts, sums, None, None
-        local_counts, local_sums = np.zeros(n_groups), np.zeros((n_groups, n_features))
-        uniforms, shifts = draws
-        level = None if local.level is None else local.level[first_local:]
-        nearest_centre_sums(X, start, stop, origin, scaled, norms, lower, upper, scale,
-                            label_array, counts, sums, local.rows, level, local.change,
-                            uniforms, shifts, local.reports[first_local:], local_counts,
-                            local_sums)
-        return counts, sums, local_counts, local_sums
-
     step = _task_rows(n_samples)
     starts = list(range(0, n_samples, step))
     stops = starts[1:] + [n_samples]
@@ -186,39 +168,56 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
     first_local = np.concatenate([[0], np.cumsum(n_local)[:-1]]).astype(int).tolist()
 
     responding = local is not None and n_clusters > 1 and sum(n_local) > 0
-    # Up to _DRAWN_AT_ONCE local users, their draws are made at once (the draws of one
-    # randomized response of them all); beyond, task by task in row order, a few tasks'
-    # at a time in memory. Either way from the caller's generator in an order that does
-    # not depend on the threads.
+    # The draws come from the caller's generator in an order that does not depend on the
+    # threads: up to _DRAWN_AT_ONCE local users, at once (the draws of one randomized
+    # response of them all); beyond, task by task in row order, each task's by the
+    # thread that runs it once the previous task's are made (the pool starts tasks in
+    # order, so the previous one has started), while the other threads compute.
     at_once = None
     if responding and sum(n_local) <= _DRAWN_AT_ONCE:
         at_once = response_draws(rng, sum(n_local), n_clusters)
+    drawn = [threading.Event() for _ in starts]
 
     def draws(task):
-        if not responding or n_local[task] == 0:
+        if not responding:
             return None, None
         if at_once is not None:
             part = slice(first_local[task], first_local[task] + n_local[task])
             return at_once[0][part], at_once[1][part]
-        return response_draws(rng, n_local[task], n_clusters)
+        if task:
+            drawn[task - 1].wait()
+        try:
+            if n_local[task] == 0:
+                return None, None
+            return response_draws(rng, n_local[task], n_clusters)
+        finally:
+            drawn[task].set()
+
+    def search(task):
+        start, stop = starts[task], stops[task]
+        counts = np.zeros(n_clusters, dtype=np.int64)
+        sums = np.zeros((n_clusters, n_features), dtype=np.int64) if code_sums else None
+        if local is None:
+            nearest_centre_sums(X, start, stop, origin, scaled, norms, lower, upper, scale,
+                                label_array, counts, sums)
+            return counts, sums, None, None
+        local_counts, local_sums = np.zeros(n_groups), np.zeros((n_groups, n_features))
+        uniforms, shifts = draws(task)
+        level = None if local.level is None else local.level[first_local[task]:]
+        nearest_centre_sums(X, start, stop, origin, scaled, norms, lower, upper, scale,
+                            label_array, counts, sums, local.rows, level, local.change,
+                            uniforms, shifts, local.reports[first_local[task]:], local_counts,
+                            local_sums)
+        return counts, sums, local_counts, local_sums
 
     workers = min(available_cores(), X.size // _ELEMENTS_PER_WORKER)
     # One BLAS thread per block: for products this small BLAS threads cost more than
     # they save, and on busy cores their spin-waiting can slow a product a hundredfold.
     with single_threaded_blas():
         if workers > 1 and len(starts) > 1:
-            with ThreadPoolExecutor(workers) as pool:
-                futures = []
-                for task, (start, stop) in enumerate(zip(starts, stops)):
-                    # A few tasks' draws at a time in memory.
-                    if task >= _TASKS_IN_FLIGHT * workers:
-                        futures[task - _TASKS_IN_FLIGHT * workers].result()
-                    futures.append(pool.submit(search, start, stop, first_local[task],
-                                               draws(task)))
-                parts = [future.result() for future in futures]
+            parts = list(shared_pool().map(search, range(len(starts))))
         else:
-            parts = [search(start, stop, first_local[task], draws(task))
-                     for task, (start, stop) in enumerate(zip(starts, stops))]
+            parts = [search(task) for task in range(len(starts))]
     counts = sums = local_sums = None
     if code_sums:
         # Integer additions: the totals are exact whatever the order of the parts.

@@ -26,6 +26,29 @@ def single_threaded_blas():
         yield
 
 
+_pool = {}
+
+
+def _forget_pool():
+    # A forked child has none of its parent's threads: it starts its own pool.
+    _pool.clear()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
+def shared_pool():
+    """The process's pool of one thread per available core, started at first use.
+
+    Kept for later calls: starting threads costs more than the tasks of a small pass,
+    and a thread's first BLAS call allocates its buffers once. Its threads are idle
+    between calls; tasks must not wait on each other (they all share this pool).
+    """
+    if "pool" not in _pool:
+        _pool["pool"] = ThreadPoolExecutor(available_cores(), thread_name_prefix="skhybrid")
+    return _pool["pool"]
+
+
 @lru_cache(maxsize=1)
 def available_cores():
     """The number of cores this process may run on."""
