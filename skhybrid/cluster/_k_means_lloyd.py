@@ -22,7 +22,7 @@ _TASKS = 8
 #: Local users whose randomized responses are drawn at once (1 MiB of draws).
 _DRAWN_AT_ONCE = 2**16
 #: Below this many input values per core, a thread costs more than it saves.
-_ELEMENTS_PER_WORKER = 2**20
+_ELEMENTS_PER_WORKER = 2**18
 
 
 def nearest_centre(X, centres, *, origin=None, bounds=None, code_sums=False):

@@ -222,6 +222,24 @@ _respond = numba.njit(inline="always", **_OPTIONS)(respond)
 _LLOYD_ROWS = 256
 
 
+@numba.njit(inline="always", **_OPTIONS)
+def _clip_shift_codes(block, lowers, uppers, origins, scales, shifted, codes):
+    """``shifted = clip(block) - origins`` and (unless None) ``codes`` of the clipped
+    values, in flat loops over a block (the constants repeated along it). Two loops of
+    one output each: with fewer arrays the compiler can check that they do not overlap,
+    and vectorizes them."""
+    for index in range(block.shape[0]):
+        low, high = lowers[index], uppers[index]
+        value = block[index]
+        value = low if value < low else value
+        value = high if value > high else value
+        shifted[index] = value - origins[index]
+    if codes is not None:
+        for index in range(block.shape[0]):
+            codes[index] = np.int64(fixed_point_code(block[index], lowers[index],
+                                                     uppers[index], scales[index]))
+
+
 @numba.njit(**_OPTIONS)
 def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, upper, scale,
                         labels, counts, sums, is_local=None, level=None, change=None,
@@ -298,18 +316,17 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
             scales[row * n_features + feature] = scale[feature]
     flat_shifted = shifted.reshape(size)
     flat_codes = codes.reshape(size)
+    # Every row central: the block's codes in the same flat loop (else a central row's
+    # codes are computed with its sums, below).
+    block_codes = sums is not None and reports is None
     position = 0  # the next local user of this part
     for first in range(start, stop, _LLOYD_ROWS):
         n_block = min(_LLOYD_ROWS, stop - first)
         block = X[first:first + n_block].reshape(n_block * n_features)
-        for index in range(n_block * n_features):
-            low, high = lowers[index], uppers[index]
-            value = block[index]
-            value = low if value < low else value
-            value = high if value > high else value
-            flat_shifted[index] = value - origins[index]
-            if sums is not None and reports is None:
-                flat_codes[index] = np.int64(np.rint((value - low) * scales[index]))
+        if block_codes:
+            _clip_shift_codes(block, lowers, uppers, origins, scales, flat_shifted, flat_codes)
+        else:
+            _clip_shift_codes(block, lowers, uppers, origins, scales, flat_shifted, None)
         distances = np.dot(shifted[:n_block], scaled_centres)
         for row in range(n_block):
             best = distances[row, 0] + norms[0]
