@@ -1,7 +1,9 @@
 """Lloyd's iteration kernels of HybridKMeans: nearest centres, cluster sums, the objective.
 
-Exact and deterministic computations on the data, before any noise (the noise is
-drawn in :mod:`skhybrid.cluster._k_means_statistics`).
+Exact and deterministic computations on the data, and the lm users' randomized
+responses, which their devices compute from their own nearest centre
+(:func:`lloyd_pass`, one pass for both groups); the curator's noise is drawn in
+:mod:`skhybrid.cluster._k_means_statistics`.
 """
 
 import threading

@@ -399,7 +399,9 @@ class _ChunkClustering:
     The tcm users' clipped values go to the curator (:class:`_CentralClustering`); the
     local users' values stay on their devices, which send their one Laplace-noised
     report, drawn here from ``report_rng`` (:class:`_LocalClustering`).
-    :meth:`statistics` gives one iteration's statistics of the chunk.
+    :meth:`statistics` gives one iteration's statistics of the chunk; for the hybrid
+    strategy both groups' from one pass over the chunk's rows
+    (:func:`~skhybrid.cluster._k_means_lloyd.lloyd_pass`).
 
     Parameters
     ----------

@@ -6,7 +6,9 @@ bincounts); Lloyd's assignment step takes a pass per centre for the running mini
 Here each is one compiled pass that reads every value once: the codes and their sums
 in :func:`fixed_point_code_sums` (with the squared distances' codes and the other
 group's float sums in :func:`moment_sums`), the nearest centre and its sums in
-:func:`nearest_centre_sums` (scikit-learn's Lloyd iterations do the same in Cython).
+:func:`nearest_centre_sums` (scikit-learn's Lloyd iterations do the same in Cython),
+with, for local users, their randomized response and their report's sum by reported
+cluster.
 
 Every kernel is compiled on its first call for the argument types it gets, with
 ``nogil`` (threads, ours and Dask's, run them in parallel) and ``cache`` (the machine
@@ -25,8 +27,8 @@ operand is a difference, not a sum); it is an integer of at most
 ``2**FIXED_POINT_BITS``, converted exactly to int64, and codes are added in int64:
 integer additions are exact in any order, so these loops vectorize without fast-math
 (int64 sums stay below 2**63 for the at most ``MAX_USERS`` users of one sum). Only the
-lm users' already private reports are added in float64 in an order the compiler may
-change (:func:`_block_sum`).
+lm users' already private reports are added in float64, in an order the compiler may
+change (:func:`_block_sum`) or in row order (:func:`nearest_centre_sums`).
 Labels compare distances with ``<`` only, so the first minimum is kept on ties, as
 ``argmin`` does.
 """
