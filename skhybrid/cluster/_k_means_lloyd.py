@@ -14,7 +14,7 @@ import numpy as np
 from ..mechanisms._randomized_response import response_draws
 from ..utils._kernels import grouped_row_sums, nearest_centre_sums
 from ..utils._sums import FIXED_POINT_BITS, _bounds_and_scale, per_feature
-from ..utils._threads import available_cores, in_parts, shared_pool, single_threaded_blas
+from ..utils._threads import available_cores, in_parts, run_tasks, single_threaded_blas
 
 #: Rows per task of the nearest-centre search, at most and at least, and the number of
 #: tasks aimed at in between (tasks balance the load over the threads).
@@ -173,8 +173,8 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
     # The draws come from the caller's generator in an order that does not depend on the
     # threads: up to _DRAWN_AT_ONCE local users, at once (the draws of one randomized
     # response of them all); beyond, task by task in row order, each task's by the
-    # thread that runs it once the previous task's are made (the pool starts tasks in
-    # order, so the previous one has started), while the other threads compute.
+    # thread that runs it once the previous task's are made (tasks start in order, so
+    # the previous one has started), while the other threads compute.
     at_once = None
     if responding and sum(n_local) <= _DRAWN_AT_ONCE:
         at_once = response_draws(rng, sum(n_local), n_clusters)
@@ -216,10 +216,7 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
     # One BLAS thread per block: for products this small BLAS threads cost more than
     # they save, and on busy cores their spin-waiting can slow a product a hundredfold.
     with single_threaded_blas():
-        if workers > 1 and len(starts) > 1:
-            parts = list(shared_pool().map(search, range(len(starts))))
-        else:
-            parts = [search(task) for task in range(len(starts))]
+        parts = run_tasks(search, len(starts), max(workers, 1))
     counts = sums = local_sums = None
     if code_sums:
         # Integer additions: the totals are exact whatever the order of the parts.
