@@ -157,7 +157,7 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
         n_groups = n_clusters * local.change.shape[0]
 
     step = _task_rows(n_samples)
-    starts = list(range(0, n_samples, step))
+    starts = list(range(0, n_samples, step)) or [0]  # one empty task for no rows
     stops = starts[1:] + [n_samples]
     # Each task's first local user and its number of local users.
     if local is None:

@@ -765,3 +765,18 @@ def test_fused_pass_responses_pass_the_audit_and_fail_it_at_1_4_times_the_epsilo
     failed = audit_mechanism(_fused_responses(0, 1.4), _fused_responses(2, 1.4), 1.0,
                              n_samples=N_AUDIT, random_state=34)
     assert not failed.passed, str(failed)
+
+
+def test_fused_pass_over_no_rows_gives_zero_sums():
+    # (A chunk of a Dask input may hold no rows.)
+    from skhybrid.cluster._k_means_lloyd import LocalResponses, lloyd_pass
+
+    local = LocalResponses(None, np.zeros((0, 2)), None, np.array([0.5]))
+    labels, counts, sums, (reported, report_sums) = lloyd_pass(
+        np.zeros((0, 2)), np.ones((3, 2)), bounds=(0.0, 1.0), labels=True, code_sums=True,
+        local=local, rng=np.random.default_rng(0))
+    assert labels.shape == (0,)
+    np.testing.assert_array_equal(counts, np.zeros(3))
+    np.testing.assert_array_equal(sums, np.zeros((3, 2)))
+    np.testing.assert_array_equal(reported, np.zeros(3))
+    np.testing.assert_array_equal(report_sums, np.zeros((3, 2)))
