@@ -72,8 +72,11 @@ def run_tasks(function, n_tasks, n_threads):
     try:
         work()
     finally:
+        # Every task is taken: a helper not started yet (the pool busy with other
+        # work, or this call made from one of its threads) is not waited for.
         for helper in helpers:
-            helper.result()
+            if not helper.cancel():
+                helper.result()
     return results
 
 

@@ -437,6 +437,20 @@ def test_run_tasks_runs_each_task_once_each_after_the_previous_started(n_threads
     assert threading.get_ident() in threads and len(threads) <= n_threads
 
 
+def test_run_tasks_called_from_the_pools_threads_finishes():
+    # Helpers that cannot start (the pool's threads all busy in the calls) are not
+    # waited for: the calling threads take every task.
+    from skhybrid.utils import _threads
+
+    def outer(index):
+        return _threads.run_tasks(lambda inner: index * 10 + inner, 4, 2)
+
+    pool = _threads.shared_pool()
+    calls = [pool.submit(_threads.run_tasks, outer, 3, 2) for _ in range(4)]
+    assert all(call.result(timeout=30) == [[10 * i + j for j in range(4)] for i in range(3)]
+               for call in calls)
+
+
 def test_run_tasks_raises_a_tasks_error_after_every_thread_stopped():
     from skhybrid.utils import _threads
 
