@@ -6,6 +6,7 @@ responses, which their devices compute from their own nearest centre
 :mod:`skhybrid.cluster._k_means_statistics`.
 """
 
+import itertools
 import threading
 from typing import NamedTuple
 
@@ -24,7 +25,7 @@ _TASKS = 8
 #: Local users whose randomized responses are drawn at once (1 MiB of draws).
 _DRAWN_AT_ONCE = 2**16
 #: Below this many input values per core, a thread costs more than it saves.
-_ELEMENTS_PER_WORKER = 2**18
+_ELEMENTS_PER_WORKER = 2**16
 
 
 def nearest_centre(X, centres, *, origin=None, bounds=None, code_sums=False):
@@ -167,7 +168,7 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
     else:
         n_local = [int(np.count_nonzero(local.rows[start:stop]))
                    for start, stop in zip(starts, stops)]
-    first_local = np.concatenate([[0], np.cumsum(n_local)[:-1]]).astype(int).tolist()
+    first_local = [0, *itertools.accumulate(n_local[:-1])]
 
     responding = local is not None and n_clusters > 1 and sum(n_local) > 0
     # The draws come from the caller's generator in an order that does not depend on the
@@ -175,10 +176,11 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
     # response of them all); beyond, task by task in row order, each task's by the
     # thread that runs it once the previous task's are made (tasks start in order, so
     # the previous one has started), while the other threads compute.
-    at_once = None
+    at_once = drawn = None
     if responding and sum(n_local) <= _DRAWN_AT_ONCE:
         at_once = response_draws(rng, sum(n_local), n_clusters)
-    drawn = [threading.Event() for _ in starts]
+    elif responding:
+        drawn = [threading.Event() for _ in starts]
 
     def draws(task):
         if not responding:
