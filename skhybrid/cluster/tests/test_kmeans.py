@@ -13,7 +13,11 @@ from sklearn.preprocessing import FunctionTransformer
 
 import skhybrid.cluster._k_means_budget as budget_module
 import skhybrid.cluster._k_means_statistics as statistics_module
-from skhybrid._group_estimates import local_report_variance, privatize_locally, privatized_rows
+from skhybrid._group_estimates import (
+    local_report_variance,
+    privatize_locally,
+    privatized_rows,
+)
 from skhybrid.audit import audit_mechanism, estimator_release
 from skhybrid.cluster import HybridKMeans
 from skhybrid.cluster._k_means_budget import (
@@ -34,7 +38,6 @@ from skhybrid.cluster._k_means_statistics import (
 from skhybrid.exceptions import PrivacyLeakWarning
 from skhybrid.mean import EmptyGroupWarning
 from skhybrid.mechanisms import LaplaceMechanism
-from skhybrid.mechanisms._randomized_response import RandomizedResponse
 from skhybrid.theory._hybrid import pwh_weight
 from skhybrid.utils._sums import centred_sums
 
@@ -732,7 +735,9 @@ def _fused_responses(category, epsilon, k=5):
     """Reported clusters of ``n`` users whose nearest centre is ``category``, by the fused
     pass (its counts per reported cluster, as one report per user)."""
     from skhybrid.cluster._k_means_lloyd import LocalResponses, lloyd_pass
-    from skhybrid.mechanisms._randomized_response import randomized_response_change_probability
+    from skhybrid.mechanisms._randomized_response import (
+        randomized_response_change_probability,
+    )
 
     centres = np.arange(k, dtype=np.float64)[:, np.newaxis]
 
