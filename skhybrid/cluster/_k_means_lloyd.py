@@ -1,33 +1,108 @@
 """Lloyd's iteration kernels of HybridKMeans: nearest centres, cluster sums, the objective.
 
-Exact and deterministic computations on the data, before any noise (the noise is
-drawn in :mod:`skhybrid.cluster._k_means_statistics`).
+Exact and deterministic computations on the data, and the lm users' randomized
+responses, which their devices compute from their own nearest centre
+(:func:`lloyd_pass`, one pass for both groups); the curator's noise is drawn in
+:mod:`skhybrid.cluster._k_means_statistics`.
 """
 
-from concurrent.futures import ThreadPoolExecutor
+import itertools
+import threading
+from typing import NamedTuple
 
 import numpy as np
 
+from ..mechanisms._randomized_response import response_draws
 from ..utils._kernels import grouped_row_sums, nearest_centre_sums
-from ..utils._sums import FIXED_POINT_BITS, _bounds_and_scale, fixed_point_sums, per_feature
-from ..utils._threads import available_cores, in_parts, single_threaded_blas
+from ..utils._sums import FIXED_POINT_BITS, _bounds_and_scale, per_feature
+from ..utils._threads import available_cores, in_parts, run_tasks, single_threaded_blas
 
-#: Rows per task of the nearest-centre search, at most and at least (tasks balance the
-#: load over the threads).
-_CHUNK_ROWS = 32768
+#: Rows per task of the nearest-centre search, at most and at least, and the number of
+#: tasks aimed at in between (tasks balance the load over the threads).
+_CHUNK_ROWS = 131072
 _MIN_TASK_ROWS = 2048
+_TASKS = 8
+#: Local users whose randomized responses are drawn at once (1 MiB of draws).
+_DRAWN_AT_ONCE = 2**16
 #: Below this many input values per core, a thread costs more than it saves.
-_ELEMENTS_PER_WORKER = 2**20
+_ELEMENTS_PER_WORKER = 2**16
 
 
 def nearest_centre(X, centres, *, origin=None, bounds=None, code_sums=False):
     """Index of each row's nearest centre in squared Euclidean distance (first on ties).
 
-    ``argmin_k ||x - c_k||^2 = argmin_k (||c_k||^2 - 2 x . c_k)``, computed by one
-    compiled pass (:func:`~skhybrid.utils._kernels.nearest_centre_sums`) over blocks of
-    rows that stay in cache: a matrix product for the block's distances, then each
-    row's first minimum, as scikit-learn's Lloyd iterations do. Large inputs are spread
-    over the available cores (the pass releases the GIL).
+    ``argmin_k ||x - c_k||^2 = argmin_k (||c_k||^2 - 2 x . c_k)``, computed by
+    :func:`lloyd_pass`.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    centres : ndarray of shape (n_clusters, n_features)
+        In the coordinates of ``X - origin``.
+    origin, bounds
+        As in :func:`lloyd_pass`.
+    code_sums : bool, default=False
+        Also count each centre's rows and add their fixed-point codes (see
+        :func:`lloyd_pass`).
+
+    Returns
+    -------
+    labels : ndarray of shape (n_samples,), dtype=intp
+    counts : ndarray of int64 of shape (n_clusters,)
+        Only with ``code_sums``: ``np.bincount(labels, minlength=n_clusters)``.
+    sums : ndarray of int64 of shape (n_clusters, n_features)
+        Only with ``code_sums``.
+    """
+    labels, counts, sums, _ = lloyd_pass(X, centres, origin=origin, bounds=bounds,
+                                         labels=True, code_sums=code_sums)
+    return (labels, counts, sums) if code_sums else labels
+
+
+class LocalResponses(NamedTuple):
+    """The local users of a :func:`lloyd_pass`: who they are, their reports and privacy levels.
+
+    rows : ndarray of bool of shape (n_rows,) or None
+        Which rows of ``X`` are local users (None: every row).
+    reports : ndarray of float64 of shape (n_local, n_features), C-contiguous
+        Their fixed reports (centred as the sums should be), in row order.
+    level : ndarray of int of shape (n_local,) or None
+        Each local user's privacy level (None: one level).
+    change : ndarray of float64 of shape (n_levels,)
+        Each level's probability of reporting another cluster
+        (:func:`~skhybrid.mechanisms._randomized_response.randomized_response_change_probability`).
+    """
+
+    rows: np.ndarray
+    reports: np.ndarray
+    level: np.ndarray
+    change: np.ndarray
+
+
+def _task_rows(n_rows):
+    """Rows per task of :func:`lloyd_pass`: a function of ``n_rows`` alone.
+
+    Several tasks per core balance the load when another process holds a core too;
+    the partition does not depend on the number of cores, so neither do the local
+    users' draws (made task by task).
+    """
+    return min(_CHUNK_ROWS, max(_MIN_TASK_ROWS, -(-n_rows // _TASKS)))
+
+
+def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=False,
+               local=None, rng=None):
+    """One pass of Lloyd's iteration over the rows: nearest centres, the central rows'
+    exact code sums and the local rows' randomized responses with their reports' sums.
+
+    Each row's nearest centre (``argmin_k ||c_k||^2 - 2 x . c_k``, first on ties) is
+    computed by one compiled pass
+    (:func:`~skhybrid.utils._kernels.nearest_centre_sums`) over blocks of rows that stay
+    in cache: a matrix product for the block's distances, then each row's first
+    minimum, as scikit-learn's Lloyd iterations do. While a block is in cache, its
+    central rows' codes are added to their cluster's sums and its local rows respond:
+    each sends its nearest centre through k-ary randomized response and its fixed
+    report is added to the sums of the reported cluster (of its privacy level). The
+    local users' data are read once per iteration and no n-long array is written.
+    Large inputs are spread over the available cores (the pass releases the GIL).
 
     Parameters
     ----------
@@ -39,22 +114,34 @@ def nearest_centre(X, centres, *, origin=None, bounds=None, code_sums=False):
         conditioned near zero), without a shifted copy of ``X``.
     bounds : tuple (lower, upper), default=None
         Each row is clipped to the bounds on the way (without a clipped copy of ``X``).
+    labels : bool, default=False
+        Return each row's nearest centre.
     code_sums : bool, default=False
-        Also count each centre's rows and add their fixed-point codes on the grid of
-        ``bounds`` (:func:`~skhybrid.utils._kernels.fixed_point_code` of each value,
-        never stored) to its exact sums, in int64, in the same pass.
+        Count each centre's central rows (those not local) and add their fixed-point
+        codes on the grid of ``bounds`` (:func:`~skhybrid.utils._kernels.fixed_point_code`
+        of each value, never stored) to its exact sums, in int64.
+    local : LocalResponses, default=None
+        The local users, if any.
+    rng : numpy.random.Generator, default=None
+        The local users' randomness of this iteration (with ``local``): the draws of
+        :func:`~skhybrid.mechanisms._randomized_response.response_draws`, task by task
+        in row order.
 
     Returns
     -------
-    labels : ndarray of shape (n_samples,), dtype=intp
-    counts : ndarray of int64 of shape (n_clusters,)
-        Only with ``code_sums``: ``np.bincount(labels, minlength=n_clusters)``.
-    sums : ndarray of int64 of shape (n_clusters, n_features)
-        Only with ``code_sums``.
+    labels : ndarray of intp of shape (n_samples,) or None
+    counts, sums : ndarray of int64 of shape (n_clusters,) and (n_clusters, n_features)
+        The central rows' counts and code sums (None without ``code_sums``).
+    local_sums : tuple (counts, sums) or None
+        With ``local``: the number of reports and the sum of the reports per
+        privacy level and reported cluster, of shapes
+        ``(n_levels * n_clusters,)`` and ``(n_levels * n_clusters, n_features)``, in
+        float64 (cluster ``j`` of level ``l`` at ``l * n_clusters + j``).
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
     n_samples, n_features = X.shape
     centres = np.asarray(centres, dtype=np.float64)
+    n_clusters = centres.shape[0]
     scaled = np.ascontiguousarray(-2.0 * centres.T)
     norms = np.einsum("kd,kd->k", centres, centres)
     origin = per_feature(0.0 if origin is None else origin, n_features)
@@ -65,35 +152,86 @@ def nearest_centre(X, centres, *, origin=None, bounds=None, code_sums=False):
         scale = np.zeros(n_features)
     else:
         lower, upper, scale = _bounds_and_scale(*bounds, n_features)
-    labels = np.empty(n_samples, dtype=np.intp)
+    label_array = np.empty(n_samples, dtype=np.intp) if labels else None
+    n_groups = 0
+    if local is not None:
+        n_groups = n_clusters * local.change.shape[0]
 
-    def search(starts):
-        counts = np.zeros(centres.shape[0], dtype=np.int64)
-        sums = None
-        if code_sums:
-            sums = np.zeros((centres.shape[0], n_features), dtype=np.int64)
-        for start in starts:
-            nearest_centre_sums(X, start, min(start + step, n_samples), origin, scaled,
-                                norms, lower, upper, scale, labels, counts, sums)
-        return counts, sums
+    step = _task_rows(n_samples)
+    starts = list(range(0, n_samples, step)) or [0]  # one empty task for no rows
+    stops = starts[1:] + [n_samples]
+    # Each task's first local user and its number of local users.
+    if local is None:
+        n_local = [0] * len(starts)
+    elif local.rows is None:
+        n_local = [stop - start for start, stop in zip(starts, stops)]
+    else:
+        n_local = [int(np.count_nonzero(local.rows[start:stop]))
+                   for start, stop in zip(starts, stops)]
+    first_local = [0, *itertools.accumulate(n_local[:-1])]
+
+    responding = local is not None and n_clusters > 1 and sum(n_local) > 0
+    # The draws come from the caller's generator in an order that does not depend on the
+    # threads: up to _DRAWN_AT_ONCE local users, at once (the draws of one randomized
+    # response of them all); beyond, task by task in row order, each task's by the
+    # thread that runs it once the previous task's are made (tasks start in order, so
+    # the previous one has started), while the other threads compute.
+    at_once = drawn = None
+    if responding and sum(n_local) <= _DRAWN_AT_ONCE:
+        at_once = response_draws(rng, sum(n_local), n_clusters)
+    elif responding:
+        drawn = [threading.Event() for _ in starts]
+
+    def draws(task):
+        if not responding:
+            return None, None
+        if at_once is not None:
+            part = slice(first_local[task], first_local[task] + n_local[task])
+            return at_once[0][part], at_once[1][part]
+        if task:
+            drawn[task - 1].wait()
+        try:
+            if n_local[task] == 0:
+                return None, None
+            return response_draws(rng, n_local[task], n_clusters)
+        finally:
+            drawn[task].set()
+
+    def search(task):
+        start, stop = starts[task], stops[task]
+        counts = np.zeros(n_clusters, dtype=np.int64)
+        sums = np.zeros((n_clusters, n_features), dtype=np.int64) if code_sums else None
+        if local is None:
+            nearest_centre_sums(X, start, stop, origin, scaled, norms, lower, upper, scale,
+                                label_array, counts, sums)
+            return counts, sums, None, None
+        local_counts, local_sums = np.zeros(n_groups), np.zeros((n_groups, n_features))
+        uniforms, shifts = draws(task)
+        level = None if local.level is None else local.level[first_local[task]:]
+        nearest_centre_sums(X, start, stop, origin, scaled, norms, lower, upper, scale,
+                            label_array, counts, sums, local.rows, level, local.change,
+                            uniforms, shifts, local.reports[first_local[task]:], local_counts,
+                            local_sums)
+        return counts, sums, local_counts, local_sums
 
     workers = min(available_cores(), X.size // _ELEMENTS_PER_WORKER)
-    # Several tasks per worker balance the load, when another process holds a core too.
-    step = min(_CHUNK_ROWS, max(_MIN_TASK_ROWS, -(-n_samples // (8 * max(workers, 1)))))
-    starts = range(0, n_samples, step)
     # One BLAS thread per block: for products this small BLAS threads cost more than
     # they save, and on busy cores their spin-waiting can slow a product a hundredfold.
     with single_threaded_blas():
-        if workers > 1:
-            with ThreadPoolExecutor(workers) as pool:
-                parts = list(pool.map(search, [starts[i : i + 1] for i in range(len(starts))]))
-        else:
-            parts = [search(starts)]
-    if not code_sums:
-        return labels
-    # Integer additions: the totals are exact whatever the order of the parts.
-    return (labels, np.sum([counts for counts, _ in parts], axis=0, dtype=np.int64),
-            np.sum([sums for _, sums in parts], axis=0, dtype=np.int64))
+        parts = run_tasks(search, len(starts), max(workers, 1))
+    counts = sums = local_sums = None
+    if code_sums:
+        # Integer additions: the totals are exact whatever the order of the parts.
+        counts = np.sum([part[0] for part in parts], axis=0, dtype=np.int64)
+        sums = np.sum([part[1] for part in parts], axis=0, dtype=np.int64)
+    if local is not None:
+        # Float additions in task order: the same totals whatever the threads.
+        local_counts, report_sums = parts[0][2], parts[0][3]
+        for part in parts[1:]:
+            local_counts = local_counts + part[2]
+            report_sums = report_sums + part[3]
+        local_sums = (local_counts, report_sums)
+    return label_array, counts, sums, local_sums
 
 
 def cluster_sums(values, origin, labels, n_clusters):
@@ -135,7 +273,7 @@ def cluster_sums(values, origin, labels, n_clusters):
     return sum(counts for counts, _ in parts), sum(sums for _, sums in parts)
 
 
-def centred_code_sums(values, lower, upper, labels, counts, *, code_sums=None):
+def centred_code_sums(code_sums, counts):
     """Each cluster's exact sum of its members' values centred on the middle of the box.
 
     In fixed-point units (:func:`~skhybrid.utils._sums.fixed_point_sums`): a clipped
@@ -147,26 +285,16 @@ def centred_code_sums(values, lower, upper, labels, counts, *, code_sums=None):
 
     Parameters
     ----------
-    values : ndarray of shape (n_users, n_features)
-        Raw or clipped values (clipped here).
-    lower, upper : ndarray of shape (n_features,)
-    labels : ndarray of int of shape (n_users,)
+    code_sums : ndarray of int64 of shape (n_clusters, n_features)
+        The codes' exact sums per cluster (from :func:`lloyd_pass`).
     counts : ndarray of int of shape (n_clusters,)
-        ``np.bincount(labels, minlength=n_clusters)``.
-    code_sums : ndarray of int64 of shape (n_clusters, n_features), default=None
-        The codes' exact sums per cluster when already computed (by the fused pass of
-        :func:`nearest_centre`); only the centring is left to do.
+        Each cluster's number of members.
 
     Returns
     -------
     sums : ndarray of int64 of shape (n_clusters, n_features)
     """
-    if code_sums is not None:
-        sums = code_sums.copy()
-    else:
-        sums = fixed_point_sums(values, lower, upper, labels=labels, n_groups=counts.shape[0])
-    sums -= counts[:, np.newaxis].astype(np.int64) << (FIXED_POINT_BITS - 1)
-    return sums
+    return code_sums - (counts[:, np.newaxis].astype(np.int64) << (FIXED_POINT_BITS - 1))
 
 
 def within_cluster_sum_of_squares(X, centres):

@@ -21,6 +21,7 @@ from ..mechanisms import LaplaceMechanism
 from ..mechanisms._feature_weights import feature_noise_weights
 from ..mechanisms._randomized_response import (
     RandomizedResponse,
+    randomized_response_change_probability,
     randomized_response_keep_probability,
 )
 from ..theory._hybrid import pwh_weight
@@ -29,7 +30,7 @@ from ..utils._validation import (
     check_trust_group,
     masked_rows,
 )
-from ._k_means_lloyd import centred_code_sums, cluster_sums, nearest_centre
+from ._k_means_lloyd import LocalResponses, centred_code_sums, cluster_sums, lloyd_pass
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,8 @@ def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance)
     return _cluster_means(midpoint, demixed.sum(axis=0), sizes.sum(axis=0), sum_variance)
 
 
+
+
 class _CentralClustering:
     """The tcm side of an iteration on one chunk: the curator's counts and sums, then noise.
 
@@ -200,14 +203,12 @@ class _CentralClustering:
 
     def statistics(self, centres):
         """Each cluster's count and centred sum: :class:`_CentralStatistics`."""
-        # Labels and the exact code sums per cluster in one pass over the users, the
-        # codes computed on the way (no copy of the users' values is kept).
-        nearest, counts, code_sums = nearest_centre(
+        # The exact code sums per cluster in one pass over the users, the codes computed
+        # on the way (no copy of the users' values is kept, no label array written).
+        _, counts, code_sums, _ = lloyd_pass(
             self._values, centres - self._midpoint, origin=self._midpoint,
             bounds=(self._lower, self._upper), code_sums=True)
-        sums = centred_code_sums(self._values, self._lower, self._upper, nearest, counts,
-                                 code_sums=code_sums)
-        return _CentralStatistics(counts, sums)
+        return _CentralStatistics(counts, centred_code_sums(code_sums, counts))
 
     def estimate(self, centres, rng):
         statistics = self.statistics(centres)
@@ -228,7 +229,9 @@ class _LocalClustering:
     ----------
     values : ndarray of shape (n_rows, n_features)
         The users' true values (clipped to ``bounds`` on the way, never copied).
-    reports : ndarray of shape (n_users, n_features)
+    centred_reports : ndarray of shape (n_users, n_features)
+        The users' reports minus ``midpoint``, computed once (every iteration adds up
+        these same differences).
     midpoint, ranges : ndarray of shape (n_features,)
     release_epsilon : ndarray of shape (n_levels,)
         Each privacy level's budget per release.
@@ -242,43 +245,56 @@ class _LocalClustering:
         The clipping bounds of ``values`` (None: already clipped).
     """
 
-    def __init__(self, values, reports, midpoint, ranges, release_epsilon, report_variance, level,
-                 *, rows=None, bounds=None):
+    def __init__(self, values, centred_reports, midpoint, ranges, release_epsilon, report_variance,
+                 level, *, rows=None, bounds=None):
         self._values = values
         self._rows = rows
         self._bounds = bounds
         self._midpoint = midpoint
         self._ranges = ranges
-        self._reports = reports
+        self._reports = centred_reports
         self._release_epsilon = release_epsilon
         self._report_variance = report_variance
         self._level = level
         self._n_users, self._report_totals = cluster_sums(
-            reports, midpoint, np.zeros(reports.shape[0], np.int8) if level is None else level,
+            centred_reports, 0.0,
+            np.zeros(centred_reports.shape[0], np.int8) if level is None else level,
             release_epsilon.shape[0],
         )
 
-    def statistics(self, centres, rng):
-        """The reports by privacy level and reported cluster: :class:`_LocalStatistics`."""
+    def statistics(self, centres, rng, *, central=None):
+        """The reports by privacy level and reported cluster: :class:`_LocalStatistics`.
+
+        With ``central`` (the tcm group's ``(lower, upper)``: the rows not local are its
+        users), one pass gives both groups' statistics: (:class:`_CentralStatistics`,
+        :class:`_LocalStatistics`).
+        """
         k, n_features = centres.shape
         n_levels = self._release_epsilon.shape[0]
-        if self._reports.shape[0] == 0:
+        if self._reports.shape[0] == 0 and central is None:
             return _LocalStatistics(np.zeros((n_levels, k)), np.zeros((n_levels, k, n_features)),
                                     self._n_users, self._report_totals)
-        # Every row's nearest centre from its clipped value, then these users'.
-        nearest = nearest_centre(self._values, centres, bounds=self._bounds)
-        if self._rows is not None:
-            nearest = nearest[self._rows]
-        if self._level is None:
-            user_epsilon, offset = self._release_epsilon[0], 0
-        else:
-            user_epsilon, offset = self._release_epsilon[self._level], k * self._level
-        response = RandomizedResponse(n_categories=k)
-        reported = response.privatize(nearest, epsilon=user_epsilon, random_state=rng)
-        counts, sums = cluster_sums(self._reports, self._midpoint, reported + offset,
-                                    k * n_levels)
-        return _LocalStatistics(counts.reshape(n_levels, k), sums.reshape(n_levels, k, n_features),
-                                self._n_users, self._report_totals)
+        # Each device's nearest centre from its clipped value, sent through randomized
+        # response (Algorithm 1, line 7), and its report added to the reported cluster's
+        # sums, in one pass over the users (with the tcm users' code sums for ``central``).
+        local = LocalResponses(self._rows, self._reports, self._level,
+                               self._change_probability(k))
+        bounds = self._bounds if central is None else central
+        _, counts, code_sums, (reported, sums) = lloyd_pass(
+            self._values, centres - self._midpoint, origin=self._midpoint, bounds=bounds,
+            code_sums=central is not None, local=local, rng=rng)
+        statistics = _LocalStatistics(reported.reshape(n_levels, k),
+                                      sums.reshape(n_levels, k, n_features), self._n_users,
+                                      self._report_totals)
+        if central is None:
+            return statistics
+        return _CentralStatistics(counts, centred_code_sums(code_sums, counts)), statistics
+
+    def _change_probability(self, k):
+        """Each privacy level's probability of a response other than the nearest centre:
+        one randomized response per local user and iteration, at its level's
+        ``release_epsilon``."""
+        return randomized_response_change_probability(self._release_epsilon, k)
 
     def estimate(self, centres, rng):
         statistics = self.statistics(centres, rng)
@@ -383,7 +399,9 @@ class _ChunkClustering:
     The tcm users' clipped values go to the curator (:class:`_CentralClustering`); the
     local users' values stay on their devices, which send their one Laplace-noised
     report, drawn here from ``report_rng`` (:class:`_LocalClustering`).
-    :meth:`statistics` gives one iteration's statistics of the chunk.
+    :meth:`statistics` gives one iteration's statistics of the chunk; for the hybrid
+    strategy both groups' from one pass over the chunk's rows
+    (:func:`~skhybrid.cluster._k_means_lloyd.lloyd_pass`).
 
     Parameters
     ----------
@@ -399,16 +417,19 @@ class _ChunkClustering:
     def __init__(self, values, is_tcm, plan, report_rng):
         # Read at every iteration by the compiled pass, which takes rows contiguous.
         values = np.ascontiguousarray(values, dtype=np.float64)
-        self.central = None
-        if plan.central is not None:
+        self.central = self.local = None
+        local_rows = None if plan.release_epsilon is None else np.where(is_tcm, *plan.local_groups)
+        # Hybrid: the tcm users are the rows not local, and one pass over the chunk gives
+        # both groups' statistics (no copy of the tcm users' rows).
+        self._fused = plan.central is not None and plan.local_groups == (False, True)
+        if plan.central is not None and not self._fused:
             self.central = _CentralClustering(
                 values if is_tcm.all() else masked_rows(values, is_tcm), plan.lower, plan.upper,
                 plan.central,
             )
-        self.local = None
-        if plan.release_epsilon is None:
+        if local_rows is None:
             return
-        local_rows = np.where(is_tcm, *plan.local_groups)
+        self._bounds = (plan.lower, plan.upper)
         level = None
         privatize = partial(privatized_rows, values, rng=report_rng, **plan.local_noise)
         if plan.release_epsilon.size == 1:
@@ -422,7 +443,9 @@ class _ChunkClustering:
                 if members.any():
                     reports[members] = privatize(local_rows & (row_level == index),
                                                  epsilon=step)
-        # The users' true values stay the chunk's rows: no copy of them is kept.
+        # The users' true values stay the chunk's rows: no copy of them is kept; the
+        # reports are only ever added up centred on the middle of the box.
+        reports -= plan.midpoint
         self.local = _LocalClustering(
             values, reports, plan.midpoint, plan.ranges, plan.release_epsilon,
             plan.report_variance, level, rows=None if local_rows.all() else local_rows,
@@ -431,6 +454,8 @@ class _ChunkClustering:
 
     def statistics(self, centres, response_rng):
         """(:class:`_CentralStatistics` or None, :class:`_LocalStatistics` or None)."""
+        if self._fused:
+            return self.local.statistics(centres, response_rng, central=self._bounds)
         central = self.central.statistics(centres) if self.central is not None else None
         local = self.local.statistics(centres, response_rng) if self.local is not None else None
         return central, local

@@ -9,6 +9,7 @@ from numbers import Integral
 
 import numpy as np
 
+from ..utils._kernels import respond
 from ..utils._random import check_random_state
 from ..utils._validation import check_epsilon
 
@@ -35,6 +36,52 @@ def randomized_response_keep_probability(epsilon, n_categories):
     probability : float or ndarray
     """
     return 1.0 / (1.0 + (n_categories - 1) * np.exp(-np.asarray(epsilon, dtype=np.float64)))
+
+
+def randomized_response_change_probability(epsilon, n_categories):
+    """Probability that k-ary randomized response reports another category than the true one.
+
+    ``(k - 1) / (e^eps + k - 1)``, computed as ``(k - 1) e^-eps keep`` (see
+    :func:`randomized_response_keep_probability`), accurate even where ``keep`` rounds
+    to 1, so that a change never becomes impossible.
+
+    Parameters
+    ----------
+    epsilon : float or ndarray
+        > 0.
+    n_categories : int
+        k >= 1.
+
+    Returns
+    -------
+    probability : float or ndarray
+    """
+    return (n_categories - 1) * RandomizedResponse._other_probability(
+        np.asarray(epsilon, dtype=np.float64), n_categories)
+
+
+def response_draws(rng, n_users, n_categories):
+    """The randomness of ``n_users`` users' k-ary randomized responses, from ``rng``.
+
+    Each user's uniform in [0, 1) (a multiple of 2**-53: the report changes when it is
+    below the change probability) and shift, uniform in ``1 .. k - 1``: the category
+    ``(true + shift) mod k`` is then uniform over the other ``k - 1`` categories
+    (:func:`~skhybrid.utils._kernels.respond`). Drawn as two arrays, the uniforms first.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    n_users : int
+    n_categories : int
+        k >= 2.
+
+    Returns
+    -------
+    uniforms : ndarray of float64 of shape (n_users,)
+    shifts : ndarray of intp of shape (n_users,)
+    """
+    uniforms = rng.random(n_users)
+    return uniforms, rng.integers(1, n_categories, size=n_users, dtype=np.intp)
 
 
 class RandomizedResponse:
@@ -115,13 +162,9 @@ class RandomizedResponse:
         rng = check_random_state(random_state)
         if k == 1:
             return true.astype(np.intp)
-        changed = rng.random(true.shape[0]) < (k - 1) * self._other_probability(levels, k)
-        # A shift of 1 .. k-1 (mod k) is uniform over the other categories.
-        reports = rng.integers(1, k, size=true.shape[0], dtype=np.intp)
-        reports *= changed
-        reports += true
-        np.remainder(reports, k, out=reports)
-        return reports
+        uniforms, shifts = response_draws(rng, true.shape[0], k)
+        return respond(true.astype(np.intp), uniforms, shifts,
+                       randomized_response_change_probability(levels, k), k)
 
     @staticmethod
     def _other_probability(levels, k):

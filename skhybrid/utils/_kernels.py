@@ -6,7 +6,9 @@ bincounts); Lloyd's assignment step takes a pass per centre for the running mini
 Here each is one compiled pass that reads every value once: the codes and their sums
 in :func:`fixed_point_code_sums` (with the squared distances' codes and the other
 group's float sums in :func:`moment_sums`), the nearest centre and its sums in
-:func:`nearest_centre_sums` (scikit-learn's Lloyd iterations do the same in Cython).
+:func:`nearest_centre_sums` (scikit-learn's Lloyd iterations do the same in Cython),
+with, for local users, their randomized response and their report's sum by reported
+cluster.
 
 Every kernel is compiled on its first call for the argument types it gets, with
 ``nogil`` (threads, ours and Dask's, run them in parallel) and ``cache`` (the machine
@@ -25,8 +27,8 @@ operand is a difference, not a sum); it is an integer of at most
 ``2**FIXED_POINT_BITS``, converted exactly to int64, and codes are added in int64:
 integer additions are exact in any order, so these loops vectorize without fast-math
 (int64 sums stay below 2**63 for the at most ``MAX_USERS`` users of one sum). Only the
-lm users' already private reports are added in float64 in an order the compiler may
-change (:func:`_block_sum`).
+lm users' already private reports are added in float64, in an order the compiler may
+change (:func:`_block_sum`) or in row order (:func:`nearest_centre_sums`).
 Labels compare distances with ``<`` only, so the first minimum is kept on ties, as
 ``argmin`` does.
 """
@@ -198,25 +200,71 @@ def moment_sums(columns, lower, upper, scale, centre, square_upper, square_scale
                     float_square_sums[feature] += _block_sum(other_square_block, stop - start)
 
 
+def respond(category, uniform, shift, change, n_categories):
+    """k-ary randomized response of a category (or of arrays of them), from its draws.
+
+    The category moves by ``shift`` (uniform in ``1 .. k - 1``), modulo ``k``, when
+    ``uniform`` (uniform in [0, 1)) is below ``change``, the probability of reporting
+    another category: each other category is then equally likely
+    (:class:`~skhybrid.mechanisms._randomized_response.RandomizedResponse`, whose
+    ``privatize`` calls this on arrays; :func:`nearest_centre_sums` on each user).
+    The sum is below ``2 k - 1``: one conditional subtraction is the modulo (a division
+    would cost more than the rest of a user's response).
+    """
+    moved = category + shift * (uniform < change)
+    return moved - n_categories * (moved >= n_categories)
+
+
+_respond = numba.njit(inline="always", **_OPTIONS)(respond)
+
+
 #: Rows of a block of :func:`nearest_centre_sums`: the block, its distances and codes
 #: stay in the first levels of cache (scikit-learn's Lloyd iterations use 256 too;
 #: measured: 512 rows are 10-25% slower at 10 to 50 features).
 _LLOYD_ROWS = 256
 
 
+@numba.njit(inline="always", **_OPTIONS)
+def _clip_shift_codes(block, lowers, uppers, origins, scales, shifted, codes):
+    """``shifted = clip(block) - origins`` and (unless None) ``codes`` of the clipped
+    values, in flat loops over a block (the constants repeated along it). Two loops of
+    one output each: with fewer arrays the compiler can check that they do not overlap,
+    and vectorizes them."""
+    for index in range(block.shape[0]):
+        low, high = lowers[index], uppers[index]
+        value = block[index]
+        value = low if value < low else value
+        value = high if value > high else value
+        shifted[index] = value - origins[index]
+    if codes is not None:
+        for index in range(block.shape[0]):
+            codes[index] = np.int64(fixed_point_code(block[index], lowers[index],
+                                                     uppers[index], scales[index]))
+
+
 @numba.njit(**_OPTIONS)
 def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, upper, scale,
-                        labels, counts, sums):
-    """Each row's nearest centre, and the rows' codes added to their centre's sums.
+                        labels, counts, sums, is_local=None, level=None, change=None,
+                        uniforms=None, shifts=None, reports=None, local_counts=None,
+                        local_sums=None):
+    """Each row's nearest centre; the central rows' codes and the local rows' responses.
 
     For the rows ``start:stop`` of ``X``, block by block: the block, clipped to
     ``[lower, upper]`` (infinite bounds leave it as it is), minus ``origin``
     times ``scaled_centres`` (one matrix product, BLAS) plus ``norms`` gives each row's
     ``||c||^2 - 2 (x - origin) . c`` for every centre ``c`` (in the coordinates of
     ``x - origin``); the first smallest is the row's label (ties to the first centre,
-    as ``argmin``). Unless ``sums`` is None, each row is counted in its label's
-    ``counts`` and its :func:`fixed_point_code` of every feature is added to its
-    label's sums in int64, exactly.
+    as ``argmin``). Then, while the block is in cache:
+
+    - a central row (unless ``sums`` is None) is counted in its label's ``counts`` and
+      its :func:`fixed_point_code` of every feature is added to its label's sums in
+      int64, exactly;
+    - a local row (only with ``reports``) sends its label through k-ary randomized
+      response (:func:`respond`, from the draws of
+      :func:`~skhybrid.mechanisms._randomized_response.response_draws`), and
+      its fixed report is added to the sums of its privacy
+      level's reported cluster (``level * n_clusters + reported``), in float64, in row
+      order (the reports are already private).
 
     Parameters
     ----------
@@ -229,11 +277,26 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
         ``||c||^2`` of each (relative) centre.
     lower, upper, scale : ndarray of float64 of shape (n_features,)
         The clipping bounds and the fixed-point grid (``scale`` read only with ``sums``).
-    labels : ndarray of intp of shape (n_rows,)
-        Rows ``start:stop`` written in place.
+    labels : ndarray of intp of shape (n_rows,) or None
+        Rows ``start:stop`` written in place (None: not kept).
     counts : ndarray of int64 of shape (n_clusters,)
         Added to in place (only with ``sums``).
     sums : ndarray of int64 of shape (n_clusters, n_features) or None
+        The central rows' code sums, added to in place (None: no central rows).
+    is_local : ndarray of bool of shape (n_rows,) or None
+        Which rows are local (None: every row, with ``reports``; none without).
+    level : ndarray of int of shape (n_local,) or None
+        Each local user's privacy level (None: one level).
+    change : ndarray of float64 of shape (n_levels,)
+        Each level's probability of changing the reported cluster.
+    uniforms, shifts : ndarray of float64 and intp of shape (n_task_local,) or None
+        The draws of the local users of rows ``start:stop``, in row order (None: one
+        cluster, no draws).
+    reports : ndarray of float64 of shape (n_local, n_features) or None
+        The local users' fixed reports; the first local row of ``start:stop`` is
+        ``reports[0]`` of this view (the caller slices it).
+    local_counts : ndarray of float64 of shape (n_levels * n_clusters,)
+    local_sums : ndarray of float64 of shape (n_levels * n_clusters, n_features)
         Added to in place.
     """
     n_features = X.shape[1]
@@ -255,17 +318,17 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
             scales[row * n_features + feature] = scale[feature]
     flat_shifted = shifted.reshape(size)
     flat_codes = codes.reshape(size)
+    # Every row central: the block's codes in the same flat loop (else a central row's
+    # codes are computed with its sums, below).
+    block_codes = sums is not None and reports is None
+    position = 0  # the next local user of this part
     for first in range(start, stop, _LLOYD_ROWS):
         n_block = min(_LLOYD_ROWS, stop - first)
         block = X[first:first + n_block].reshape(n_block * n_features)
-        for index in range(n_block * n_features):
-            low, high = lowers[index], uppers[index]
-            value = block[index]
-            value = low if value < low else value
-            value = high if value > high else value
-            flat_shifted[index] = value - origins[index]
-            if sums is not None:
-                flat_codes[index] = np.int64(np.rint((value - low) * scales[index]))
+        if block_codes:
+            _clip_shift_codes(block, lowers, uppers, origins, scales, flat_shifted, flat_codes)
+        else:
+            _clip_shift_codes(block, lowers, uppers, origins, scales, flat_shifted, None)
         distances = np.dot(shifted[:n_block], scaled_centres)
         for row in range(n_block):
             best = distances[row, 0] + norms[0]
@@ -276,11 +339,38 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
                 # Selections rather than branches: which centre is closer is unpredictable.
                 best = value if closer else best
                 label = centre if closer else label
-            labels[first + row] = label
-            if sums is not None:
-                counts[label] += 1
+            if labels is not None:
+                labels[first + row] = label
+            local = False
+            if reports is not None:
+                local = True
+                if is_local is not None:
+                    local = is_local[first + row]
+            if local:
+                group = label
+                if uniforms is not None:
+                    if level is None:
+                        threshold = change[0]
+                    else:
+                        threshold = change[level[position]]
+                    group = _respond(label, uniforms[position], shifts[position], threshold,
+                                    n_clusters)
+                if level is not None:
+                    group += level[position] * n_clusters
+                local_counts[group] += 1.0
                 for feature in range(n_features):
-                    sums[label, feature] += codes[row, feature]
+                    local_sums[group, feature] += reports[position, feature]
+                position += 1
+            elif sums is not None:
+                counts[label] += 1
+                if reports is None:  # every row central: its codes were computed above
+                    for feature in range(n_features):
+                        sums[label, feature] += codes[row, feature]
+                else:  # a few central rows among local ones: their codes only
+                    for feature in range(n_features):
+                        sums[label, feature] += np.int64(fixed_point_code(
+                            X[first + row, feature], lower[feature], upper[feature],
+                            scale[feature]))
 
 
 @numba.njit(**_OPTIONS)

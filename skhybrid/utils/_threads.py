@@ -1,5 +1,6 @@
 """Threads: the cores this process may use, and BLAS kept to one thread inside parallel work."""
 
+import itertools
 import os
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -24,6 +25,59 @@ def single_threaded_blas():
     """
     with _threadpool_controller().limit(limits=1, user_api="blas"):
         yield
+
+
+_pool = {}
+
+
+def _forget_pool():
+    # A forked child has none of its parent's threads: it starts its own pool.
+    _pool.clear()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
+def shared_pool():
+    """The process's pool of one thread per available core, started at first use.
+
+    Kept for later calls: starting threads costs more than the tasks of a small pass,
+    and a thread's first BLAS call allocates its buffers once. Its threads are idle
+    between calls; tasks must not wait on each other (they all share this pool).
+    """
+    if "pool" not in _pool:
+        _pool["pool"] = ThreadPoolExecutor(available_cores(), thread_name_prefix="skhybrid")
+    return _pool["pool"]
+
+
+def run_tasks(function, n_tasks, n_threads):
+    """``[function(0), ..., function(n_tasks - 1)]``, computed by ``n_threads`` threads.
+
+    The calling thread and ``n_threads - 1`` threads of :func:`shared_pool` each take
+    the next task not yet taken, in order, until none is left: the tasks start in order
+    (a task may wait for one started before it), the load balances when a core is busy
+    with other work, and no thread waits idle for the others to be scheduled.
+    ``function`` should release the GIL (a compiled kernel does).
+    """
+    results = [None] * n_tasks
+    next_task = itertools.count()
+
+    def work():
+        for task in next_task:  # next() on a count is atomic under the GIL
+            if task >= n_tasks:
+                return
+            results[task] = function(task)
+
+    helpers = [shared_pool().submit(work) for _ in range(min(n_threads, n_tasks) - 1)]
+    try:
+        work()
+    finally:
+        # Every task is taken: a helper not started yet (the pool busy with other
+        # work, or this call made from one of its threads) is not waited for.
+        for helper in helpers:
+            if not helper.cancel():
+                helper.result()
+    return results
 
 
 @lru_cache(maxsize=1)

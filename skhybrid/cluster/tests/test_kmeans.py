@@ -13,7 +13,11 @@ from sklearn.preprocessing import FunctionTransformer
 
 import skhybrid.cluster._k_means_budget as budget_module
 import skhybrid.cluster._k_means_statistics as statistics_module
-from skhybrid._group_estimates import local_report_variance, privatize_locally, privatized_rows
+from skhybrid._group_estimates import (
+    local_report_variance,
+    privatize_locally,
+    privatized_rows,
+)
 from skhybrid.audit import audit_mechanism, estimator_release
 from skhybrid.cluster import HybridKMeans
 from skhybrid.cluster._k_means_budget import (
@@ -34,7 +38,6 @@ from skhybrid.cluster._k_means_statistics import (
 from skhybrid.exceptions import PrivacyLeakWarning
 from skhybrid.mean import EmptyGroupWarning
 from skhybrid.mechanisms import LaplaceMechanism
-from skhybrid.mechanisms._randomized_response import RandomizedResponse
 from skhybrid.theory._hybrid import pwh_weight
 from skhybrid.utils._sums import centred_sums
 
@@ -78,15 +81,21 @@ class _Ledger:
             return privatized_rows(values, rows, epsilon=epsilon, lower=lower, upper=upper,
                                    **kwargs)
 
-        original_response = RandomizedResponse.privatize
+        original_response = _LocalClustering._change_probability
 
-        def recording_response(self, categories, *, epsilon=None, random_state=None):
-            ledger._charge(len(categories), epsilon)
-            return original_response(self, categories, epsilon=epsilon, random_state=random_state)
+        def recording_response(clustering, k):
+            # One iteration's randomized responses: every local user at their level's
+            # epsilon (the compiled pass draws one response per local user from these).
+            n_local = clustering._reports.shape[0]
+            level = np.zeros(n_local, int) if clustering._level is None else clustering._level
+            for index, step in enumerate(clustering._release_epsilon):
+                if np.any(level == index):
+                    ledger._charge(int(np.count_nonzero(level == index)), step)
+            return original_response(clustering, k)
 
         monkeypatch.setattr(budget_module, "LaplaceMechanism", RecordingLaplace)
         monkeypatch.setattr(statistics_module, "privatized_rows", recording_privatized_rows)
-        monkeypatch.setattr(RandomizedResponse, "privatize", recording_response)
+        monkeypatch.setattr(_LocalClustering, "_change_probability", recording_response)
 
     def _charge(self, n_rows, epsilon):
         # A local release covers the tcm users, the lm users or everyone, in row order.
@@ -266,7 +275,8 @@ def test_demixed_lm_cluster_means_are_unbiased_with_the_stated_noise_variance():
     means, stated = np.empty((n_trials, 3, 2)), np.empty((n_trials, 3, 2))
     for trial in range(n_trials):
         reports = privatize_locally(values, epsilon=step, rng=rng, **noise)
-        local = _LocalClustering(values, reports, (lower + upper) / 2, upper - lower,
+        local = _LocalClustering(values, reports - (lower + upper) / 2, (lower + upper) / 2,
+                                 upper - lower,
                                  np.array([step]), np.array([report_variance]), None)
         estimate = local.estimate(centres, rng)
         means[trial], stated[trial] = estimate.means, estimate.noise_variance
@@ -372,13 +382,13 @@ def test_tcm_only_never_reads_lm_users_data():
 
 def test_random_initial_centres_are_uniform_in_the_bounds_and_ignore_the_data(monkeypatch):
     searched = []
-    original = statistics_module.nearest_centre
+    original = statistics_module._ChunkClustering.statistics
 
-    def recording(X, centres, **options):
+    def recording(chunk, centres, rng):
         searched.append(centres.copy())
-        return original(X, centres, **options)
+        return original(chunk, centres, rng)
 
-    monkeypatch.setattr(statistics_module, "nearest_centre", recording)
+    monkeypatch.setattr(statistics_module._ChunkClustering, "statistics", recording)
     initial = []
     for seed in (0, 1):
         X, _ = _blobs(n=200, seed=seed)
@@ -655,3 +665,123 @@ def test_compiled_pass_is_argmin_with_ties_first_and_exact_sums(n_clusters, with
         expected_sums = np.full((n_clusters, n_features), 7, dtype=np.int64)
         np.add.at(expected_sums, expected, codes)
         np.testing.assert_array_equal(sums, expected_sums)
+
+
+def _hybrid_pass_inputs(n, seed, n_features=3, k=4):
+    """Rows of a hybrid chunk: a tenth central, the rest local at two privacy levels."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-0.2, 1.2, size=(n, n_features))  # some beyond the bounds
+    centres = rng.uniform(0, 1, size=(k, n_features))
+    is_local = rng.random(n) >= 0.1
+    n_local = int(is_local.sum())
+    reports = rng.normal(0.0, 3.0, size=(n_local, n_features))
+    level = rng.integers(0, 2, n_local)
+    release_epsilon = np.array([0.3, 2.0])
+    return X, centres, is_local, reports, level, release_epsilon
+
+
+@pytest.mark.parametrize("n", [5_000, 300_000])
+def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster(n):
+    """One pass gives the central rows' exact code sums and, for the local rows, the sums
+    of their reports by privacy level and reported cluster, where each reported cluster
+    is the randomized response of the row's nearest centre (from the draws of
+    ``response_draws``, at once for a few users, else task by task in row order)."""
+    from skhybrid.cluster._k_means_lloyd import (
+        _DRAWN_AT_ONCE,
+        LocalResponses,
+        _task_rows,
+        lloyd_pass,
+    )
+    from skhybrid.mechanisms._randomized_response import (
+        randomized_response_change_probability,
+        response_draws,
+    )
+    from skhybrid.utils._kernels import respond
+    from skhybrid.utils._sums import fixed_point_sums
+
+    X, centres, is_local, reports, level, release_epsilon = _hybrid_pass_inputs(n, n)
+    k, n_features = centres.shape
+    lower, upper = np.zeros(n_features), np.ones(n_features)
+    change = randomized_response_change_probability(release_epsilon, k)
+    local = LocalResponses(is_local, reports, level, change)
+    labels, counts, sums, (reported_counts, reported_sums) = lloyd_pass(
+        X, centres, bounds=(lower, upper), labels=True, code_sums=True, local=local,
+        rng=np.random.default_rng(3))
+
+    np.testing.assert_array_equal(labels, nearest_centre(np.clip(X, lower, upper), centres))
+    central = ~is_local
+    np.testing.assert_array_equal(counts, np.bincount(labels[central], minlength=k))
+    np.testing.assert_array_equal(sums, fixed_point_sums(X[central], lower, upper,
+                                                         labels=labels[central], n_groups=k))
+    # The same draws, made as the pass makes them.
+    rng = np.random.default_rng(3)
+    if is_local.sum() <= _DRAWN_AT_ONCE:
+        uniforms, shifts = response_draws(rng, int(is_local.sum()), k)
+    else:
+        step = _task_rows(n)
+        draws = [response_draws(rng, int(is_local[start:start + step].sum()), k)
+                 for start in range(0, n, step)]
+        uniforms = np.concatenate([draw[0] for draw in draws])
+        shifts = np.concatenate([draw[1] for draw in draws])
+    reported = respond(labels[is_local], uniforms, shifts, change[level], k)
+    group = level * k + reported
+    np.testing.assert_array_equal(reported_counts, np.bincount(group, minlength=2 * k))
+    expected = np.zeros((2 * k, n_features))
+    np.add.at(expected, group, reports)
+    np.testing.assert_allclose(reported_sums, expected, rtol=1e-12, atol=1e-9)
+
+
+def _fused_responses(category, epsilon, k=5):
+    """Reported clusters of ``n`` users whose nearest centre is ``category``, by the fused
+    pass (its counts per reported cluster, as one report per user)."""
+    from skhybrid.cluster._k_means_lloyd import LocalResponses, lloyd_pass
+    from skhybrid.mechanisms._randomized_response import (
+        randomized_response_change_probability,
+    )
+
+    centres = np.arange(k, dtype=np.float64)[:, np.newaxis]
+
+    def release(n, rng):
+        X = np.full((n, 1), float(category))
+        local = LocalResponses(None, np.zeros((n, 1)), None,
+                               randomized_response_change_probability(np.array([epsilon]), k))
+        *_, (reported, _) = lloyd_pass(X, centres, local=local, rng=rng)
+        return np.repeat(np.arange(k), reported.astype(np.int64))
+
+    return release
+
+
+def test_fused_pass_reports_the_nearest_centre_with_randomized_responses_probabilities():
+    k, epsilon, n = 5, 0.8, 400_000
+    reports = _fused_responses(2, epsilon, k)(n, np.random.default_rng(0))
+    frequencies = np.bincount(reports, minlength=k) / n
+    keep = np.exp(epsilon) / (np.exp(epsilon) + k - 1)
+    expected = np.where(np.arange(k) == 2, keep, (1 - keep) / (k - 1))
+    standard_error = np.sqrt(expected * (1 - expected) / n)
+    assert np.all(np.abs(frequencies - expected) < 4 * standard_error)
+
+
+def test_fused_pass_responses_pass_the_audit_and_fail_it_at_1_4_times_the_epsilon():
+    # The responses of users whose nearest centres differ (0 or 2): the audit's
+    # histogram of reported clusters, from the pass's counts.
+    passed = audit_mechanism(_fused_responses(0, 1.0), _fused_responses(2, 1.0), 1.0,
+                             n_samples=N_AUDIT, random_state=33)
+    assert passed.n_bins == 5 and passed.passed, str(passed)
+    failed = audit_mechanism(_fused_responses(0, 1.4), _fused_responses(2, 1.4), 1.0,
+                             n_samples=N_AUDIT, random_state=34)
+    assert not failed.passed, str(failed)
+
+
+def test_fused_pass_over_no_rows_gives_zero_sums():
+    # (A chunk of a Dask input may hold no rows.)
+    from skhybrid.cluster._k_means_lloyd import LocalResponses, lloyd_pass
+
+    local = LocalResponses(None, np.zeros((0, 2)), None, np.array([0.5]))
+    labels, counts, sums, (reported, report_sums) = lloyd_pass(
+        np.zeros((0, 2)), np.ones((3, 2)), bounds=(0.0, 1.0), labels=True, code_sums=True,
+        local=local, rng=np.random.default_rng(0))
+    assert labels.shape == (0,)
+    np.testing.assert_array_equal(counts, np.zeros(3))
+    np.testing.assert_array_equal(sums, np.zeros((3, 2)))
+    np.testing.assert_array_equal(reported, np.zeros(3))
+    np.testing.assert_array_equal(report_sums, np.zeros((3, 2)))

@@ -24,11 +24,8 @@ N_FEATURES = 2
 EPSILON, N_ITER = 1.0, 1
 
 
-def _naive_centred_code_sums(values, lower, upper, labels, counts, *, codes=None,
-                             code_sums=None):
+def _naive_centred_code_sums(values, lower, upper, labels, counts):
     """The old computation, in fixed-point units: float sums of clip(x) - (lower + upper) / 2.
-
-    ``codes`` and ``code_sums`` (the exact fixed-point computation) are ignored.
 
     The midpoint rounds (to ``lower`` for ``(2**52, 2**52 + 1)``), so a centred value can
     reach the whole range instead of half of it. Used by the controls only.
@@ -39,6 +36,17 @@ def _naive_centred_code_sums(values, lower, upper, labels, counts, *, codes=None
         axis=1,
     )
     return sums * (2.0**FIXED_POINT_BITS / (upper - lower))
+
+
+def _naive_statistics(central, centres):
+    """The tcm statistics of one iteration by the old float computation (the control)."""
+    lower, upper = central._lower, central._upper
+    midpoint = (lower + upper) / 2.0  # the estimator's own search, near zero
+    labels = nearest_centre(central._values, centres - midpoint, origin=midpoint,
+                            bounds=(lower, upper))
+    counts = np.bincount(labels, minlength=centres.shape[0])
+    return statistics_module._CentralStatistics(
+        counts, _naive_centred_code_sums(central._values, lower, upper, labels, counts))
 
 
 class _Recorder:
@@ -153,7 +161,7 @@ def test_audit_fails_with_the_naive_float_sums(monkeypatch):
     # Control: the old computation at (2**52, 2**52 + 1) is caught by the same audit.
     bounds = FAR_BOUNDS[0]
     X, X_prime = _tailored_neighbours(*bounds)
-    monkeypatch.setattr(statistics_module, "centred_code_sums", _naive_centred_code_sums)
+    monkeypatch.setattr(statistics_module._CentralClustering, "statistics", _naive_statistics)
     a, b, mechanism = _fit_statistics(monkeypatch, bounds, X, X_prime)
     assert np.abs(a - b).sum() > mechanism.sensitivity
     result = _audit_central_release(mechanism, a, b, EPSILON / N_ITER, seed=52)

@@ -415,6 +415,55 @@ def test_in_parts_covers_the_rows_once_in_order(monkeypatch):
         assert all(stop == start for (_, stop), (start, _) in zip(parts, parts[1:]))
 
 
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+def test_run_tasks_runs_each_task_once_each_after_the_previous_started(n_threads):
+    import threading
+    import time
+
+    from skhybrid.utils import _threads
+
+    threads = set()
+    done = [threading.Event() for _ in range(12)]
+
+    def task(index):
+        # As the Lloyd pass's draws: a task may wait for the one before it, which has
+        # been taken by a thread already (else this would wait forever).
+        assert index == 0 or done[index - 1].wait(timeout=10)
+        threads.add(threading.get_ident())
+        done[index].set()
+        time.sleep(0.002)  # releases the GIL, as a compiled kernel does
+        return index * index
+
+    assert _threads.run_tasks(task, 12, n_threads) == [index * index for index in range(12)]
+    assert threading.get_ident() in threads and len(threads) <= n_threads
+
+
+def test_run_tasks_called_from_the_pools_threads_finishes():
+    # Helpers that cannot start (the pool's threads all busy in the calls) are not
+    # waited for: the calling threads take every task.
+    from skhybrid.utils import _threads
+
+    def outer(index):
+        return _threads.run_tasks(lambda inner: index * 10 + inner, 4, 2)
+
+    pool = _threads.shared_pool()
+    calls = [pool.submit(_threads.run_tasks, outer, 3, 2) for _ in range(4)]
+    assert all(call.result(timeout=30) == [[10 * i + j for j in range(4)] for i in range(3)]
+               for call in calls)
+
+
+def test_run_tasks_raises_a_tasks_error_after_every_thread_stopped():
+    from skhybrid.utils import _threads
+
+    def task(index):
+        if index == 3:
+            raise ValueError("task 3")
+        return index
+
+    with pytest.raises(ValueError, match="task 3"):
+        _threads.run_tasks(task, 8, 2)
+
+
 @pytest.mark.parametrize("name", ["trust_group", "epsilon"])
 def test_a_column_name_as_metadata_says_to_pass_the_column(name):
     """The CLI takes column names; the Python API takes the columns. The message says so
