@@ -199,6 +199,8 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
 
     def search(task):
         start, stop = starts[task], stops[task]
+        # The draws first: the next task's wait for them (nothing before can fail).
+        uniforms, shifts = draws(task)
         counts = np.zeros(n_clusters, dtype=np.int64)
         sums = np.zeros((n_clusters, n_features), dtype=np.int64) if code_sums else None
         if local is None:
@@ -206,7 +208,6 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
                                 label_array, counts, sums)
             return counts, sums, None, None
         local_counts, local_sums = np.zeros(n_groups), np.zeros((n_groups, n_features))
-        uniforms, shifts = draws(task)
         level = None if local.level is None else local.level[first_local[task]:]
         nearest_centre_sums(X, start, stop, origin, scaled, norms, lower, upper, scale,
                             label_array, counts, sums, local.rows, level, local.change,
