@@ -93,13 +93,15 @@ def test_variance_audit_fails_when_the_second_moment_gets_the_whole_budget(monke
     # than epsilon in total.
     import skhybrid.mean._hybrid as hybrid_module
 
-    original = hybrid_module.central_group_mean
+    # The fit plans its noise before the charge (planned_central_noise) and releases
+    # with the plan: the control overspends there.
+    original = hybrid_module.planned_central_noise
 
     def overspent(*args, epsilon, **kwargs):
         if np.all(kwargs["ranges"] == 0.25):  # the second moment's range, (1 / 2)**2
             epsilon = epsilon / hybrid_module.PRIVATE_VARIANCE_SHARE * 4  # 4 epsilon
         return original(*args, epsilon=epsilon, **kwargs)
 
-    monkeypatch.setattr(hybrid_module, "central_group_mean", overspent)
+    monkeypatch.setattr(hybrid_module, "planned_central_noise", overspent)
     result = _audit_variance(seed=24)
     assert not result.passed, str(result)
