@@ -568,8 +568,9 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
     def _plan_release(self, statistics, context, fit_warnings):
         """Refuse an empty group the strategy needs, or a central noise too wide to draw.
 
-        Returns the tcm group's planned central noises (:class:`~skhybrid._group_estimates.PlannedNoise`),
-        ``{"mean": ..., "second": ...}`` (None when not drawn), which :meth:`_release` uses.
+        Returns the tcm group's planned central noises,
+        ``{"mean": ..., "second": ...}`` (:class:`~skhybrid._group_estimates.PlannedNoise`,
+        None when not drawn), which :meth:`_release` draws from.
         """
         self._check_groups(statistics.n_tcm, statistics.n_lm, fit_warnings)
         plan = {"mean": None, "second": None}
