@@ -496,6 +496,21 @@ def _slot_of(bits, shift):
     return (bits * _FIBONACCI) >> shift
 
 
+@numba.njit(inline="always", **_OPTIONS)
+def _table_shift(capacity):
+    """The shift of :func:`_slot_of` for a table of ``capacity`` (a power of two) slots."""
+    return np.uint64(64) - np.uint64(np.log2(capacity) + 0.5)
+
+
+@numba.njit(inline="always", **_OPTIONS)
+def _probe(table, index, key, shift, mask):
+    """The slot holding ``key``, else the first free slot of its probe sequence."""
+    slot = _slot_of(key, shift)
+    while index[slot] >= 0 and table[slot] != key:
+        slot = (slot + np.uint64(1)) & mask
+    return slot
+
+
 @numba.njit(**_OPTIONS)
 def _group_rows(bits, start, stop, table, index, distinct, counts, n_distinct, labels,
                 offset):
@@ -506,14 +521,12 @@ def _group_rows(bits, start, stop, table, index, distinct, counts, n_distinct, l
     and the number of groups. (No array is reassigned in this loop: numba then keeps
     the arrays' pointers in registers.)
     """
-    shift = np.uint64(64) - np.uint64(np.log2(table.shape[0]) + 0.5)
+    shift = _table_shift(table.shape[0])
     mask = np.uint64(table.shape[0] - 1)
     limit = table.shape[0] // 2
     for row in range(start, stop):
         key = bits[row]
-        slot = _slot_of(key, shift)
-        while index[slot] >= 0 and table[slot] != key:
-            slot = (slot + np.uint64(1)) & mask
+        slot = _probe(table, index, key, shift, mask)
         found = index[slot]
         if found < 0:
             if n_distinct == limit:
@@ -591,12 +604,10 @@ def hash_groups(bits, labels, columns, lower, upper, scale, with_sums):
             capacity *= 2
             table = np.empty(capacity, dtype=np.uint64)
             index = np.full(capacity, -1, dtype=np.int64)
-            shift = np.uint64(64) - np.uint64(np.log2(capacity) + 0.5)
+            shift = _table_shift(capacity)
             mask = np.uint64(capacity - 1)
-            for known in range(n_distinct):
-                slot = _slot_of(distinct[known], shift)
-                while index[slot] >= 0:
-                    slot = (slot + np.uint64(1)) & mask
+            for known in range(n_distinct):  # distinct keys: each probe ends at a free slot
+                slot = _probe(table, index, distinct[known], shift, mask)
                 table[slot] = distinct[known]
                 index[slot] = known
             grown_distinct = np.empty(capacity // 2, dtype=np.uint64)
@@ -632,14 +643,10 @@ def hash_lookup(bits, table, index, values, out):
 
     Returns False (``out`` incomplete) when a key is not in the table.
     """
-    shift = np.uint64(64 - np.log2(table.shape[0]) + 0.5)
+    shift = _table_shift(table.shape[0])
     mask = np.uint64(table.shape[0] - 1)
     for row in range(bits.shape[0]):
-        key = bits[row]
-        slot = _slot_of(key, shift)
-        while index[slot] >= 0 and table[slot] != key:
-            slot = (slot + np.uint64(1)) & mask
-        found = index[slot]
+        found = index[_probe(table, index, bits[row], shift, mask)]
         if found < 0:
             return False
         out[row] = values[found]
