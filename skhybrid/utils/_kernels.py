@@ -225,6 +225,17 @@ _LLOYD_ROWS = 256
 
 
 @numba.njit(inline="always", **_OPTIONS)
+def _repeated(constants, n_rows):
+    """``constants`` (one per feature) repeated for ``n_rows`` rows, flat."""
+    n_features = constants.shape[0]
+    repeated = np.empty(n_rows * n_features)
+    for row in range(n_rows):
+        for feature in range(n_features):
+            repeated[row * n_features + feature] = constants[feature]
+    return repeated
+
+
+@numba.njit(inline="always", **_OPTIONS)
 def _clip_shift_codes(block, lowers, uppers, origins, scales, shifted, codes):
     """``shifted = clip(block) - origins`` and (unless None) ``codes`` of the clipped
     values, in flat loops over a block (the constants repeated along it). Two loops of
@@ -240,6 +251,20 @@ def _clip_shift_codes(block, lowers, uppers, origins, scales, shifted, codes):
         for index in range(block.shape[0]):
             codes[index] = np.int64(fixed_point_code(block[index], lowers[index],
                                                      uppers[index], scales[index]))
+
+
+@numba.njit(inline="always", **_OPTIONS)
+def _clip_shift_codes_alike(block, low, high, origin, scale, shifted, codes):
+    """:func:`_clip_shift_codes` with the same constants for every feature: the same
+    float operations on each value, reading no arrays of constants."""
+    for index in range(block.shape[0]):
+        value = block[index]
+        value = low if value < low else value
+        value = high if value > high else value
+        shifted[index] = value - origin
+    if codes is not None:
+        for index in range(block.shape[0]):
+            codes[index] = np.int64(fixed_point_code(block[index], low, high, scale))
 
 
 @numba.njit(**_OPTIONS)
@@ -306,18 +331,19 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
     codes = np.empty((_LLOYD_ROWS, n_features), dtype=np.int64)
     # The per-feature constants repeated along a block, so that the block is processed
     # as one flat, vectorized loop.
-    origins = np.empty(size)
-    lowers = np.empty(size)
-    uppers = np.empty(size)
-    scales = np.empty(size)
-    for row in range(_LLOYD_ROWS):
-        for feature in range(n_features):
-            origins[row * n_features + feature] = origin[feature]
-            lowers[row * n_features + feature] = lower[feature]
-            uppers[row * n_features + feature] = upper[feature]
-            scales[row * n_features + feature] = scale[feature]
+    origins = _repeated(origin, _LLOYD_ROWS)
+    lowers = _repeated(lower, _LLOYD_ROWS)
+    uppers = _repeated(upper, _LLOYD_ROWS)
+    scales = _repeated(scale, _LLOYD_ROWS)
     flat_shifted = shifted.reshape(size)
     flat_codes = codes.reshape(size)
+    # The same constants for every feature (bounds given as scalars, the usual case):
+    # the block's loops then read no arrays of constants.
+    alike = True
+    for feature in range(1, n_features):
+        if (origin[feature] != origin[0] or lower[feature] != lower[0]
+                or upper[feature] != upper[0] or scale[feature] != scale[0]):
+            alike = False
     # Every row central: the block's codes in the same flat loop (else a central row's
     # codes are computed with its sums, below).
     block_codes = sums is not None and reports is None
@@ -325,7 +351,13 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
     for first in range(start, stop, _LLOYD_ROWS):
         n_block = min(_LLOYD_ROWS, stop - first)
         block = X[first:first + n_block].reshape(n_block * n_features)
-        if block_codes:
+        if alike and block_codes:
+            _clip_shift_codes_alike(block, lower[0], upper[0], origin[0], scale[0],
+                                    flat_shifted, flat_codes)
+        elif alike:
+            _clip_shift_codes_alike(block, lower[0], upper[0], origin[0], scale[0],
+                                    flat_shifted, None)
+        elif block_codes:
             _clip_shift_codes(block, lowers, uppers, origins, scales, flat_shifted, flat_codes)
         else:
             _clip_shift_codes(block, lowers, uppers, origins, scales, flat_shifted, None)

@@ -631,12 +631,15 @@ def test_fused_pass_gives_the_labels_and_the_exact_grouped_code_sums(n_features)
 
 @pytest.mark.parametrize("n_clusters", [1, 2, 3, 10, 300])
 @pytest.mark.parametrize("with_sums", [False, True])
-def test_compiled_pass_is_argmin_with_ties_first_and_exact_sums(n_clusters, with_sums):
+@pytest.mark.parametrize("lower", [[-1.0, -1.0, -1.0], [-1.0, -1.5, -2.0]],
+                         ids=["same bounds per feature", "bounds per feature"])
+def test_compiled_pass_is_argmin_with_ties_first_and_exact_sums(n_clusters, with_sums, lower):
     """The compiled labels equal ``argmin`` of ``||c||^2 - 2 x . c`` for the clipped rows
     (ties to the first centre: small integers make every distance exact, with many
     ties), over more rows
     than one block; the fused sums equal numpy's exact per-label sums of the codes, at
-    the top of the grid too (codes of 2**32, values beyond the bounds)."""
+    the top of the grid too (codes of 2**32, values beyond the bounds). Both loops: the
+    one for the same constants in every feature, and the one for constants per feature."""
     from skhybrid.utils._kernels import nearest_centre_sums
     from skhybrid.utils._sums import FIXED_POINT_BITS
 
@@ -644,11 +647,11 @@ def test_compiled_pass_is_argmin_with_ties_first_and_exact_sums(n_clusters, with
     n, n_features = 5_001, 3
     X = rng.integers(-2, 3, size=(n, n_features)).astype(np.float64)
     centres = rng.integers(-2, 3, size=(n_clusters, n_features)).astype(np.float64)
-    lower, upper = np.full(n_features, -1.0), np.full(n_features, 1.0)
+    lower, upper = np.array(lower), np.full(n_features, 1.0)
     # Rows are clipped to the bounds before their distances.
     expected = (np.einsum("kd,kd->k", centres, centres)
                 - 2.0 * np.clip(X, lower, upper) @ centres.T).argmin(axis=1)
-    scale = np.full(n_features, 2.0**FIXED_POINT_BITS / 2.0)
+    scale = 2.0**FIXED_POINT_BITS / (upper - lower)
     labels = np.full(n + 3, -1, dtype=np.intp)
     counts = np.full(n_clusters, 3, dtype=np.int64)
     sums = np.full((n_clusters, n_features), 7, dtype=np.int64) if with_sums else None
