@@ -163,34 +163,21 @@ def moment_sums(columns, lower, upper, scale, centre, square_upper, square_scale
     other_block = np.empty(_BLOCK_ROWS)
     other_square_block = np.empty(_BLOCK_ROWS)
     for feature in range(n_features):
-        low, high, step = lower[feature], upper[feature], scale[feature]
-        middle, square_high, square_step = centre[feature], square_upper[feature], \
-            square_scale[feature]
+        constants = (lower[feature], upper[feature], scale[feature], centre[feature],
+                     square_upper[feature], square_scale[feature])
         for start in range(0, n_rows, _BLOCK_ROWS):
             stop = min(start + _BLOCK_ROWS, n_rows)
-            total = np.int64(0)
-            square_total = np.int64(0)
-            for row in range(start, stop):
-                value = columns[feature, row]
-                clipped = low if value < low else value
-                clipped = high if clipped > high else clipped
-                code = np.int64(np.rint((clipped - low) * step))
-                if is_coded is None:
-                    coded = True
-                else:
-                    coded = is_coded[row]
-                total += code if coded else 0
-                if square_code_sums is not None:
-                    distance = clipped - middle
-                    square = distance * distance
-                    square = square_high if square > square_high else square
-                    square_code = np.int64(np.rint(square * square_step))
-                    square_total += square_code if coded else 0
-                if float_sums is not None:
-                    other_block[row - start] = 0.0 if coded else value
-                    if float_square_sums is not None:
-                        offset = value - middle
-                        other_square_block[row - start] = 0.0 if coded else offset * offset
+            # Slices, read from index 0 (see _moment_block).
+            block = columns[feature, start:stop]
+            if is_coded is None:
+                total, square_total = _moment_block(block, None, constants, square_code_sums,
+                                                    float_sums, float_square_sums, other_block,
+                                                    other_square_block)
+            else:
+                total, square_total = _moment_block(block, is_coded[start:stop], constants,
+                                                    square_code_sums, float_sums,
+                                                    float_square_sums, other_block,
+                                                    other_square_block)
             code_sums[feature] += total
             if square_code_sums is not None:
                 square_code_sums[feature] += square_total
@@ -198,6 +185,45 @@ def moment_sums(columns, lower, upper, scale, centre, square_upper, square_scale
                 float_sums[feature] += _block_sum(other_block, stop - start)
                 if float_square_sums is not None:
                     float_square_sums[feature] += _block_sum(other_square_block, stop - start)
+
+
+@numba.njit(inline="always", **_OPTIONS)
+def _moment_block(block, coded_rows, constants, square_code_sums, float_sums,
+                  float_square_sums, other_block, other_square_block):
+    """One block of :func:`moment_sums`: the code and square-code totals of its coded rows
+    (every row when ``coded_rows`` is None), its other rows' values (and squares) into
+    ``other_block`` (and ``other_square_block``). The optional sums only say which.
+
+    The block is a slice read from index 0: numba's wrap-around of negative indices is
+    then provably never taken and the loop reads the block contiguously (indexing
+    ``columns[feature, row]`` from ``start``, LLVM gathered the values, 6x slower on
+    AMD Zen 5).
+    """
+    low, high, step, middle, square_high, square_step = constants
+    total = np.int64(0)
+    square_total = np.int64(0)
+    for row in range(block.shape[0]):
+        value = block[row]
+        clipped = low if value < low else value
+        clipped = high if clipped > high else clipped
+        code = np.int64(np.rint((clipped - low) * step))
+        if coded_rows is None:
+            coded = True
+        else:
+            coded = coded_rows[row]
+        total += code if coded else 0
+        if square_code_sums is not None:
+            distance = clipped - middle
+            square = distance * distance
+            square = square_high if square > square_high else square
+            square_code = np.int64(np.rint(square * square_step))
+            square_total += square_code if coded else 0
+        if float_sums is not None:
+            other_block[row] = 0.0 if coded else value
+            if float_square_sums is not None:
+                offset = value - middle
+                other_square_block[row] = 0.0 if coded else offset * offset
+    return total, square_total
 
 
 def respond(category, uniform, shift, change, n_categories):
@@ -461,8 +487,9 @@ def distinct_addresses(addresses, table, first_rows):
         # The usual block holds only the first two objects ("tcm" and "lm"): a count of
         # the other rows, without branches (the loop vectorizes).
         others = 0
-        for row in range(start, stop):
-            address = addresses[row]
+        block = addresses[start:stop]  # indices from 0: contiguous reads (see moment_sums)
+        for row in range(stop - start):
+            address = block[row]
             others += (address != first) & (address != second)
         if others == 0:
             continue
@@ -664,9 +691,10 @@ def _add_block_codes(columns, start, stop, block_labels, lower, upper, scale, su
     """``sums[block_labels[i - start], j] +=`` the code of ``columns[j, i]``, i in [start, stop)."""
     for feature in range(columns.shape[0]):
         low, high, step = lower[feature], upper[feature], scale[feature]
-        for row in range(start, stop):
-            sums[block_labels[row - start], feature] += np.int64(
-                fixed_point_code(columns[feature, row], low, high, step))
+        block = columns[feature, start:stop]  # indices from 0 (see moment_sums)
+        for row in range(stop - start):
+            sums[block_labels[row], feature] += np.int64(
+                fixed_point_code(block[row], low, high, step))
 
 
 @numba.njit(**_OPTIONS)
