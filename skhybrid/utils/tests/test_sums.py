@@ -220,15 +220,20 @@ def test_no_release_of_code_sums_over_more_users_than_int64_holds():
 
 @pytest.mark.parametrize("n_features", [1, 3])
 @pytest.mark.parametrize("coded_share", [None, 0.3])
-def test_fixed_point_moments_are_the_definitions(n_features, coded_share, summing_path):
+@pytest.mark.parametrize("same_bounds", [False, True])
+def test_fixed_point_moments_are_the_definitions(n_features, coded_share, same_bounds,
+                                                 summing_path):
     """The coded rows' codes and squared distances' codes are the exact integer sums of
     their definitions (numpy, bounds far from zero included); the other rows' float sums
     are their values' and squared distances' sums; a huge raw coded value never reaches
-    the float sums."""
+    the float sums. Bounds per feature, and the same for every feature (numpy's passes
+    then use scalars)."""
     rng = np.random.default_rng(12)
     n = 10_000
     lower = np.array([0.0, -1e9, 2.0**52])[:n_features]
     upper = np.array([1.0, 1e9, 2.0**52 + 4])[:n_features]
+    if same_bounds:
+        lower, upper = np.full(n_features, 2.0**52), np.full(n_features, 2.0**52 + 4)
     values = lower + rng.uniform(-0.2, 1.2, (n, n_features)) * (upper - lower)
     coded = None if coded_share is None else rng.random(n) < coded_share
     rows = np.ones(n, bool) if coded is None else coded
