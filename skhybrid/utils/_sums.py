@@ -51,33 +51,37 @@ _SCALE = float(2**FIXED_POINT_BITS)
 
 #: Inputs of fewer values are always summed by numpy (a few passes of under a millisecond).
 _NUMPY_ALWAYS_VALUES = 2**16
-#: Inputs of at least this many values are always summed by the compiled kernels.
-_COMPILED_ALWAYS_VALUES = 2**20
-#: numpy's float64 sums of at most this many codes (each at most 2**32) are exact; more
-#: rows always go to the compiled kernels.
-_NUMPY_MAX_ROWS = 2**21 - 1
-#: In between, numpy sums until they have cost the process this long, about numba's
-#: one-time cost of loading its cached machine code; the compiled kernels after that.
+#: numpy sums until they would have cost the process this long, about numba's one-time
+#: cost of loading its cached machine code (0.2 s; compiling it on a cold cache, 0.55 s);
+#: the compiled kernels after that.
 _NUMPY_SECONDS_BEFORE_COMPILED = 0.25
+#: An upper estimate of numpy's seconds per value for the code passes (measured at 1e7
+#: values: 1.0 ns for one feature's codes, 2.1 ns with their squares, 3.3 ns with a mask
+#: and float sums, 2.6 ns at 3 features with bounds per feature, 5.9 ns with 2 groups
+#: of labels).
+_NUMPY_SECONDS_PER_VALUE = 6e-9
 _tier = {"compiled": False, "numpy_seconds": 0.0}
 
 
-def _compiled(n_rows, n_features):
+def _compiled(n_rows, n_features, seconds_per_value=_NUMPY_SECONDS_PER_VALUE):
     """Whether to sum ``n_rows`` rows by the compiled kernels (else by numpy's passes).
 
     Both give the same integers, bit for bit (the same float64 operations per value,
     exact integer sums). The first compiled call in a process loads numba's machine
-    code (0.2 s) or compiles it (0.6-0.8 s on a cold cache): a process that fits small
-    and middling inputs, a CLI call or a joblib worker, never pays that. Between the
-    two sizes numpy is used until it has cost about that load (a rent-or-buy rule: at
-    most about twice the better choice in hindsight); once the kernels are loaded,
-    they sum every input but the small ones.
+    code (0.2 s) or compiles it (0.55 s on a cold cache): a process that fits small and
+    middling inputs, a CLI call or a joblib worker, never pays that. Any input goes to
+    numpy while numpy's cost so far, plus this input's at ``seconds_per_value`` (an
+    upper estimate), stays under about that load: a rent-or-buy rule that knows each
+    job's size, at most about twice the better choice in hindsight; a first fit is
+    never slower than the load (an input whose numpy passes would cost more goes to
+    the kernels at once). Once the kernels are loaded, they sum every input but the
+    small ones.
     """
     n_values = n_rows * n_features
-    if n_values < _NUMPY_ALWAYS_VALUES and n_rows <= _NUMPY_MAX_ROWS:
+    if n_values < _NUMPY_ALWAYS_VALUES:
         return False
-    if (_tier["compiled"] or n_rows > _NUMPY_MAX_ROWS or n_values >= _COMPILED_ALWAYS_VALUES
-            or _tier["numpy_seconds"] >= _NUMPY_SECONDS_BEFORE_COMPILED):
+    if (_tier["compiled"] or _tier["numpy_seconds"] + n_values * seconds_per_value
+            >= _NUMPY_SECONDS_BEFORE_COMPILED):
         _tier["compiled"] = True
         return True
     return False
@@ -105,9 +109,10 @@ class _NumpyCodes:
     per-feature constants repeated along it (or scalars when every feature has the
     same ones): numpy then runs each pass as one contiguous loop, where broadcasting
     one constant per feature over rows runs a loop of ``n_features`` values per row
-    (10x slower at 3 features). Column sums are one matrix-vector product with ones:
-    the codes are integers and every partial sum stays below 2**53 (fewer than 2**21
-    codes of at most 2**32, :data:`_NUMPY_MAX_ROWS`), so they are exact in any order.
+    (10x slower at 3 features). A block's column sums are one matrix-vector product
+    with ones, in float64: the codes are integers and every partial sum stays below
+    2**53 (at most 2**15 codes of at most 2**32), so they are exact in any order;
+    :meth:`column_sums` returns them as int64, and blocks are added in int64.
 
     Parameters
     ----------
@@ -167,10 +172,14 @@ class _NumpyCodes:
         return np.rint(codes, out=codes).reshape(n_rows, n_features), squares
 
     def column_sums(self, rows):
-        """Each column's sum of a block's rows: exact for codes (float64 integers)."""
+        """Each column's sum of a block's rows, in float64: exact for codes."""
         if self._ones is None:
             return rows.sum(axis=0)
         return self._ones[:rows.shape[0]] @ rows
+
+    def code_sums(self, codes):
+        """Each column's exact sum of a block's codes, as int64."""
+        return self.column_sums(codes).astype(np.int64)
 
     def centred_squares(self, rows):
         """``(rows - centre)**2`` in place, for a block's other rows (C-contiguous)."""
@@ -308,23 +317,22 @@ def fixed_point_sums(values, lower, upper, *, labels=None, n_groups=1):
     sums = np.zeros((n_groups, values.shape[1]), dtype=np.int64)
     if not _compiled(*values.shape):
         with _NumpyTimer():
-            # Float sums of the codes, exact: fewer than 2**21 of them (_NUMPY_MAX_ROWS).
-            totals = np.zeros((n_groups, values.shape[1]))
+            # Each block's float sums are exact (see _NumpyCodes); blocks add in int64.
             coder = _NumpyCodes(values.shape[0], lower, upper, scale)
             for rows in coder.blocks(values.shape[0]):
                 codes, _ = coder.codes(values[rows])
                 if labels is None:
-                    totals[0] += coder.column_sums(codes)
+                    sums[0] += coder.code_sums(codes)
                     continue
                 block_labels = labels[rows]
                 kept = block_labels < n_groups
                 if block_labels.dtype.kind == "i":
                     kept &= block_labels >= 0
                 for feature in range(values.shape[1]):
-                    totals[:, feature] += np.bincount(block_labels[kept],
-                                                      weights=codes[kept, feature],
-                                                      minlength=n_groups)
-        return totals.astype(np.int64)
+                    sums[:, feature] += np.bincount(block_labels[kept],
+                                                    weights=codes[kept, feature],
+                                                    minlength=n_groups).astype(np.int64)
+        return sums
     for rows, columns in _feature_major(values):
         fixed_point_code_sums(columns, lower, upper, scale,
                               None if labels is None else labels[rows], sums)
@@ -417,12 +425,12 @@ def _numpy_moments(values, lower, upper, scale, centre, square_upper, square_sca
                    in_fixed_point, squares, others, other_squares):
     """:func:`fixed_point_moments` by numpy passes (the same float64 operations).
 
-    Block by block (:class:`_NumpyCodes`); the codes' float sums are exact (fewer than
-    2**21 codes, :data:`_NUMPY_MAX_ROWS`).
+    Block by block (:class:`_NumpyCodes`): each block's float sums of codes are exact,
+    and the blocks' are added in int64.
     """
     n_features = values.shape[1]
-    code_sums = np.zeros(n_features)
-    square_code_sums = np.zeros(n_features) if squares else None
+    code_sums = np.zeros(n_features, dtype=np.int64)
+    square_code_sums = np.zeros(n_features, dtype=np.int64) if squares else None
     float_sums = np.zeros(n_features) if others else None
     float_square_sums = np.zeros(n_features) if other_squares else None
     coder = _NumpyCodes(values.shape[0], lower, upper, scale,
@@ -433,17 +441,15 @@ def _numpy_moments(values, lower, upper, scale, centre, square_upper, square_sca
         # np.compress: the rows of a mask, 2.5-6x quicker than boolean indexing.
         coded = block if mask is None else np.compress(mask, block, axis=0)
         codes, square_codes = coder.codes(coded, squares)
-        code_sums += coder.column_sums(codes)
+        code_sums += coder.code_sums(codes)
         if squares:
-            square_code_sums += coder.column_sums(square_codes)
+            square_code_sums += coder.code_sums(square_codes)
         if others:
             reports = np.compress(~mask, block, axis=0)  # a copy: centred in place below
             float_sums += coder.column_sums(reports)
             if other_squares:
                 float_square_sums += coder.column_sums(coder.centred_squares(reports))
-    return MomentSums(code_sums.astype(np.int64),
-                      None if square_code_sums is None else square_code_sums.astype(np.int64),
-                      float_sums, float_square_sums)
+    return MomentSums(code_sums, square_code_sums, float_sums, float_square_sums)
 
 
 #: Values per block of numpy's passes (:class:`_NumpyCodes`): a block's temporaries stay

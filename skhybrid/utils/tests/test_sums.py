@@ -270,22 +270,26 @@ def test_fixed_point_moments_refuse_a_mask_that_is_not_one_bool_per_row():
 
 @pytest.mark.parametrize("summing_path", ["policy"], indirect=True)
 def test_numpy_sums_until_the_compiled_kernels_pay(monkeypatch):
-    """Small inputs always by numpy; large ones (or too many rows for numpy's exact float
-    sums) by the kernels; in between, numpy until it has cost about the kernels' load,
-    then the kernels for good."""
+    """Small inputs always by numpy; any other by numpy while numpy's cost so far plus
+    this input's estimate stays under about the kernels' load (so a first fit never
+    costs more than the load), then the kernels for good."""
     monkeypatch.setitem(_sums._tier, "compiled", False)
     monkeypatch.setitem(_sums._tier, "numpy_seconds", 0.0)
     monkeypatch.setattr(_sums, "_NUMPY_ALWAYS_VALUES", 2**16)
+    per_value = _sums._NUMPY_SECONDS_PER_VALUE
+    limit = _sums._NUMPY_SECONDS_BEFORE_COMPILED / per_value  # values numpy may take first
     assert not _sums._compiled(1_000, 10)
-    assert not _sums._compiled(2**19, 1)
-    assert _sums._compiled(2**20, 1) and _sums._tier["compiled"]
+    assert not _sums._compiled(2**22, 1)  # past 2**21 rows: numpy's int64 totals are exact
+    assert not _sums._compiled(int(limit * 0.9), 1) and not _sums._tier["compiled"]
+    assert _sums._compiled(int(limit * 1.1), 1) and _sums._tier["compiled"]
     monkeypatch.setitem(_sums._tier, "compiled", False)
-    assert _sums._compiled(2**21, 1)  # past numpy's exact float sums
+    assert _sums._compiled(2**20, 1, seconds_per_value=1e-6)  # a costlier numpy pass
     monkeypatch.setitem(_sums._tier, "compiled", False)
     values = np.random.default_rng(0).uniform(0, 1, (2**17, 1))
     while not _sums._tier["compiled"]:
         before = _sums._tier["numpy_seconds"]
         fixed_point_sums(values, 0.0, 1.0)
         assert _sums._tier["compiled"] or _sums._tier["numpy_seconds"] > before
-    assert _sums._tier["numpy_seconds"] >= _sums._NUMPY_SECONDS_BEFORE_COMPILED
+    spent = _sums._tier["numpy_seconds"] + values.size * per_value
+    assert spent >= _sums._NUMPY_SECONDS_BEFORE_COMPILED
     assert _sums._compiled(2**17, 1) and not _sums._compiled(100, 1)
