@@ -99,8 +99,11 @@ def _hybrid_mean_cost(estimator, is_tcm, epsilon, **_):
     uses_tcm = not (estimator.strategy == "lm_only" and n_lm)
     uses_lm = not (estimator.strategy == "tcm_only" and n_tcm) and not estimator.local_reports
     levels = _levels(epsilon, is_tcm.size)
-    if uses_tcm and uses_lm and estimator.mechanism != "gaussian":
-        return ReleaseCost(levels)  # everyone at their level: no per-user mask
+    # Everyone charged at their level (both groups used, or the one group present): no
+    # per-user mask, and one number for one epsilon (no n-long array to allocate).
+    everyone = (uses_tcm or not n_tcm) and (uses_lm or not n_lm)
+    if everyone and estimator.mechanism != "gaussian":
+        return ReleaseCost(levels)
     charged = np.where(is_tcm, uses_tcm, uses_lm)
     levels = np.broadcast_to(levels, (is_tcm.size,))
     if estimator.mechanism == "gaussian":
