@@ -15,7 +15,7 @@ is skhybrid with the variance given (``variance=1 / 12``): the same single relea
 diffprivlib's.
 
 skhybrid sums inputs of 2**16 values or more by numpy's passes until they would have
-cost the process about the load of its compiled kernels (0.25 s; the first-fit rule,
+cost the process about the load of its compiled kernels (0.4 s; the first-fit rule,
 ``skhybrid.utils._sums._compiled``), then by the kernels. The two tiers are measured
 separately, each pinned for the whole table (a benchmark-only setting of that rule's
 private state): "numpy's passes" is what a short-lived process (a CLI call, a joblib
@@ -76,7 +76,8 @@ def pin_tier(tier):
     from skhybrid.utils import _sums
 
     _sums._tier["compiled"] = tier == "compiled"
-    _sums._NUMPY_SECONDS_BEFORE_COMPILED = float("inf") if tier == "numpy" else 0.25
+    if tier == "numpy":  # never switch (this process is not run again after the table)
+        _sums._NUMPY_SECONDS_BEFORE_COMPILED = float("inf")
 
 
 def skhybrid_seconds(n, variance="private"):

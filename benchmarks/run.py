@@ -4,7 +4,7 @@ Run by hand: ``python benchmarks/run.py [n_users]`` (default 10 million); run it
 times for the spread that ``benchmarks/README.md`` reports. For each case the estimator
 and its baseline run in turn within each of ``ROUNDS`` rounds (interleaved: a busy
 moment slows both), after one untimed warm-up of each, in a process whose compiled
-kernels are loaded (the state a long-running process reaches after 0.25 s of numpy's
+kernels are loaded (the state a long-running process reaches after 0.4 s of numpy's
 passes under the first-fit rule, ``skhybrid.utils._sums._compiled``; set here at the
 start): the table is of warm fits. The first fit in a fresh process has rows of its
 own, with numba's cache cold and warm. A row reports the ratio of the two minimum times and the
@@ -76,7 +76,7 @@ def ratio(times, numerator, denominator):
 
 
 def load_kernels():
-    """Put this process where a long-running one is after 0.25 s of numpy's passes: the
+    """Put this process where a long-running one is after 0.4 s of numpy's passes: the
     first-fit rule has switched to the compiled kernels."""
     from skhybrid.utils import _sums
 

@@ -87,3 +87,24 @@ MODULES = list(_modules())
                          ids=[module for _, module, _ in MODULES])
 def test_imports_respect_the_layers(path, module, is_package):
     assert _violations(path.read_text(encoding="utf-8"), module, is_package) == []
+
+
+def test_importing_skhybrid_and_a_small_fit_never_import_numba():
+    """numba (0.17 s to import, and its machine code to load) is imported by the first
+    call of a compiled kernel only: a CLI call or a joblib worker that fits small inputs
+    never pays for it (the first-fit rule, ``skhybrid.utils._sums._compiled``)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, warnings; warnings.simplefilter('ignore'); import numpy as np; "
+        "import skhybrid; from skhybrid import HybridMeanEstimator, HybridKMeans; "
+        "assert 'numba' not in sys.modules, 'import'; "
+        "X = np.random.default_rng(0).uniform(size=(1000, 1)); "
+        "HybridMeanEstimator(bounds=(0, 1), random_state=0).fit(X, trust_group=X[:, 0] < 0.1); "
+        "assert 'numba' not in sys.modules, 'fit'; "
+        "HybridKMeans(2, bounds=(0, 1), random_state=0).fit(X); "
+        "assert 'numba' in sys.modules, 'K-means runs its compiled pass'"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

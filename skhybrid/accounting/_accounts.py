@@ -12,7 +12,6 @@ from collections import OrderedDict
 import numpy as np
 
 from ._composition import gaussian_epsilon
-from ._kernels import epsilon_totals, no_codes, scatter_pair
 
 # Id arrays remembered with their slots (the ids of folds, searches and repeated fits).
 _CACHE_IDS = 50_000_000
@@ -170,6 +169,8 @@ class _Accounts:
             return {"budget_epsilon": per_user(0), "budget_delta": per_user(1)}, 0
         sign = -1.0 if kind == "refund" else 1.0
         high, low = np.empty(slots.size), np.empty(slots.size)
+        from ._kernels import epsilon_totals, no_codes  # numba: imported at first use
+
         n_over = epsilon_totals(self.high, self.low, self.budget_epsilon, slots,
                                 np.ascontiguousarray(table[:, 0]),
                                 no_codes() if codes is None else codes, sign, high, low)
@@ -182,6 +183,8 @@ class _Accounts:
 
     def apply(self, slots, changed):
         if "high" in changed:
+            from ._kernels import scatter_pair
+
             scatter_pair(self.high, self.low, slots, changed["high"], changed["low"])
         for name, values in changed.items():
             if name not in ("high", "low"):

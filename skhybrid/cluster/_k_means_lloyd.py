@@ -13,7 +13,6 @@ from typing import NamedTuple
 import numpy as np
 
 from ..mechanisms._randomized_response import response_draws
-from ..utils._kernels import grouped_row_sums, nearest_centre_sums
 from ..utils._sums import FIXED_POINT_BITS, _bounds_and_scale, per_feature
 from ..utils._threads import available_cores, in_parts, run_tasks, single_threaded_blas
 
@@ -182,6 +181,8 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
     elif responding:
         drawn = [threading.Event() for _ in starts]
 
+    from ..utils._kernels import nearest_centre_sums  # numba: imported at first use
+
     def draws(task):
         if not responding:
             return None, None
@@ -263,6 +264,8 @@ def cluster_sums(values, origin, labels, n_clusters):
         raise ValueError(f"labels must be in [0, {n_clusters}); got {labels.min()} to "
                          f"{labels.max()}")
     origin = per_feature(origin, n_features)
+
+    from ..utils._kernels import grouped_row_sums  # numba: imported at first use
 
     def part(start, stop):
         counts, sums = np.zeros(n_clusters), np.zeros((n_clusters, n_features))

@@ -9,7 +9,7 @@ from numbers import Integral
 
 import numpy as np
 
-from ..utils._kernels import respond
+from ..utils._responses import respond
 from ..utils._random import check_random_state
 from ..utils._validation import check_epsilon
 
@@ -66,7 +66,7 @@ def response_draws(rng, n_users, n_categories):
     Each user's uniform in [0, 1) (a multiple of 2**-53: the report changes when it is
     below the change probability) and shift, uniform in ``1 .. k - 1``: the category
     ``(true + shift) mod k`` is then uniform over the other ``k - 1`` categories
-    (:func:`~skhybrid.utils._kernels.respond`). Drawn as two arrays, the uniforms first.
+    (:func:`~skhybrid.utils._responses.respond`). Drawn as two arrays, the uniforms first.
 
     Parameters
     ----------

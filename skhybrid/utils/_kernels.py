@@ -36,6 +36,8 @@ Labels compare distances with ``<`` only, so the first minimum is kept on ties, 
 import numba
 import numpy as np
 
+from ._responses import respond
+
 #: numba's options: release the GIL, cache the machine code, no bounds checks (the
 #: callers pass arrays of matching shapes).
 _OPTIONS = {"nogil": True, "cache": True, "boundscheck": False}
@@ -226,21 +228,8 @@ def _moment_block(block, coded_rows, constants, square_code_sums, float_sums,
     return total, square_total
 
 
-def respond(category, uniform, shift, change, n_categories):
-    """k-ary randomized response of a category (or of arrays of them), from its draws.
-
-    The category moves by ``shift`` (uniform in ``1 .. k - 1``), modulo ``k``, when
-    ``uniform`` (uniform in [0, 1)) is below ``change``, the probability of reporting
-    another category: each other category is then equally likely
-    (:class:`~skhybrid.mechanisms._randomized_response.RandomizedResponse`, whose
-    ``privatize`` calls this on arrays; :func:`nearest_centre_sums` on each user).
-    The sum is below ``2 k - 1``: one conditional subtraction is the modulo (a division
-    would cost more than the rest of a user's response).
-    """
-    moved = category + shift * (uniform < change)
-    return moved - n_categories * (moved >= n_categories)
-
-
+# numba's cache of the kernels that inline it is keyed on this file's source: a change to
+# ``respond`` must come with a change here (the tests compare both paths' reports).
 _respond = numba.njit(inline="always", **_OPTIONS)(respond)
 
 
@@ -311,7 +300,7 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
       its :func:`fixed_point_code` of every feature is added to its label's sums in
       int64, exactly;
     - a local row (only with ``reports``) sends its label through k-ary randomized
-      response (:func:`respond`, from the draws of
+      response (:func:`~skhybrid.utils._responses.respond`, from the draws of
       :func:`~skhybrid.mechanisms._randomized_response.response_draws`), and
       its fixed report is added to the sums of its privacy
       level's reported cluster (``level * n_clusters + reported``), in float64, in row

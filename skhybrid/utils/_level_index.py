@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._kernels import hash_groups, hash_lookup
 from ._sums import (
     _bounds_and_scale,
     _compiled,
@@ -99,6 +98,8 @@ class LevelIndex:
             lower, upper, scale = _bounds_and_scale(summed[1], summed[2], values.shape[1])
             columns = values.T
         labels = np.empty(keys.shape[0], dtype=np.int32) if with_labels else None
+        from ._kernels import hash_groups  # numba: imported at first use
+
         table, slots, distinct, counts, sums = hash_groups(
             keys.view(np.uint64), labels, columns, lower, upper, scale, summed is not None)
         distinct = distinct.view(np.float64)
@@ -126,6 +127,8 @@ class LevelIndex:
             return per_group[self.labels]
         table, slots = self._table
         spread = np.empty(self._keys.shape[0])
+        from ._kernels import hash_lookup
+
         if not hash_lookup(self._keys.view(np.uint64), table, slots, per_group, spread):
             # Every key was grouped by this table: only keys changed since can miss.
             raise ValueError("the keys changed after they were grouped")

@@ -41,7 +41,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._kernels import fixed_point_code_sums, moment_sums
 
 #: Bits of the fixed-point grid over [lower, upper] (one code step = range / 2**32); at
 #: most 50, so that codes never round past the grid (see
@@ -51,10 +50,10 @@ _SCALE = float(2**FIXED_POINT_BITS)
 
 #: Inputs of fewer values are always summed by numpy (a few passes of under a millisecond).
 _NUMPY_ALWAYS_VALUES = 2**16
-#: numpy sums until they would have cost the process this long, about numba's one-time
-#: cost of loading its cached machine code (0.2 s; compiling it on a cold cache, 0.55 s);
-#: the compiled kernels after that.
-_NUMPY_SECONDS_BEFORE_COMPILED = 0.25
+#: numpy sums until they would have cost the process this long, about the one-time cost
+#: of the compiled kernels: importing numba (0.17 s; ``import skhybrid`` does not) and
+#: loading their cached machine code (0.22 s; compiling it on a cold cache, 0.55 s).
+_NUMPY_SECONDS_BEFORE_COMPILED = 0.4
 #: An upper estimate of numpy's seconds per value for the code passes (measured at 1e7
 #: values: 1.0 ns for one feature's codes, 2.1 ns with their squares, 3.3 ns with a mask
 #: and float sums, 2.6 ns at 3 features with bounds per feature, 5.9 ns with 2 groups
@@ -67,9 +66,9 @@ def _compiled(n_rows, n_features, seconds_per_value=_NUMPY_SECONDS_PER_VALUE):
     """Whether to sum ``n_rows`` rows by the compiled kernels (else by numpy's passes).
 
     Both give the same integers, bit for bit (the same float64 operations per value,
-    exact integer sums). The first compiled call in a process loads numba's machine
-    code (0.2 s) or compiles it (0.55 s on a cold cache): a process that fits small and
-    middling inputs, a CLI call or a joblib worker, never pays that. Any input goes to
+    exact integer sums). The first compiled call in a process imports numba and loads
+    its machine code (0.4 s) or compiles it (0.75 s on a cold cache): a process that
+    fits small and middling inputs, a CLI call or a joblib worker, never pays that. Any input goes to
     numpy while numpy's cost so far, plus this input's at ``seconds_per_value`` (an
     upper estimate), stays under about that load: a rent-or-buy rule that knows each
     job's size, at most about twice the better choice in hindsight; a first fit is
@@ -333,6 +332,8 @@ def fixed_point_sums(values, lower, upper, *, labels=None, n_groups=1):
                                                     weights=codes[kept, feature],
                                                     minlength=n_groups).astype(np.int64)
         return sums
+    from ._kernels import fixed_point_code_sums  # numba: imported at first use
+
     for rows, columns in _feature_major(values):
         fixed_point_code_sums(columns, lower, upper, scale,
                               None if labels is None else labels[rows], sums)
@@ -414,6 +415,8 @@ def fixed_point_moments(values, lower, upper, in_fixed_point=None, *, squares=Fa
     square_code_sums = np.zeros(n_features, dtype=np.int64) if squares else None
     float_sums = np.zeros(n_features) if others else None
     float_square_sums = np.zeros(n_features) if other_squares else None
+    from ._kernels import moment_sums  # numba: imported at first use
+
     for rows, columns in _feature_major(values):
         moment_sums(columns, lower, upper, scale, centre, square_upper, square_scale,
                     None if in_fixed_point is None else in_fixed_point[rows], code_sums,
