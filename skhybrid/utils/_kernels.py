@@ -344,12 +344,6 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
     size = _LLOYD_ROWS * n_features
     shifted = np.empty((_LLOYD_ROWS, n_features))
     codes = np.empty((_LLOYD_ROWS, n_features), dtype=np.int64)
-    # The per-feature constants repeated along a block, so that the block is processed
-    # as one flat, vectorized loop.
-    origins = _repeated(origin, _LLOYD_ROWS)
-    lowers = _repeated(lower, _LLOYD_ROWS)
-    uppers = _repeated(upper, _LLOYD_ROWS)
-    scales = _repeated(scale, _LLOYD_ROWS)
     flat_shifted = shifted.reshape(size)
     flat_codes = codes.reshape(size)
     # The same constants for every feature (bounds given as scalars, the usual case):
@@ -359,6 +353,13 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
         if (origin[feature] != origin[0] or lower[feature] != lower[0]
                 or upper[feature] != upper[0] or scale[feature] != scale[0]):
             alike = False
+    # Else the per-feature constants repeated along a block, so that the block is
+    # processed as one flat, vectorized loop.
+    repeats = 0 if alike else _LLOYD_ROWS
+    origins = _repeated(origin, repeats)
+    lowers = _repeated(lower, repeats)
+    uppers = _repeated(upper, repeats)
+    scales = _repeated(scale, repeats)
     # Every row central: the block's codes in the same flat loop (else a central row's
     # codes are computed with its sums, below).
     block_codes = sums is not None and reports is None

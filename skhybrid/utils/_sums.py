@@ -41,7 +41,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-
 #: Bits of the fixed-point grid over [lower, upper] (one code step = range / 2**32); at
 #: most 50, so that codes never round past the grid (see
 #: :func:`~skhybrid.utils._kernels.fixed_point_code`).
@@ -68,13 +67,13 @@ def _compiled(n_rows, n_features, seconds_per_value=_NUMPY_SECONDS_PER_VALUE):
     Both give the same integers, bit for bit (the same float64 operations per value,
     exact integer sums). The first compiled call in a process imports numba and loads
     its machine code (0.4 s) or compiles it (0.75 s on a cold cache): a process that
-    fits small and middling inputs, a CLI call or a joblib worker, never pays that. Any input goes to
-    numpy while numpy's cost so far, plus this input's at ``seconds_per_value`` (an
-    upper estimate), stays under about that load: a rent-or-buy rule that knows each
-    job's size, at most about twice the better choice in hindsight; a first fit is
-    never slower than the load (an input whose numpy passes would cost more goes to
-    the kernels at once). Once the kernels are loaded, they sum every input but the
-    small ones.
+    fits small and middling inputs, a CLI call or a joblib worker, never pays that. Any
+    input goes to numpy while numpy's cost so far, plus this input's at
+    ``seconds_per_value`` (an upper estimate), stays under about that load: a
+    rent-or-buy rule that knows each job's size, at most about twice the better choice
+    in hindsight; a first fit is never slower than the load (an input whose numpy
+    passes would cost more goes to the kernels at once). Once the kernels are loaded,
+    they sum every input but the small ones.
     """
     n_values = n_rows * n_features
     if n_values < _NUMPY_ALWAYS_VALUES:
@@ -111,7 +110,7 @@ class _NumpyCodes:
     (10x slower at 3 features). A block's column sums are one matrix-vector product
     with ones, in float64: the codes are integers and every partial sum stays below
     2**53 (at most 2**15 codes of at most 2**32), so they are exact in any order;
-    :meth:`column_sums` returns them as int64, and blocks are added in int64.
+    :meth:`code_sums` returns them as int64, and the callers add blocks in int64.
 
     Parameters
     ----------
@@ -157,18 +156,18 @@ class _NumpyCodes:
         codes = self._scratch[:size]
         lower, upper, scale = self._cut(self._constants, size)
         np.clip(flat, lower, upper, out=codes)
+        square_codes = None
         if squares:
             centre, square_upper, square_scale = self._cut(self._square, size)
-            squares = np.subtract(codes, centre, out=self._square_scratch[:size])
-            np.square(squares, out=squares)
-            np.minimum(squares, square_upper, out=squares)
-            squares *= square_scale
-            squares = np.rint(squares, out=squares).reshape(n_rows, n_features)
-        else:
-            squares = None
+            square_codes = np.subtract(codes, centre, out=self._square_scratch[:size])
+            np.square(square_codes, out=square_codes)
+            np.minimum(square_codes, square_upper, out=square_codes)
+            square_codes *= square_scale
+            np.rint(square_codes, out=square_codes)
+            square_codes = square_codes.reshape(n_rows, n_features)
         codes -= lower
         codes *= scale
-        return np.rint(codes, out=codes).reshape(n_rows, n_features), squares
+        return np.rint(codes, out=codes).reshape(n_rows, n_features), square_codes
 
     def column_sums(self, rows):
         """Each column's sum of a block's rows, in float64: exact for codes."""
