@@ -31,14 +31,19 @@ def nearest_centre(X, centres, *, origin=None, bounds=None, code_sums=False):
     """Index of each row's nearest centre in squared Euclidean distance (first on ties).
 
     ``argmin_k ||x - c_k||^2 = argmin_k (||c_k||^2 - 2 x . c_k)``, computed by
-    :func:`lloyd_pass`.
+    :func:`lloyd_pass` in coordinates centred on ``origin``: the products' rounding
+    errors scale with ``|x - origin| |c - origin|``, not with ``|x| |c|``, which for
+    data far from zero (near 1e6, say) would mislabel the rows near a boundary.
 
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_features)
     centres : ndarray of shape (n_clusters, n_features)
         In the coordinates of ``X - origin``.
-    origin, bounds
+    origin : ndarray of shape (n_features,), default=None
+        As in :func:`lloyd_pass`. None: the centres' mean (the centres are then given
+        in the coordinates of ``X``).
+    bounds
         As in :func:`lloyd_pass`.
     code_sums : bool, default=False
         Also count each centre's rows and add their fixed-point codes (see
@@ -52,6 +57,10 @@ def nearest_centre(X, centres, *, origin=None, bounds=None, code_sums=False):
     sums : ndarray of int64 of shape (n_clusters, n_features)
         Only with ``code_sums``.
     """
+    if origin is None:
+        centres = np.asarray(centres, dtype=np.float64)
+        origin = centres.mean(axis=0)
+        centres = centres - origin
     labels, counts, sums, _ = lloyd_pass(X, centres, origin=origin, bounds=bounds,
                                          labels=True, code_sums=code_sums)
     return (labels, counts, sums) if code_sums else labels
@@ -95,8 +104,10 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
     Each row's nearest centre (``argmin_k ||c_k||^2 - 2 x . c_k``, first on ties) is
     computed by one compiled pass
     (:func:`~skhybrid.utils._kernels.nearest_centre_sums`) over blocks of rows that stay
-    in cache: a matrix product for the block's distances, then each row's first
-    minimum, as scikit-learn's Lloyd iterations do. While a block is in cache, its
+    in cache: the block's distances (by compiled loops over the block transposed for
+    up to 24 features, where a product of 256 rows by a few centres is mostly BLAS's
+    packing; by a BLAS product above, as scikit-learn's Lloyd iterations do), then each
+    row's first minimum. While a block is in cache, its
     central rows' codes are added to their cluster's sums and its local rows respond:
     each sends its nearest centre through k-ary randomized response and its fixed
     report is added to the sums of the reported cluster (of its privacy level). The

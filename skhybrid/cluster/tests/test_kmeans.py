@@ -475,6 +475,18 @@ def test_predict_transform_and_score_agree_with_the_centres():
     assert km.score(X) == pytest.approx(-np.mean(distances.min(axis=1) ** 2), rel=1e-12)
 
 
+def test_predict_far_from_zero_is_the_nearest_centre():
+    """Data near 1e6: ``||c||^2 - 2 x . c`` computed about zero loses about 1e-4 to
+    rounding and mislabels the rows near a boundary (hundreds of 50,000 here); centred
+    on the centres, the labels are those of the direct distances."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(0.5, 0.3, size=(50_000, 10)) + 1e6
+    km = HybridKMeans(10, epsilon=5.0, n_iter=3, bounds=(1e6 - 0.5, 1e6 + 1.5),
+                      random_state=3).fit(X)
+    direct = ((X[:, None, :] - km.cluster_centers_[None]) ** 2).sum(axis=2)
+    np.testing.assert_array_equal(km.predict(X), direct.argmin(axis=1))
+
+
 def test_fit_predict_is_a_prediction_from_the_private_centres():
     X, trust = _blobs(n=1000)
     km = HybridKMeans(4, bounds=(0, 1), random_state=2)
@@ -604,7 +616,7 @@ def test_clone_and_pickle_keep_parameters_and_fitted_state():
     np.testing.assert_array_equal(restored.predict(X), km.predict(X))
 
 
-@pytest.mark.parametrize("n_features", [2, 7])
+@pytest.mark.parametrize("n_features", [2, 7, 30])
 def test_fused_pass_gives_the_labels_and_the_exact_grouped_code_sums(n_features):
     """Large enough for the threaded path: the per-task counts and sums add up to the
     exact ones; rows are clipped to the bounds on the way, and shifted by an origin."""
@@ -631,23 +643,29 @@ def test_fused_pass_gives_the_labels_and_the_exact_grouped_code_sums(n_features)
 
 @pytest.mark.parametrize("n_clusters", [1, 2, 3, 10, 300])
 @pytest.mark.parametrize("with_sums", [False, True])
-@pytest.mark.parametrize("lower", [[-1.0, -1.0, -1.0], [-1.0, -1.5, -2.0]],
+@pytest.mark.parametrize("per_feature", [False, True],
                          ids=["same bounds per feature", "bounds per feature"])
-def test_compiled_pass_is_argmin_with_ties_first_and_exact_sums(n_clusters, with_sums, lower):
+@pytest.mark.parametrize("n_features", [3, 5, 30])
+def test_compiled_pass_is_argmin_with_ties_first_and_exact_sums(n_clusters, with_sums,
+                                                                 per_feature, n_features):
     """The compiled labels equal ``argmin`` of ``||c||^2 - 2 x . c`` for the clipped rows
     (ties to the first centre: small integers make every distance exact, with many
     ties), over more rows
     than one block; the fused sums equal numpy's exact per-label sums of the codes, at
     the top of the grid too (codes of 2**32, values beyond the bounds). Both loops: the
-    one for the same constants in every feature, and the one for constants per feature."""
-    from skhybrid.utils._kernels import nearest_centre_sums
+    one for the same constants in every feature, and the one for constants per feature;
+    both searches: the transposed block's loops (pairs of centres and an odd one, groups
+    of four features and the rest) up to ``_COLUMN_FEATURES`` features, BLAS above."""
+    from skhybrid.utils._kernels import _COLUMN_FEATURES, nearest_centre_sums
     from skhybrid.utils._sums import FIXED_POINT_BITS
 
+    assert 5 <= _COLUMN_FEATURES < 30  # both searches are tested
     rng = np.random.default_rng(n_clusters)
-    n, n_features = 5_001, 3
+    n = 5_001
     X = rng.integers(-2, 3, size=(n, n_features)).astype(np.float64)
     centres = rng.integers(-2, 3, size=(n_clusters, n_features)).astype(np.float64)
-    lower, upper = np.array(lower), np.full(n_features, 1.0)
+    lower = np.linspace(-1.0, -2.0, n_features) if per_feature else np.full(n_features, -1.0)
+    upper = np.full(n_features, 1.0)
     # Rows are clipped to the bounds before their distances.
     expected = (np.einsum("kd,kd->k", centres, centres)
                 - 2.0 * np.clip(X, lower, upper) @ centres.T).argmin(axis=1)
@@ -683,8 +701,10 @@ def _hybrid_pass_inputs(n, seed, n_features=3, k=4):
     return X, centres, is_local, reports, level, release_epsilon
 
 
+@pytest.mark.parametrize("n_features", [3, 30])  # the transposed search, and BLAS's
 @pytest.mark.parametrize("n", [5_000, 300_000])
-def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster(n):
+def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster(n,
+                                                                              n_features):
     """One pass gives the central rows' exact code sums and, for the local rows, the sums
     of their reports by privacy level and reported cluster, where each reported cluster
     is the randomized response of the row's nearest centre (from the draws of
@@ -702,8 +722,9 @@ def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster
     from skhybrid.utils._kernels import respond
     from skhybrid.utils._sums import fixed_point_sums
 
-    X, centres, is_local, reports, level, release_epsilon = _hybrid_pass_inputs(n, n)
-    k, n_features = centres.shape
+    X, centres, is_local, reports, level, release_epsilon = _hybrid_pass_inputs(
+        n, n, n_features=n_features)
+    k = centres.shape[0]
     lower, upper = np.zeros(n_features), np.ones(n_features)
     change = randomized_response_change_probability(release_epsilon, k)
     local = LocalResponses(is_local, reports, level, change)
