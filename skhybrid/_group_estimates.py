@@ -22,7 +22,7 @@ from .mechanisms import (
 )
 from .mechanisms._feature_weights import feature_noise_weights, scaled_ranges
 from .mechanisms._noise import laplace_release, laplace_variance
-from .utils._sums import per_feature, rounding_slack
+from .utils._sums import float_column_sums, per_feature, rounding_slack
 from .utils._validation import masked_rows
 
 MECHANISMS = ("laplace", "gaussian")
@@ -294,7 +294,7 @@ def privatized_sum(X, rows, *, mechanism, epsilon, delta, lower, upper, rng, squ
     square_sums = np.zeros(X.shape[1])
     for reports in _privatized_blocks(X, rows, mechanism=mechanism, epsilon=epsilon,
                                       delta=delta, lower=lower, upper=upper, rng=rng):
-        sums += reports.sum(axis=0)
+        sums += float_column_sums(reports)
         if squares_about is not None:
             square_sums += square_sum_about(reports, squares_about)
     return sums if squares_about is None else (sums, square_sums)
@@ -334,7 +334,7 @@ def square_sum_about(values, centre):
     """``sum_i (values_i - centre)**2`` per column (the squared values are not kept)."""
     centred = values - centre
     np.square(centred, out=centred)
-    return centred.sum(axis=0)
+    return float_column_sums(centred)
 
 
 def reported_group_mean(report_sum, size, report_variance):

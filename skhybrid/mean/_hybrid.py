@@ -30,7 +30,13 @@ from ..theory._hybrid import (
     pwh_weight,
     tcm_only_mse,
 )
-from ..utils._sums import centred_sums, fixed_point_moments, per_feature, square_grid
+from ..utils._sums import (
+    centred_sums,
+    fixed_point_moments,
+    float_column_sums,
+    per_feature,
+    square_grid,
+)
 from ..utils._validation import (
     check_group_epsilons,
     clip_to_bounds,
@@ -529,7 +535,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             tcm_reports = privatize_locally(
                 tcm_values, epsilon=epsilon_tcm, rng=rng, **noise
             ) if n_tcm else np.zeros((0, X.shape[1]))
-            tcm_sum = tcm_reports.sum(axis=0)
+            tcm_sum = float_column_sums(tcm_reports)
             if centre is not None:
                 report_square_sum += square_sum_about(tcm_reports, centre)
             if reads_lm and self.local_reports:

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..utils._random import check_random_state
 from ..utils._sums import rounding_slack
-from ..utils._validation import check_bounds, check_epsilon, clip_to_bounds
+from ..utils._validation import check_bounds, check_epsilon, clip_to_bounds, feature_wise
 from ._calibration import gaussian_noise_multiplier
 from ._feature_weights import feature_noise_weights, scaled_ranges
 from ._noise import gaussian_release, gaussian_variance, laplace_release, laplace_variance
@@ -83,6 +83,28 @@ class _LocalRandomizer:
         return check_epsilon(epsilon, n_users if n_users is not None else len(epsilon))
 
 
+def _divided(values, weights, overwrite):
+    """``values / weights`` per feature: in place with ``overwrite``, else a new array.
+
+    Every weight is 1 when every feature has the same range (bounds given as scalars):
+    the division is then exact and skipped. Otherwise it runs on flat blocks
+    (:func:`~skhybrid.utils._validation.feature_wise`: numpy's broadcast of one weight
+    per feature over few columns runs a loop of ``n_features`` values per row). The
+    result is the same, element for element, either way.
+    """
+    if np.all(weights == 1.0):
+        return values if overwrite else values.copy()
+    return feature_wise(np.divide, values, weights, out=values if overwrite else None)
+
+
+def _multiplied(released, weights):
+    """``released * weights`` per feature, in place (skipped when every weight is 1, as
+    in :func:`_divided`)."""
+    if np.all(weights == 1.0):
+        return released
+    return feature_wise(np.multiply, released, weights, out=released)
+
+
 class LocalLaplaceRandomizer(_LocalRandomizer):
     """Local Laplace randomizer: each user's report is epsilon_i-DP for that user alone.
 
@@ -124,11 +146,10 @@ class LocalLaplaceRandomizer(_LocalRandomizer):
                                    overwrite=overwrite)
         # Several features: noise in proportion to each feature's range (see
         # feature_noise_weights), on the values divided by the weights.
-        scaled = np.divide(values, weights, out=values if overwrite else None)
+        scaled = _divided(values, weights, overwrite)
         released = laplace_release(scaled, self._scaled_sensitivity(ranges, weights), eps,
                                    rng, self.secure, overwrite=True)
-        released *= weights
-        return released
+        return _multiplied(released, weights)
 
     def _scaled_sensitivity(self, ranges, weights):
         """L1 width of the scaled box, plus the rounding of the division by the weights."""
@@ -177,11 +198,10 @@ class LocalGaussianRandomizer(_LocalRandomizer):
             return gaussian_release(values, np.sqrt(np.sum(ranges**2)), self._multiplier(eps),
                                     rng, self.secure, overwrite=overwrite)
         weights = feature_noise_weights(ranges, "gaussian")
-        scaled = np.divide(values, weights, out=values if overwrite else None)
+        scaled = _divided(values, weights, overwrite)
         released = gaussian_release(scaled, self._scaled_sensitivity(ranges, weights),
                                     self._multiplier(eps), rng, self.secure, overwrite=True)
-        released *= weights
-        return released
+        return _multiplied(released, weights)
 
     def _scaled_sensitivity(self, ranges, weights):
         """L2 width of the scaled box, plus the rounding of the division by the weights."""

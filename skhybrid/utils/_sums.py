@@ -248,6 +248,39 @@ def per_feature(values, n_features, *, copy=False):
     return broadcast
 
 
+#: Rows per matrix-vector product of :func:`float_column_sums` (and its ones, read only).
+_COLUMN_SUM_ROWS = 2**16
+_COLUMN_SUM_ONES = np.ones(_COLUMN_SUM_ROWS)
+_COLUMN_SUM_ONES.flags.writeable = False
+
+
+def float_column_sums(values):
+    """Each column's float64 sum of a 2-d array: products of blocks of rows with ones (BLAS).
+
+    numpy's ``values.sum(axis=0)`` adds a row-major array of a few columns row by row, in
+    a loop of ``n_features`` values: 25x slower than this product at 3 features (56,250
+    rows: 606 us against 24 us). Only for values whose rounding is part of no guarantee
+    (already private reports); fixed-point codes have exact sums
+    (:func:`fixed_point_sums`). One column is contiguous and keeps numpy's own
+    (pairwise) sum.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_rows, n_features)
+
+    Returns
+    -------
+    sums : ndarray of float64 of shape (n_features,)
+    """
+    if values.shape[1] == 1:
+        return values.sum(axis=0, dtype=np.float64)
+    sums = np.zeros(values.shape[1])
+    for start in range(0, values.shape[0], _COLUMN_SUM_ROWS):
+        block = values[start:start + _COLUMN_SUM_ROWS]
+        sums += _COLUMN_SUM_ONES[:block.shape[0]] @ block
+    return sums
+
+
 def _float_rows(values):
     """``values`` as a 2-d float64 array (no copy when it already is one)."""
     values = np.asarray(values, dtype=np.float64)

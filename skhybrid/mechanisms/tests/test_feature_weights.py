@@ -63,3 +63,24 @@ def test_private_variance_estimate_is_the_lowered_second_moment_minus_the_square
         tcm_second=np.array([5.0]), tcm_second_variance=np.array([1e-9]),
         report_first=None, report_second=None, n_reports=0, report_noise_variance=None)
     assert high[0] == 0.25
+
+
+@pytest.mark.parametrize("weights", [np.ones(3), feature_noise_weights(RANGES)],
+                         ids=["every weight 1", "weights per feature"])
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_local_release_scales_by_the_weights_as_broadcasting(weights, overwrite):
+    """The local randomizers divide by the weights before the noise and multiply after:
+    element for element numpy's broadcast (skipped when every weight is 1, where both
+    are exact), in place only with ``overwrite``; more rows than one flat block."""
+    from skhybrid.mechanisms._local import _divided, _multiplied
+
+    values = np.random.default_rng(0).uniform(-5.0, 5.0, size=(70_001, 3))
+    original = values.copy()
+    divided = _divided(values, weights, overwrite)
+    np.testing.assert_array_equal(divided, original / weights)
+    assert np.shares_memory(divided, values) == overwrite
+    if not overwrite:
+        np.testing.assert_array_equal(values, original)
+    multiplied = _multiplied(divided, weights)
+    assert multiplied is divided
+    np.testing.assert_array_equal(multiplied, (original / weights) * weights)

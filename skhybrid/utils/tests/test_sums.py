@@ -1,5 +1,7 @@
 """Grouped sums of fixed-point codes are exact integers, whichever path sums them."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -293,3 +295,19 @@ def test_numpy_sums_until_the_compiled_kernels_pay(monkeypatch):
     spent = _sums._tier["numpy_seconds"] + values.size * per_value
     assert spent >= _sums._NUMPY_SECONDS_BEFORE_COMPILED
     assert _sums._compiled(2**17, 1) and not _sums._compiled(100, 1)
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (5, 2), (2**16 + 3, 3), (3 * 2**16, 10)])
+def test_float_column_sums_are_the_column_sums(shape):
+    """Blocks of rows times ones (more rows than one block too): the column sums, to
+    float64 rounding; one column is numpy's own sum, bit for bit."""
+    from skhybrid.utils._sums import float_column_sums
+
+    rng = np.random.default_rng(shape[0])
+    values = rng.normal(3.0, 2.0, size=shape)
+    sums = float_column_sums(values)
+    assert sums.shape == (shape[1],) and sums.dtype == np.float64
+    exact = np.array([math.fsum(column) for column in values.T])
+    np.testing.assert_allclose(sums, exact, rtol=1e-12, atol=1e-9)
+    column = values[:, :1]
+    np.testing.assert_array_equal(float_column_sums(column), column.sum(axis=0))

@@ -329,11 +329,12 @@ def test_default_randomness_is_secure_and_seeds_reproduce():
 
 @pytest.mark.parametrize("shape", [(50_000,), (50_000, 1), (150_001, 3), (10, 20_000), (0, 2)])
 @pytest.mark.parametrize("share", [0.0, 0.3, 1.0])
-def test_masked_rows_selects_the_same_rows_as_boolean_indexing(shape, share):
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_masked_rows_selects_the_same_rows_as_boolean_indexing(shape, share, order):
     from skhybrid.utils._validation import masked_rows
 
     rng = np.random.default_rng(len(shape) + shape[0])
-    X = rng.normal(size=shape)
+    X = np.asarray(rng.normal(size=shape), order=order)
     rows = rng.random(shape[0]) < share
     selected = masked_rows(X, rows)
     np.testing.assert_array_equal(selected, X[rows])
