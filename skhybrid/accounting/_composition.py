@@ -23,7 +23,6 @@ the Gaussian part is tight, and it is added to the pure part by basic compositio
 """
 
 import numpy as np
-from scipy.optimize import brentq
 
 from ..mechanisms._calibration import analytic_gaussian_delta
 
@@ -72,6 +71,8 @@ def _gaussian_epsilon_one(gaussian, delta):
         high *= 2.0
         if high > 1e6:
             return np.inf
+    from scipy.optimize import brentq  # scipy.optimize costs 0.4 s to import
+
     epsilon = brentq(excess, 0.0, high, xtol=1e-14, rtol=1e-14)
     # Round up so the stated epsilon is never below the true one.
     while excess(epsilon) > 0:

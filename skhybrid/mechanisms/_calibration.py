@@ -1,7 +1,6 @@
 """Calibration of the Gaussian mechanism's noise to a target (epsilon, delta)."""
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
 
 _CALIBRATIONS = ("analytic", "classic")
@@ -38,6 +37,8 @@ def _analytic_multiplier(epsilon, delta):
     low = high - 2.0
     while excess(low) < 0:
         low -= 2.0
+    from scipy.optimize import brentq  # scipy.optimize costs 0.4 s to import
+
     log_r = brentq(excess, low, high, xtol=1e-14, rtol=1e-14)
     r = np.exp(log_r)
     # Round up so the achieved delta never exceeds the target.
