@@ -481,6 +481,9 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
     shifted = np.empty((0 if by_columns else _LLOYD_ROWS, n_features))
     flat_shifted = shifted.reshape(shifted.size)
     block_labels = np.empty(_LLOYD_ROWS, dtype=np.intp)
+    local_labels = np.empty(_LLOYD_ROWS, dtype=np.intp)
+    local_groups = np.empty(_LLOYD_ROWS, dtype=np.intp)
+    central_rows = np.empty(_LLOYD_ROWS, dtype=np.intp)
     codes = np.empty((_LLOYD_ROWS, n_features), dtype=np.int64)
     flat_codes = codes.reshape(size)
     # The same constants for every feature (bounds given as scalars, the usual case):
@@ -519,40 +522,52 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
             _block_codes_alike(block, lower[0], upper[0], scale[0], flat_codes)
         elif block_codes:
             _block_codes(block, lowers, uppers, scales, flat_codes)
-        for row in range(n_block):
-            label = block_labels[row]
-            if labels is not None:
-                labels[first + row] = label
-            local = False
-            if reports is not None:
-                local = True
-                if is_local is not None:
-                    local = is_local[first + row]
-            if local:
-                group = label
-                if uniforms is not None:
-                    if level is None:
-                        threshold = change[0]
-                    else:
-                        threshold = change[level[position]]
-                    group = _respond(label, uniforms[position], shifts[position], threshold,
-                                    n_clusters)
-                if level is not None:
-                    group += level[position] * n_clusters
-                local_counts[group] += 1.0
-                for feature in range(n_features):
-                    local_sums[group, feature] += reports[position, feature]
-                position += 1
-            elif sums is not None:
-                counts[label] += 1
-                if reports is None:  # every row central: its codes were computed above
+        if labels is not None:
+            for row in range(n_block):
+                labels[first + row] = block_labels[row]
+        if reports is None:
+            if sums is not None:  # every row central: its codes were computed above
+                for row in range(n_block):
+                    label = block_labels[row]
+                    counts[label] += 1
                     for feature in range(n_features):
                         sums[label, feature] += codes[row, feature]
-                else:  # a few central rows among local ones: their codes only
-                    for feature in range(n_features):
-                        sums[label, feature] += np.int64(fixed_point_code(
-                            X[first + row, feature], lower[feature], upper[feature],
-                            scale[feature]))
+            continue
+        # Local and central rows apart, without branches on which is which (a branch on
+        # a random mix mispredicts): the local rows' labels, and the central rows'.
+        n_local, n_central = 0, 0
+        for row in range(n_block):
+            is_local_row = True if is_local is None else is_local[first + row]
+            local_labels[n_local] = block_labels[row]
+            central_rows[n_central] = row
+            n_local += np.intp(is_local_row)
+            n_central += 1 - np.intp(is_local_row)
+        # Each local user's randomized response, in a loop without branches either
+        # (whether a report changes is random).
+        for user in range(n_local):
+            group = local_labels[user]
+            if uniforms is not None:
+                threshold = change[0] if level is None else change[level[position + user]]
+                group = _respond(group, uniforms[position + user], shifts[position + user],
+                                 threshold, n_clusters)
+            if level is not None:
+                group += level[position + user] * n_clusters
+            local_groups[user] = group
+        for user in range(n_local):
+            group = local_groups[user]
+            local_counts[group] += 1.0
+            for feature in range(n_features):
+                local_sums[group, feature] += reports[position + user, feature]
+        position += n_local
+        if sums is not None:  # a few central rows among local ones: their codes only
+            for index in range(n_central):
+                row = central_rows[index]
+                label = block_labels[row]
+                counts[label] += 1
+                for feature in range(n_features):
+                    sums[label, feature] += np.int64(fixed_point_code(
+                        X[first + row, feature], lower[feature], upper[feature],
+                        scale[feature]))
 
 
 @numba.njit(**_OPTIONS)
