@@ -110,6 +110,19 @@ class _SQLStore:
     # text-escaped bytea is twice the size and parsed by the server.
     blob_placeholder = "?"
     shareable = True
+    #: Whether ``_connection`` was opened by this store: a connection the caller gave
+    #: stays the caller's to close.
+    _owned = True
+
+    def __del__(self):
+        # A connection this store opened is closed with it (psycopg warns of one that is
+        # collected open); one from another process (after a fork) is left alone.
+        connection = getattr(self, "_connection", None)
+        if connection is not None and self._owned and self._pid == os.getpid():
+            try:
+                connection.close()
+            except Exception:  # at interpreter exit the driver may be half torn down
+                pass
 
     def _sql(self, statement):
         return (statement.replace("?", self.placeholder).replace("{p}", self.prefix)
@@ -288,6 +301,7 @@ class PostgresStore(_SQLStore):
             secret = {} if info.password is None else {"password": info.password}
             self.target = Conninfo(psycopg.conninfo.make_conninfo(info.dsn, **secret))
             self._connection, self._pid = target, os.getpid()
+            self._owned = False
             target.autocommit = True
         else:
             self.target = str(target)
@@ -322,7 +336,7 @@ class PostgresStore(_SQLStore):
                                          connect_timeout=max(1, round(self.timeout)))
         except psycopg.Error as error:
             raise LedgerError(f"{self.description} cannot be reached: {error}") from error
-        self._connection, self._pid = connection, os.getpid()
+        self._connection, self._pid, self._owned = connection, os.getpid(), True
         return connection
 
     def _execute(self, statement, parameters=None):

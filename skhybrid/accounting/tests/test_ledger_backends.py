@@ -308,12 +308,13 @@ def test_a_psycopg_connection_is_a_ledger_and_pickles_as_its_address(postgres_ur
 
     import psycopg
 
-    ledger = PrivacyLedger(psycopg.connect(postgres_url), default_budget=2.0)
-    ledger.charge(["a"], 0.5)
-    assert "password" not in repr(ledger) and ledger.path.startswith("dbname=")
-    copy = pickle.loads(pickle.dumps(ledger))
-    copy.charge(["a"], 0.25)
-    assert ledger.spent(["a"]).tolist() == [0.75]
+    with psycopg.connect(postgres_url) as connection:  # the caller's, closed by the caller
+        ledger = PrivacyLedger(connection, default_budget=2.0)
+        ledger.charge(["a"], 0.5)
+        assert "password" not in repr(ledger) and ledger.path.startswith("dbname=")
+        copy = pickle.loads(pickle.dumps(ledger))
+        copy.charge(["a"], 0.25)
+        assert ledger.spent(["a"]).tolist() == [0.75]
 
 
 def test_a_ledger_file_of_an_older_format_is_a_clear_error(tmp_path):
@@ -328,3 +329,27 @@ def test_a_ledger_file_of_an_older_format_is_a_clear_error(tmp_path):
     with pytest.raises(LedgerError, match="format 'skhybrid-privacy-ledger-1'; this version "
                                           "reads 'skhybrid-privacy-ledger-2'"):
         PrivacyLedger(path)
+
+
+def test_a_dropped_postgres_ledger_closes_its_own_connection_not_the_callers(postgres_url):
+    """psycopg warns of a connection collected open: the ledger closes the one it opened
+    when it is collected; a connection the caller gave stays open, the caller's."""
+    import gc
+    import warnings
+
+    import psycopg
+
+    ledger = PrivacyLedger(postgres_url, default_budget=2.0)
+    ledger.charge(["a"], 0.5)
+    own = ledger._store._connection
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ResourceWarning)
+        del ledger
+        gc.collect()
+    assert own.closed
+    with psycopg.connect(postgres_url) as connection:
+        ledger = PrivacyLedger(connection, default_budget=2.0)
+        ledger.charge(["b"], 0.5)
+        del ledger
+        gc.collect()
+        assert not connection.closed
