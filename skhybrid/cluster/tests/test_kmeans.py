@@ -475,16 +475,18 @@ def test_predict_transform_and_score_agree_with_the_centres():
     assert km.score(X) == pytest.approx(-np.mean(distances.min(axis=1) ** 2), rel=1e-12)
 
 
-def test_predict_far_from_zero_is_the_nearest_centre():
+def test_predict_and_transform_far_from_zero_are_the_direct_distances():
     """Data near 1e6: ``||c||^2 - 2 x . c`` computed about zero loses about 1e-4 to
-    rounding and mislabels the rows near a boundary (hundreds of 50,000 here); centred
-    on the centres, the labels are those of the direct distances."""
+    rounding and mislabels the rows near a boundary (hundreds of 50,000 here), and
+    ``transform``'s distances were off by up to 0.008; centred on the centres, the
+    labels and distances are those of the direct differences."""
     rng = np.random.default_rng(5)
     X = rng.normal(0.5, 0.3, size=(50_000, 10)) + 1e6
     km = HybridKMeans(10, epsilon=5.0, n_iter=3, bounds=(1e6 - 0.5, 1e6 + 1.5),
                       random_state=3).fit(X)
     direct = ((X[:, None, :] - km.cluster_centers_[None]) ** 2).sum(axis=2)
     np.testing.assert_array_equal(km.predict(X), direct.argmin(axis=1))
+    np.testing.assert_allclose(km.transform(X), np.sqrt(direct), rtol=0, atol=1e-9)
 
 
 def test_fit_predict_is_a_prediction_from_the_private_centres():
