@@ -26,11 +26,14 @@ REPEATS = 5
 def best_times(functions, repeats=REPEATS):
     """Smallest wall-clock time of each function over `repeats` rounds.
 
-    The functions run in turn within each round, so a busy machine slows them alike.
+    The functions run in turn within each round, so a busy machine slows them alike;
+    each after 20 ms of quiet (scikit-learn's OpenMP threads spin for a few milliseconds
+    after a fit, and a call timed right after one competes with them for the cores).
     """
     times = [[] for _ in functions]
     for _ in range(repeats):
         for index, function in enumerate(functions):
+            time.sleep(0.02)
             start = time.perf_counter()
             function()
             times[index].append(time.perf_counter() - start)

@@ -53,17 +53,24 @@ from skhybrid.utils._sums import fixed_point_sums
 ROUNDS = 5
 #: K-means' time per iteration is a difference of two fits' times: more rounds.
 KMEANS_ROUNDS = 7
+#: Seconds of quiet before each timed call. scikit-learn's OpenMP threads and
+#: OpenBLAS's spin for a few milliseconds after their work ends, so a call timed right
+#: after one competes with them for the cores (measured: our K-means pass at 1e5 x 50
+#: took 24% longer right after a scikit-learn fit than after a 10 ms pause).
+SETTLE_SECONDS = 0.02
 #: The estimators with a privacy level per user, in the order of their timed calls.
 ESTIMATORS = ["ADPMEstimator", "PDPSampleEstimator", "MixedMeanEstimator"]
 
 
 def interleaved(functions, rounds=ROUNDS):
-    """Each function's time in each round (one untimed warm-up call of each first)."""
+    """Each function's time in each round (one untimed warm-up call of each first),
+    each call after ``SETTLE_SECONDS`` of quiet."""
     for function in functions:
         function()
     times = np.empty((rounds, len(functions)))
     for round_ in range(rounds):
         for index, function in enumerate(functions):
+            time.sleep(SETTLE_SECONDS)
             start = time.perf_counter()
             function()
             times[round_, index] = time.perf_counter() - start
