@@ -376,37 +376,20 @@ def _column_distances(columns, n_block, scaled_centres, norms, distances):
 
 
 @numba.njit(inline="always", **_OPTIONS)
-def _first_nearest_columns(distances, n_block, best, labels):
-    """``labels[:n_block] = argmin(distances[:, :n_block], axis=0)`` (the first on ties),
-    centre by centre over the rows (a loop that vectorizes)."""
-    nearest = distances[0]
+def _first_nearest_columns(distances, n_block, norms, best, labels):
+    """``labels[:n_block] = argmin(distances[:, :n_block] + norms[:, None], axis=0)`` (the
+    first on ties), centre by centre over the rows (a loop that vectorizes)."""
+    nearest, norm = distances[0], norms[0]
     for row in range(n_block):
-        best[row] = nearest[row]
+        best[row] = nearest[row] + norm
         labels[row] = 0
     for centre in range(1, distances.shape[0]):
-        candidate = distances[centre]
+        candidate, norm = distances[centre], norms[centre]
         for row in range(n_block):
-            value = candidate[row]
+            value = candidate[row] + norm
             closer = value < best[row]
             best[row] = value if closer else best[row]
             labels[row] = centre if closer else labels[row]
-
-
-@numba.njit(inline="always", **_OPTIONS)
-def _first_nearest_rows(distances, n_block, norms, labels):
-    """``labels[:n_block] = argmin(distances + norms, axis=1)`` (the first on ties), row by
-    row (for BLAS's row-major distances)."""
-    n_clusters = norms.shape[0]
-    for row in range(n_block):
-        best = distances[row, 0] + norms[0]
-        label = 0
-        for centre in range(1, n_clusters):
-            value = distances[row, centre] + norms[centre]
-            closer = value < best
-            # Selections rather than branches: which centre is closer is unpredictable.
-            best = value if closer else best
-            label = centre if closer else label
-        labels[row] = label
 
 
 @numba.njit(**_OPTIONS)
@@ -477,7 +460,10 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
     stride = _COLUMN_STRIDE if by_columns else 0
     columns = np.empty((n_features, stride))
     column_distances = np.empty((n_clusters, stride))
-    best = np.empty(stride)
+    best = np.empty(_LLOYD_ROWS)
+    # The transposed block's distances include the norms; BLAS's get them added.
+    no_norms = np.zeros(n_clusters)
+    centre_rows = np.ascontiguousarray(scaled_centres.T)  # (n_clusters, n_features)
     shifted = np.empty((0 if by_columns else _LLOYD_ROWS, n_features))
     flat_shifted = shifted.reshape(shifted.size)
     block_labels = np.empty(_LLOYD_ROWS, dtype=np.intp)
@@ -510,14 +496,15 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
         if by_columns:
             _clip_shift_columns(block, n_block, lower, upper, origin, columns)
             _column_distances(columns, n_block, scaled_centres, norms, column_distances)
-            _first_nearest_columns(column_distances, n_block, best, block_labels)
+            _first_nearest_columns(column_distances, n_block, no_norms, best, block_labels)
         else:
             if alike:
                 _clip_shift_alike(block, lower[0], upper[0], origin[0], flat_shifted)
             else:
                 _clip_shift(block, lowers, uppers, origins, flat_shifted)
-            distances = np.dot(shifted[:n_block], scaled_centres)
-            _first_nearest_rows(distances, n_block, norms, block_labels)
+            # Centre by centre over the rows (transposed), so that the minimum vectorizes.
+            distances = np.dot(centre_rows, shifted[:n_block].T)
+            _first_nearest_columns(distances, n_block, norms, best, block_labels)
         if block_codes and alike:
             _block_codes_alike(block, lower[0], upper[0], scale[0], flat_codes)
         elif block_codes:
