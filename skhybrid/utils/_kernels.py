@@ -315,8 +315,8 @@ def _block_codes_alike(block, low, high, scale, codes):
 
 
 @numba.njit(inline="always", **_OPTIONS)
-def _column_distances(columns, n_block, scaled_centres, norms, distances):
-    """``distances[c, :n_block] = norms[c] + columns[:, :n_block].T @ scaled_centres[:, c]``.
+def _column_distances(columns, n_block, scaled_centres, distances):
+    """``distances[c, :n_block] = columns[:, :n_block].T @ scaled_centres[:, c]``.
 
     Loops over the rows of a transposed block, which vectorize: two centres at a time
     (each column read once per pair), four features at a time (each distance loaded and
@@ -327,10 +327,9 @@ def _column_distances(columns, n_block, scaled_centres, norms, distances):
     n_clusters = scaled_centres.shape[1]
     for centre in range(0, n_clusters - 1, 2):
         first, second = distances[centre], distances[centre + 1]
-        norm, other_norm = norms[centre], norms[centre + 1]
         for row in range(n_block):
-            first[row] = norm
-            second[row] = other_norm
+            first[row] = 0.0
+            second[row] = 0.0
         feature = 0
         while feature + 4 <= n_features:
             x0, x1 = columns[feature], columns[feature + 1]
@@ -355,9 +354,8 @@ def _column_distances(columns, n_block, scaled_centres, norms, distances):
     if n_clusters % 2:  # the last centre of an odd number, alone
         centre = n_clusters - 1
         first = distances[centre]
-        norm = norms[centre]
         for row in range(n_block):
-            first[row] = norm
+            first[row] = 0.0
         feature = 0
         while feature + 4 <= n_features:
             x0, x1 = columns[feature], columns[feature + 1]
@@ -461,8 +459,6 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
     columns = np.empty((n_features, stride))
     column_distances = np.empty((n_clusters, stride))
     best = np.empty(_LLOYD_ROWS)
-    # The transposed block's distances include the norms; BLAS's get them added.
-    no_norms = np.zeros(n_clusters)
     centre_rows = np.ascontiguousarray(scaled_centres.T)  # (n_clusters, n_features)
     shifted = np.empty((0 if by_columns else _LLOYD_ROWS, n_features))
     flat_shifted = shifted.reshape(shifted.size)
@@ -495,8 +491,8 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
         block = X[first:first + n_block].reshape(n_block * n_features)
         if by_columns:
             _clip_shift_columns(block, n_block, lower, upper, origin, columns)
-            _column_distances(columns, n_block, scaled_centres, norms, column_distances)
-            _first_nearest_columns(column_distances, n_block, no_norms, best, block_labels)
+            _column_distances(columns, n_block, scaled_centres, column_distances)
+            _first_nearest_columns(column_distances, n_block, norms, best, block_labels)
         else:
             if alike:
                 _clip_shift_alike(block, lower[0], upper[0], origin[0], flat_shifted)
