@@ -135,8 +135,6 @@ class _NumpyCodes:
         self._square = repeated[3:] or None
         self._scratch = np.empty(size)
         self._square_scratch = np.empty(size) if square is not None else None
-        # One feature: its column is contiguous and numpy's own sum is the quicker.
-        self._ones = np.ones(self.rows) if n_features > 1 else None
         self._alike = alike
 
     def blocks(self, n_rows):
@@ -171,9 +169,7 @@ class _NumpyCodes:
 
     def column_sums(self, rows):
         """Each column's sum of a block's rows, in float64: exact for codes."""
-        if self._ones is None:
-            return rows.sum(axis=0)
-        return self._ones[:rows.shape[0]] @ rows
+        return float_column_sums(rows)
 
     def code_sums(self, codes):
         """Each column's exact sum of a block's codes, as int64."""
