@@ -255,10 +255,10 @@ def float_column_sums(values):
 
     numpy's ``values.sum(axis=0)`` adds a row-major array of a few columns row by row, in
     a loop of ``n_features`` values: 25x slower than this product at 3 features (56,250
-    rows: 606 us against 24 us). Only for values whose rounding is part of no guarantee
-    (already private reports); fixed-point codes have exact sums
-    (:func:`fixed_point_sums`). One column is contiguous and keeps numpy's own
-    (pairwise) sum.
+    rows: 606 us against 24 us). For values whose rounding is part of no guarantee
+    (already private reports), or for integers whose partial sums stay below 2**53
+    (a block of fixed-point codes, :class:`_NumpyCodes`: exact in any order). One column
+    is contiguous and keeps numpy's own (pairwise) sum.
 
     Parameters
     ----------
