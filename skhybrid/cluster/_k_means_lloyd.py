@@ -75,15 +75,16 @@ class LocalResponses(NamedTuple):
         Their fixed reports (centred as the sums should be), in row order.
     level : ndarray of int of shape (n_local,) or None
         Each local user's privacy level (None: one level).
-    change : ndarray of float64 of shape (n_levels,)
-        Each level's probability of reporting another cluster
-        (:func:`~skhybrid.mechanisms._randomized_response.randomized_response_change_probability`).
+    widths : ndarray of float64 of shape (n_levels,)
+        Each level's randomized-response width: the draws per other cluster, out of
+        ``2**53``
+        (:func:`~skhybrid.mechanisms._randomized_response.randomized_response_widths`).
     """
 
     rows: np.ndarray
     reports: np.ndarray
     level: np.ndarray
-    change: np.ndarray
+    widths: np.ndarray
 
 
 def _task_rows(n_rows):
@@ -165,7 +166,7 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
     label_array = np.empty(n_samples, dtype=np.intp) if labels else None
     n_groups = 0
     if local is not None:
-        n_groups = n_clusters * local.change.shape[0]
+        n_groups = n_clusters * local.widths.shape[0]
 
     step = _task_rows(n_samples)
     starts = list(range(0, n_samples, step)) or [0]  # one empty task for no rows
@@ -188,7 +189,7 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
     # the previous one has started), while the other threads compute.
     at_once = drawn = None
     if responding and sum(n_local) <= _DRAWN_AT_ONCE:
-        at_once = response_draws(rng, sum(n_local), n_clusters)
+        at_once = response_draws(rng, sum(n_local))
     elif responding:
         drawn = [threading.Event() for _ in starts]
 
@@ -196,23 +197,22 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
 
     def draws(task):
         if not responding:
-            return None, None
+            return None
         if at_once is not None:
-            part = slice(first_local[task], first_local[task] + n_local[task])
-            return at_once[0][part], at_once[1][part]
+            return at_once[first_local[task]:first_local[task] + n_local[task]]
         if task:
             drawn[task - 1].wait()
         try:
             if n_local[task] == 0:
-                return None, None
-            return response_draws(rng, n_local[task], n_clusters)
+                return None
+            return response_draws(rng, n_local[task])
         finally:
             drawn[task].set()
 
     def search(task):
         start, stop = starts[task], stops[task]
         # The draws first: the next task's wait for them (nothing before can fail).
-        uniforms, shifts = draws(task)
+        words = draws(task)
         counts = np.zeros(n_clusters, dtype=np.int64)
         sums = np.zeros((n_clusters, n_features), dtype=np.int64) if code_sums else None
         if local is None:
@@ -222,9 +222,8 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
         local_counts, local_sums = np.zeros(n_groups), np.zeros((n_groups, n_features))
         level = None if local.level is None else local.level[first_local[task]:]
         nearest_centre_sums(X, start, stop, origin, scaled, norms, lower, upper, scale,
-                            label_array, counts, sums, local.rows, level, local.change,
-                            uniforms, shifts, local.reports[first_local[task]:], local_counts,
-                            local_sums)
+                            label_array, counts, sums, local.rows, level, local.widths, words,
+                            local.reports[first_local[task]:], local_counts, local_sums)
         return counts, sums, local_counts, local_sums
 
     workers = min(available_cores(), X.size // _ELEMENTS_PER_WORKER)

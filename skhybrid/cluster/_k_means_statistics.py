@@ -21,8 +21,8 @@ from ..mechanisms import LaplaceMechanism
 from ..mechanisms._feature_weights import feature_noise_weights
 from ..mechanisms._randomized_response import (
     RandomizedResponse,
-    randomized_response_change_probability,
     randomized_response_keep_probability,
+    randomized_response_widths,
 )
 from ..theory._hybrid import pwh_weight
 from ..utils._sums import centred_sums
@@ -278,7 +278,7 @@ class _LocalClustering:
         # response (Algorithm 1, line 7), and its report added to the reported cluster's
         # sums, in one pass over the users (with the tcm users' code sums for ``central``).
         local = LocalResponses(self._rows, self._reports, self._level,
-                               self._change_probability(k))
+                               self._response_widths(k))
         bounds = self._bounds if central is None else central
         _, counts, code_sums, (reported, sums) = lloyd_pass(
             self._values, centres - self._midpoint, origin=self._midpoint, bounds=bounds,
@@ -290,11 +290,11 @@ class _LocalClustering:
             return statistics
         return _CentralStatistics(counts, centred_code_sums(code_sums, counts)), statistics
 
-    def _change_probability(self, k):
-        """Each privacy level's probability of a response other than the nearest centre:
-        one randomized response per local user and iteration, at its level's
-        ``release_epsilon``."""
-        return randomized_response_change_probability(self._release_epsilon, k)
+    def _response_widths(self, k):
+        """Each privacy level's randomized-response width (the draws per cluster other
+        than the nearest centre): one randomized response per local user and iteration,
+        at its level's ``release_epsilon``."""
+        return randomized_response_widths(self._release_epsilon, k)
 
     def estimate(self, centres, rng):
         statistics = self.statistics(centres, rng)

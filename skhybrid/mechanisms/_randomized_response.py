@@ -10,7 +10,7 @@ from numbers import Integral
 import numpy as np
 
 from ..utils._responses import respond
-from ..utils._random import check_random_state
+from ..utils._random import check_random_state, random_words
 from ..utils._validation import check_epsilon
 
 
@@ -60,28 +60,58 @@ def randomized_response_change_probability(epsilon, n_categories):
         np.asarray(epsilon, dtype=np.float64), n_categories)
 
 
-def response_draws(rng, n_users, n_categories):
-    """The randomness of ``n_users`` users' k-ary randomized responses, from ``rng``.
+def randomized_response_widths(epsilon, n_categories):
+    """The draws per other category of k-ary randomized response, out of ``2**53``.
 
-    Each user's uniform in [0, 1) (a multiple of 2**-53: the report changes when it is
-    below the change probability) and shift, uniform in ``1 .. k - 1``: the category
-    ``(true + shift) mod k`` is then uniform over the other ``k - 1`` categories
-    (:func:`~skhybrid.utils._responses.respond`). Drawn as two arrays, the uniforms first.
+    A response reads one uniform integer ``draw`` in ``[0, 2**53)`` and reports the
+    other category number ``floor(draw / width)`` when that is below ``k - 1``
+    (:func:`~skhybrid.utils._responses.respond`): each other category has probability
+    exactly ``width / 2**53`` and the true one ``1 - (k - 1) width / 2**53``. The width
+    is the change probability ``c`` (:func:`randomized_response_change_probability`)
+    on that grid, rounded up: ``ceil(ceil(c 2**53) / (k - 1))``, in integers, and at
+    least 1. The response is then at least as random as ``c`` asks, so every
+    probability ratio is at most ``e^eps``: the change probability exceeds ``c`` by
+    at most ``(k - 1) 2**-53``. Whatever the epsilon (even where ``e^-eps`` underflows
+    and ``c`` is 0), the ratio is at most ``2**53``: the achieved level is at most
+    ``53 ln 2`` (about 36.7), never unbounded.
+
+    Parameters
+    ----------
+    epsilon : float or ndarray
+        > 0.
+    n_categories : int
+        k >= 1 (one category: the width ``2**53``, no draw changes it).
+
+    Returns
+    -------
+    width : ndarray of float64, of the shape of ``epsilon``
+        Integers in ``[1, 2**53]``, exact in float64.
+    """
+    levels = np.asarray(epsilon, dtype=np.float64)
+    if n_categories == 1:
+        return np.full(levels.shape, 2.0**53)
+    # c 2**53 is exact (a power of two), and so is its ceiling: an integer below 2**53.
+    change_draws = np.ceil(randomized_response_change_probability(levels, n_categories)
+                           * 2.0**53).astype(np.int64)
+    width = -(-change_draws // (n_categories - 1))  # integer ceiling division
+    return np.maximum(width, 1).astype(np.float64)
+
+
+def response_draws(rng, n_users):
+    """The randomness of ``n_users`` users' k-ary randomized responses, from ``rng``:
+    one uniform 64-bit word each, of which a response reads the top 53 bits
+    (:func:`~skhybrid.utils._responses.respond`).
 
     Parameters
     ----------
     rng : numpy.random.Generator
     n_users : int
-    n_categories : int
-        k >= 2.
 
     Returns
     -------
-    uniforms : ndarray of float64 of shape (n_users,)
-    shifts : ndarray of intp of shape (n_users,)
+    words : ndarray of uint64 of shape (n_users,)
     """
-    uniforms = rng.random(n_users)
-    return uniforms, rng.integers(1, n_categories, size=n_users, dtype=np.intp)
+    return random_words(rng, n_users)
 
 
 class RandomizedResponse:
@@ -102,10 +132,13 @@ class RandomizedResponse:
     Notes
     -----
     The outputs are categories, not floating-point values, so there is no low-order-bit
-    leak. A report changes when a uniform double (a multiple of 2**-53) is below the
-    change probability ``(k - 1) / (e^eps + k - 1)``, so the probabilities are exact up to
-    that grid; for an epsilon so large that the change probability is below 2**-53, the
-    achieved level is about ``53 ln 2 + ln(k - 1)`` (about 37), never unbounded.
+    leak. Each response reads the top 53 bits of one uniform 64-bit word: each other
+    category has probability exactly ``w / 2**53`` for an integer ``w``, the change
+    probability ``(k - 1) / (e^eps + k - 1)`` rounded up on that grid
+    (:func:`randomized_response_widths`). The response is therefore at least as random
+    as asked (the change probability is higher by at most ``(k - 1) 2**-53``; the
+    ratios stay at most ``e^eps``), and the achieved level is at most ``53 ln 2``
+    (about 36.7) for any epsilon, never unbounded.
 
     Examples
     --------
@@ -162,9 +195,8 @@ class RandomizedResponse:
         rng = check_random_state(random_state)
         if k == 1:
             return true.astype(np.intp)
-        uniforms, shifts = response_draws(rng, true.shape[0], k)
-        return respond(true.astype(np.intp), uniforms, shifts,
-                       randomized_response_change_probability(levels, k), k)
+        return respond(true.astype(np.intp), response_draws(rng, true.shape[0]),
+                       randomized_response_widths(levels, k), k)
 
     @staticmethod
     def _other_probability(levels, k):

@@ -6,18 +6,49 @@ both give the same report from the same draws; kept apart from the kernels so th
 importing the mechanism does not import numba.
 """
 
+import numpy as np
 
-def respond(category, uniform, shift, change, n_categories):
-    """k-ary randomized response of a category (or of arrays of them), from its draws.
+#: Bits of a 64-bit word that a response reads: its top 53, a uniform integer in
+#: ``[0, 2**53)`` that a float64 holds exactly.
+_DRAW_SHIFT = np.uint64(11)
 
-    The category moves by ``shift`` (uniform in ``1 .. k - 1``), modulo ``k``, when
-    ``uniform`` (uniform in [0, 1)) is below ``change``, the probability of reporting
-    another category: each other category is then equally likely
-    (:class:`~skhybrid.mechanisms._randomized_response.RandomizedResponse`, whose
-    ``privatize`` calls this on arrays; the compiled
-    :func:`~skhybrid.utils._kernels.nearest_centre_sums` on each user).
-    The sum is below ``2 k - 1``: one conditional subtraction is the modulo (a division
-    would cost more than the rest of a user's response).
+
+def respond(category, word, width, n_categories):
+    """k-ary randomized response of a category (or of arrays of them), from one 64-bit word.
+
+    The word's top 53 bits are a uniform integer ``draw`` in ``[0, 2**53)``; its slot
+    ``floor(draw / width)`` is ``j`` for exactly the ``width`` draws
+    ``j * width .. (j + 1) * width - 1``. A slot ``j < k - 1`` moves the category by
+    ``j + 1``, modulo ``k``: each other category then has probability exactly
+    ``width / 2**53``, and the category changes with probability
+    ``(k - 1) width / 2**53`` (the width of
+    :func:`~skhybrid.mechanisms._randomized_response.randomized_response_widths`). Any
+    other slot keeps it.
+
+    Exactness: ``draw`` and ``width`` are integers below ``2**53``, so both are exact
+    float64 and their quotient is rounded correctly, hence monotonically in ``draw``.
+    The rounding never crosses an integer: a quotient ``q`` that is not one is at least
+    ``1 / width`` from the next, which exceeds half an ulp of ``q`` wherever
+    ``q < 2**53 / width``. So ``floor`` of the float quotient is the exact slot, with
+    one division (vectorized) instead of an integer division (which is not).
+    The sum ``category + j + 1`` is below ``2 k - 1``: one conditional subtraction is
+    the modulo.
+
+    Parameters
+    ----------
+    category : int or ndarray of intp
+        In ``[0, n_categories)``.
+    word : numpy.uint64 or ndarray of uint64
+        One uniform 64-bit word per response
+        (:func:`~skhybrid.mechanisms._randomized_response.response_draws`).
+    width : float or ndarray of float64
+        An integer in ``[1, 2**53]``.
+    n_categories : int
+
+    Returns
+    -------
+    reported : int or ndarray of intp
     """
-    moved = category + shift * (uniform < change)
-    return moved - n_categories * (moved >= n_categories)
+    slot = np.intp(np.float64(word >> _DRAW_SHIFT) / width)
+    moved = category + (slot + 1) * np.intp(slot < n_categories - 1)
+    return moved - n_categories * np.intp(moved >= n_categories)

@@ -81,7 +81,7 @@ class _Ledger:
             return privatized_rows(values, rows, epsilon=epsilon, lower=lower, upper=upper,
                                    **kwargs)
 
-        original_response = _LocalClustering._change_probability
+        original_response = _LocalClustering._response_widths
 
         def recording_response(clustering, k):
             # One iteration's randomized responses: every local user at their level's
@@ -95,7 +95,7 @@ class _Ledger:
 
         monkeypatch.setattr(budget_module, "LaplaceMechanism", RecordingLaplace)
         monkeypatch.setattr(statistics_module, "privatized_rows", recording_privatized_rows)
-        monkeypatch.setattr(_LocalClustering, "_change_probability", recording_response)
+        monkeypatch.setattr(_LocalClustering, "_response_widths", recording_response)
 
     def _charge(self, n_rows, epsilon):
         # A local release covers the tcm users, the lm users or everyone, in row order.
@@ -718,7 +718,7 @@ def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster
         lloyd_pass,
     )
     from skhybrid.mechanisms._randomized_response import (
-        randomized_response_change_probability,
+        randomized_response_widths,
         response_draws,
     )
     from skhybrid.utils._kernels import respond
@@ -728,8 +728,8 @@ def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster
         n, n, n_features=n_features)
     k = centres.shape[0]
     lower, upper = np.zeros(n_features), np.ones(n_features)
-    change = randomized_response_change_probability(release_epsilon, k)
-    local = LocalResponses(is_local, reports, level, change)
+    widths = randomized_response_widths(release_epsilon, k)
+    local = LocalResponses(is_local, reports, level, widths)
     labels, counts, sums, (reported_counts, reported_sums) = lloyd_pass(
         X, centres, bounds=(lower, upper), labels=True, code_sums=True, local=local,
         rng=np.random.default_rng(3))
@@ -742,14 +742,12 @@ def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster
     # The same draws, made as the pass makes them.
     rng = np.random.default_rng(3)
     if is_local.sum() <= _DRAWN_AT_ONCE:
-        uniforms, shifts = response_draws(rng, int(is_local.sum()), k)
+        words = response_draws(rng, int(is_local.sum()))
     else:
         step = _task_rows(n)
-        draws = [response_draws(rng, int(is_local[start:start + step].sum()), k)
-                 for start in range(0, n, step)]
-        uniforms = np.concatenate([draw[0] for draw in draws])
-        shifts = np.concatenate([draw[1] for draw in draws])
-    reported = respond(labels[is_local], uniforms, shifts, change[level], k)
+        words = np.concatenate([response_draws(rng, int(is_local[start:start + step].sum()))
+                                for start in range(0, n, step)])
+    reported = respond(labels[is_local], words, widths[level], k)
     group = level * k + reported
     np.testing.assert_array_equal(reported_counts, np.bincount(group, minlength=2 * k))
     expected = np.zeros((2 * k, n_features))
@@ -761,16 +759,14 @@ def _fused_responses(category, epsilon, k=5):
     """Reported clusters of ``n`` users whose nearest centre is ``category``, by the fused
     pass (its counts per reported cluster, as one report per user)."""
     from skhybrid.cluster._k_means_lloyd import LocalResponses, lloyd_pass
-    from skhybrid.mechanisms._randomized_response import (
-        randomized_response_change_probability,
-    )
+    from skhybrid.mechanisms._randomized_response import randomized_response_widths
 
     centres = np.arange(k, dtype=np.float64)[:, np.newaxis]
 
     def release(n, rng):
         X = np.full((n, 1), float(category))
         local = LocalResponses(None, np.zeros((n, 1)), None,
-                               randomized_response_change_probability(np.array([epsilon]), k))
+                               randomized_response_widths(np.array([epsilon]), k))
         *_, (reported, _) = lloyd_pass(X, centres, local=local, rng=rng)
         return np.repeat(np.arange(k), reported.astype(np.int64))
 
