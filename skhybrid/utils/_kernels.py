@@ -246,6 +246,12 @@ _COLUMN_FEATURES = 24
 #: A transposed block's row stride: not a multiple of 4 KiB, so that its columns do not
 #: compete for the same sets of the cache.
 _COLUMN_STRIDE = _LLOYD_ROWS + 8
+#: Rows of a span of :func:`nearest_centre_sums` (whole blocks): the local rows of a span
+#: respond and add their reports together, after the span's labels. Each of their
+#: streams (the trust mask, the words, the reports) is then read in runs of a span, not
+#: of a block: measured at 1e6 x 10 with 95% local rows, a pass 10-15% quicker than
+#: block by block, the same from 2048 to 8192 rows and slower from 16384.
+_SPAN_ROWS = 16 * _LLOYD_ROWS
 
 
 @numba.njit(inline="always", **_OPTIONS)
@@ -411,7 +417,8 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
     ``x - origin``): by compiled loops over the block transposed for up to
     ``_COLUMN_FEATURES`` features (:func:`_column_distances`), else by one matrix
     product (BLAS); the first smallest is the row's label (ties to the first centre,
-    as ``argmin``). Then, while the block is in cache:
+    as ``argmin``). Then, while the block is in cache (with ``reports``: for the
+    ``_SPAN_ROWS`` rows of a span of blocks, after their labels):
 
     - a central row (unless ``sums`` is None) is counted in its label's ``counts`` and
       its :func:`fixed_point_code` of every feature is added to its label's sums in
@@ -470,10 +477,10 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
     centre_rows = np.ascontiguousarray(scaled_centres.T)  # (n_clusters, n_features)
     shifted = np.empty((0 if by_columns else _LLOYD_ROWS, n_features))
     flat_shifted = shifted.reshape(shifted.size)
-    block_labels = np.empty(_LLOYD_ROWS, dtype=np.intp)
-    local_labels = np.empty(_LLOYD_ROWS, dtype=np.intp)
-    local_groups = np.empty(_LLOYD_ROWS, dtype=np.intp)
-    central_rows = np.empty(_LLOYD_ROWS, dtype=np.intp)
+    span_labels = np.empty(_SPAN_ROWS, dtype=np.intp)
+    local_labels = np.empty(_SPAN_ROWS, dtype=np.intp)
+    local_groups = np.empty(_SPAN_ROWS, dtype=np.intp)
+    central_rows = np.empty(_SPAN_ROWS, dtype=np.intp)
     codes = np.empty((_LLOYD_ROWS, n_features), dtype=np.int64)
     flat_codes = codes.reshape(size)
     # The same constants for every feature (bounds given as scalars, the usual case):
@@ -494,42 +501,46 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
     # codes are computed with its sums, below).
     block_codes = sums is not None and reports is None
     position = 0  # the next local user of this part
-    for first in range(start, stop, _LLOYD_ROWS):
-        n_block = min(_LLOYD_ROWS, stop - first)
-        block = X[first:first + n_block].reshape(n_block * n_features)
-        if by_columns:
-            _clip_shift_columns(block, n_block, lower, upper, origin, columns)
-            _column_distances(columns, n_block, scaled_centres, column_distances)
-            _first_nearest_columns(column_distances, n_block, norms, best, block_labels)
-        else:
-            if alike:
-                _clip_shift_alike(block, lower[0], upper[0], origin[0], flat_shifted)
+    for span_first in range(start, stop, _SPAN_ROWS):
+        n_span = min(_SPAN_ROWS, stop - span_first)
+        for offset in range(0, n_span, _LLOYD_ROWS):
+            first = span_first + offset
+            n_block = min(_LLOYD_ROWS, n_span - offset)
+            block = X[first:first + n_block].reshape(n_block * n_features)
+            block_labels = span_labels[offset:offset + n_block]
+            if by_columns:
+                _clip_shift_columns(block, n_block, lower, upper, origin, columns)
+                _column_distances(columns, n_block, scaled_centres, column_distances)
+                _first_nearest_columns(column_distances, n_block, norms, best, block_labels)
             else:
-                _clip_shift(block, lowers, uppers, origins, flat_shifted)
-            # Centre by centre over the rows (transposed), so that the minimum vectorizes.
-            distances = np.dot(centre_rows, shifted[:n_block].T)
-            _first_nearest_columns(distances, n_block, norms, best, block_labels)
-        if block_codes and alike:
-            _block_codes_alike(block, lower[0], upper[0], scale[0], flat_codes)
-        elif block_codes:
-            _block_codes(block, lowers, uppers, scales, flat_codes)
-        if labels is not None:
-            for row in range(n_block):
-                labels[first + row] = block_labels[row]
-        if reports is None:
-            if sums is not None:  # every row central: its codes were computed above
+                if alike:
+                    _clip_shift_alike(block, lower[0], upper[0], origin[0], flat_shifted)
+                else:
+                    _clip_shift(block, lowers, uppers, origins, flat_shifted)
+                # Centre by centre over the rows (transposed): the minimum vectorizes.
+                distances = np.dot(centre_rows, shifted[:n_block].T)
+                _first_nearest_columns(distances, n_block, norms, best, block_labels)
+            if labels is not None:
+                for row in range(n_block):
+                    labels[first + row] = block_labels[row]
+            if block_codes:  # every row central: the block's codes, in one flat loop
+                if alike:
+                    _block_codes_alike(block, lower[0], upper[0], scale[0], flat_codes)
+                else:
+                    _block_codes(block, lowers, uppers, scales, flat_codes)
                 for row in range(n_block):
                     label = block_labels[row]
                     counts[label] += 1
                     for feature in range(n_features):
                         sums[label, feature] += codes[row, feature]
+        if reports is None:
             continue
         # Local and central rows apart, without branches on which is which (a branch on
         # a random mix mispredicts): the local rows' labels, and the central rows'.
         n_local, n_central = 0, 0
-        for row in range(n_block):
-            is_local_row = True if is_local is None else is_local[first + row]
-            local_labels[n_local] = block_labels[row]
+        for row in range(n_span):
+            is_local_row = True if is_local is None else is_local[span_first + row]
+            local_labels[n_local] = span_labels[row]
             central_rows[n_central] = row
             n_local += np.intp(is_local_row)
             n_central += 1 - np.intp(is_local_row)
@@ -554,11 +565,11 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
         if sums is not None:  # a few central rows among local ones: their codes only
             for index in range(n_central):
                 row = central_rows[index]
-                label = block_labels[row]
+                label = span_labels[row]
                 counts[label] += 1
                 for feature in range(n_features):
                     sums[label, feature] += np.int64(fixed_point_code(
-                        X[first + row, feature], lower[feature], upper[feature],
+                        X[span_first + row, feature], lower[feature], upper[feature],
                         scale[feature]))
 
 
