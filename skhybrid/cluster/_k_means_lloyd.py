@@ -77,7 +77,7 @@ class LocalResponses(NamedTuple):
         Each local user's privacy level (None: one level).
     widths : ndarray of float64 of shape (n_levels,)
         Each level's randomized-response width: the draws per other cluster, out of
-        ``2**53``
+        ``2**32``
         (:func:`~skhybrid.mechanisms._randomized_response.randomized_response_widths`).
     """
 
@@ -212,7 +212,7 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
     def search(task):
         start, stop = starts[task], stops[task]
         # The draws first: the next task's wait for them (nothing before can fail).
-        words = draws(task)
+        task_draws = draws(task)
         counts = np.zeros(n_clusters, dtype=np.int64)
         sums = np.zeros((n_clusters, n_features), dtype=np.int64) if code_sums else None
         if local is None:
@@ -222,7 +222,7 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
         local_counts, local_sums = np.zeros(n_groups), np.zeros((n_groups, n_features))
         level = None if local.level is None else local.level[first_local[task]:]
         nearest_centre_sums(X, start, stop, origin, scaled, norms, lower, upper, scale,
-                            label_array, counts, sums, local.rows, level, local.widths, words,
+                            label_array, counts, sums, local.rows, level, local.widths, task_draws,
                             local.reports[first_local[task]:], local_counts, local_sums)
         return counts, sums, local_counts, local_sums
 

@@ -9,7 +9,7 @@ from numbers import Integral
 
 import numpy as np
 
-from ..utils._responses import respond
+from ..utils._responses import DRAW_BITS, respond
 from ..utils._random import check_random_state, random_words
 from ..utils._validation import check_epsilon
 
@@ -61,45 +61,46 @@ def randomized_response_change_probability(epsilon, n_categories):
 
 
 def randomized_response_widths(epsilon, n_categories):
-    """The draws per other category of k-ary randomized response, out of ``2**53``.
+    """The draws per other category of k-ary randomized response, out of ``2**32``.
 
-    A response reads one uniform integer ``draw`` in ``[0, 2**53)`` and reports the
-    other category number ``floor(draw / width)`` when that is below ``k - 1``
+    A response reads one uniform integer ``draw`` in ``[0, 2**32)`` and moves the true
+    category by ``floor(draw / width) + 1`` when that slot is below ``k - 1``
     (:func:`~skhybrid.utils._responses.respond`): each other category has probability
-    exactly ``width / 2**53`` and the true one ``1 - (k - 1) width / 2**53``. The width
+    exactly ``width / 2**32`` and the true one ``1 - (k - 1) width / 2**32``. The width
     is the change probability ``c`` (:func:`randomized_response_change_probability`)
-    on that grid, rounded up: ``ceil(ceil(c 2**53) / (k - 1))``, in integers, and at
+    on that grid, rounded up: ``ceil(ceil(c 2**32) / (k - 1))``, in integers, and at
     least 1. The response is then at least as random as ``c`` asks, so every
-    probability ratio is at most ``e^eps``: the change probability exceeds ``c`` by
-    at most ``(k - 1) 2**-53``. Whatever the epsilon (even where ``e^-eps`` underflows
-    and ``c`` is 0), the ratio is at most ``2**53``: the achieved level is at most
-    ``53 ln 2`` (about 36.7), never unbounded.
+    probability ratio is at most ``e^eps``: the change probability exceeds ``c`` by at
+    most ``(k - 1) 2**-32``. Whatever the epsilon, the ratio is at most ``2**32``: the
+    achieved level is at most ``32 ln 2`` (about 22.2), never unbounded. (An epsilon
+    above that would change fewer than one report in four billion; it gets that many.)
 
     Parameters
     ----------
     epsilon : float or ndarray
         > 0.
     n_categories : int
-        k >= 1 (one category: the width ``2**53``, no draw changes it).
+        k >= 1 (one category: the width ``2**32``, no draw changes it).
 
     Returns
     -------
     width : ndarray of float64, of the shape of ``epsilon``
-        Integers in ``[1, 2**53]``, exact in float64.
+        Integers in ``[1, 2**32]``, exact in float64.
     """
     levels = np.asarray(epsilon, dtype=np.float64)
+    grid = 2.0**DRAW_BITS
     if n_categories == 1:
-        return np.full(levels.shape, 2.0**53)
-    # c 2**53 is exact (a power of two), and so is its ceiling: an integer below 2**53.
+        return np.full(levels.shape, grid)
+    # c 2**32 is exact (a power of two), and so is its ceiling, an integer.
     change_draws = np.ceil(randomized_response_change_probability(levels, n_categories)
-                           * 2.0**53).astype(np.int64)
+                           * grid).astype(np.int64)
     width = -(-change_draws // (n_categories - 1))  # integer ceiling division
     return np.maximum(width, 1).astype(np.float64)
 
 
 def response_draws(rng, n_users):
     """The randomness of ``n_users`` users' k-ary randomized responses, from ``rng``:
-    one uniform 64-bit word each, of which a response reads the top 53 bits
+    one uniform 32-bit draw each, two from each 64-bit word of the generator
     (:func:`~skhybrid.utils._responses.respond`).
 
     Parameters
@@ -109,9 +110,9 @@ def response_draws(rng, n_users):
 
     Returns
     -------
-    words : ndarray of uint64 of shape (n_users,)
+    draws : ndarray of uint32 of shape (n_users,)
     """
-    return random_words(rng, n_users)
+    return random_words(rng, (n_users + 1) // 2).view(np.uint32)[:n_users]
 
 
 class RandomizedResponse:
@@ -132,13 +133,13 @@ class RandomizedResponse:
     Notes
     -----
     The outputs are categories, not floating-point values, so there is no low-order-bit
-    leak. Each response reads the top 53 bits of one uniform 64-bit word: each other
-    category has probability exactly ``w / 2**53`` for an integer ``w``, the change
-    probability ``(k - 1) / (e^eps + k - 1)`` rounded up on that grid
+    leak. Each response reads one uniform 32-bit draw: each other category has
+    probability exactly ``w / 2**32`` for an integer ``w``, the change probability
+    ``(k - 1) / (e^eps + k - 1)`` rounded up on that grid
     (:func:`randomized_response_widths`). The response is therefore at least as random
-    as asked (the change probability is higher by at most ``(k - 1) 2**-53``; the
-    ratios stay at most ``e^eps``), and the achieved level is at most ``53 ln 2``
-    (about 36.7) for any epsilon, never unbounded.
+    as asked (the change probability is higher by at most ``(k - 1) 2**-32``; the
+    ratios stay at most ``e^eps``; :meth:`probabilities` states the asked ones), and the
+    achieved level is at most ``32 ln 2`` (about 22.2) for any epsilon, never unbounded.
 
     Examples
     --------

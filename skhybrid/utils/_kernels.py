@@ -248,7 +248,7 @@ _COLUMN_FEATURES = 24
 _COLUMN_STRIDE = _LLOYD_ROWS + 8
 #: Rows of a span of :func:`nearest_centre_sums` (whole blocks): the local rows of a span
 #: respond and add their reports together, after the span's labels. Each of their
-#: streams (the trust mask, the words, the reports) is then read in runs of a span, not
+#: streams (the trust mask, the draws, the reports) is then read in runs of a span, not
 #: of a block: measured at 1e6 x 10 with 95% local rows, a pass 10-15% quicker than
 #: block by block, the same from 2048 to 8192 rows and slower from 16384.
 _SPAN_ROWS = 16 * _LLOYD_ROWS
@@ -407,7 +407,7 @@ def _first_nearest_columns(distances, n_block, norms, best, labels):
 @numba.njit(**_OPTIONS)
 def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, upper, scale,
                         labels, counts, sums, is_local=None, level=None, widths=None,
-                        words=None, reports=None, local_counts=None, local_sums=None):
+                        draws=None, reports=None, local_counts=None, local_sums=None):
     """Each row's nearest centre; the central rows' codes and the local rows' responses.
 
     For the rows ``start:stop`` of ``X``, block by block: the block, clipped to
@@ -424,7 +424,7 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
       its :func:`fixed_point_code` of every feature is added to its label's sums in
       int64, exactly;
     - a local row (only with ``reports``) sends its label through k-ary randomized
-      response (:func:`~skhybrid.utils._responses.respond`, from the words of
+      response (:func:`~skhybrid.utils._responses.respond`, from the draws of
       :func:`~skhybrid.mechanisms._randomized_response.response_draws`), and
       its fixed report is added to the sums of its privacy
       level's reported cluster (``level * n_clusters + reported``), in float64, in row
@@ -454,9 +454,9 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
     widths : ndarray of float64 of shape (n_levels,)
         Each level's randomized-response width
         (:func:`~skhybrid.mechanisms._randomized_response.randomized_response_widths`).
-    words : ndarray of uint64 of shape (n_task_local,) or None
-        The draws of the local users of rows ``start:stop``, one word each, in row
-        order (None: one cluster, no draws).
+    draws : ndarray of uint32 of shape (n_task_local,) or None
+        The draws of the local users of rows ``start:stop``, one each, in row order
+        (None: one cluster, no draws).
     reports : ndarray of float64 of shape (n_local, n_features) or None
         The local users' fixed reports; the first local row of ``start:stop`` is
         ``reports[0]`` of this view (the caller slices it).
@@ -550,9 +550,9 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
         only_width = widths[0]
         for user in range(n_local):
             group = local_labels[user]
-            if words is not None:
+            if draws is not None:
                 width = only_width if level is None else widths[level[position + user]]
-                group = _respond(group, words[position + user], width, n_clusters)
+                group = _respond(group, draws[position + user], width, n_clusters)
             if level is not None:
                 group += level[position + user] * n_clusters
             local_groups[user] = group

@@ -9,8 +9,9 @@ from skhybrid.mechanisms._randomized_response import (
     randomized_response_change_probability,
     randomized_response_keep_probability,
     randomized_response_widths,
+    response_draws,
 )
-from skhybrid.utils._responses import respond
+from skhybrid.utils._responses import DRAW_BITS, respond
 
 N_AUDIT = 200_000  # releases per side for the vectorised mechanism audits
 
@@ -55,35 +56,34 @@ def test_one_category_is_always_reported():
     assert np.all(reports == 0)
 
 
-EPSILONS = [1e-9, 0.01, 0.3, 1.0, 2.5, 7.0, 30.0, 36.0, 38.0, 60.0, 800.0]
+EPSILONS = [1e-9, 0.01, 0.3, 1.0, 2.5, 7.0, 15.0, 21.0, 23.0, 36.0, 60.0, 800.0]
+GRID = 2**DRAW_BITS
 
 
 @pytest.mark.parametrize("k", [2, 3, 10, 50, 1000])
 def test_each_slot_of_a_width_is_exactly_its_draws(k):
-    """A response reports ``(true + j + 1) mod k`` for exactly the draws (the words' top 53
-    bits) in ``[j w, (j + 1) w)``, ``j < k - 1``, and the truth for every draw from
-    ``(k - 1) w``: the float quotient is monotone in the draw, so its exact value at each
-    boundary proves each category's ``w`` draws of ``2**53``, whatever the low bits."""
+    """A response reports ``(true + j + 1) mod k`` for exactly the draws in
+    ``[j w, (j + 1) w)``, ``j < k - 1``, and the truth for every draw from ``(k - 1) w``:
+    the float quotient is monotone in the draw, so its exact value at each boundary
+    proves each category's ``w`` draws of ``2**DRAW_BITS``."""
     rng = np.random.default_rng(k)
     for width in randomized_response_widths(np.array(EPSILONS), k):
         w = int(width)
-        draws = [0, 2**53 - 1] + [j * w + step for j in range(1, k) for step in (-1, 0)
-                                   if j * w + step < 2**53]
-        draws = np.array(draws, dtype=np.uint64)
-        low = rng.integers(0, 2**11, size=draws.size, dtype=np.uint64)
-        words = (draws << np.uint64(11)) | low
+        draws = [0, GRID - 1] + [j * w + step for j in range(1, k) for step in (-1, 0)
+                                 if j * w + step < GRID]
+        draws = np.array(draws, dtype=np.uint32)
         true = rng.integers(0, k, size=draws.size)
-        slot = draws // np.uint64(w)  # exact integer division
-        moved = np.where(slot < k - 1, slot.astype(np.int64) + 1, 0)
-        np.testing.assert_array_equal(respond(true, words, width, k), (true + moved) % k)
+        slot = draws.astype(np.int64) // w  # exact integer division
+        moved = np.where(slot < k - 1, slot + 1, 0)
+        np.testing.assert_array_equal(respond(true, draws, width, k), (true + moved) % k)
 
 
 @pytest.mark.parametrize("k", [2, 3, 10, 1000])
 def test_widths_are_at_least_as_random_as_the_epsilon_asks(k):
-    """Each other category's exact probability ``w / 2**53`` and the truth's
-    ``1 - (k - 1) w / 2**53``: their ratio is at most ``e^eps`` (to float rounding of
-    ``e^eps``), at most ``2**53`` for any epsilon, and the change probability exceeds
-    the asked one by at most ``(k - 1) 2**-53``."""
+    """Each other category's exact probability ``w / 2**DRAW_BITS`` and the truth's
+    ``1 - (k - 1) w / 2**DRAW_BITS``: their ratio is at most ``e^eps`` (to float
+    rounding of ``e^eps``) and at most ``2**DRAW_BITS`` for any epsilon, and the change
+    probability exceeds the asked one by at most ``(k - 1) 2**-DRAW_BITS``."""
     from fractions import Fraction
 
     epsilon = np.array(EPSILONS)
@@ -91,14 +91,24 @@ def test_widths_are_at_least_as_random_as_the_epsilon_asks(k):
     change = randomized_response_change_probability(epsilon, k)
     assert np.all(widths == np.floor(widths)) and np.all(widths >= 1)
     for level, width, asked in zip(EPSILONS, widths, change):
-        other = Fraction(int(width), 2**53)
+        other = Fraction(int(width), GRID)
         keep = 1 - (k - 1) * other
         ratio = keep / other
-        assert ratio <= 2**53
-        if asked > 0:  # else e^-eps underflows (eps > 745): the level is 53 ln 2
+        assert ratio <= GRID
+        if asked > 0:  # else e^-eps underflows (eps > 745)
             assert float(ratio) <= np.exp(level) * (1 + 1e-12)
-        assert 0 <= (k - 1) * other - Fraction(asked) <= Fraction(k - 1, 2**53)
-    assert np.all(randomized_response_widths(epsilon, 1) == 2.0**53)
+        assert 0 <= (k - 1) * other - Fraction(asked) <= Fraction(k - 1, GRID)
+        if level < 10:  # far above the grid: the asked distribution to 1e-6 (relative)
+            assert float(other) == pytest.approx(float(asked) / (k - 1), rel=1e-6)
+    assert np.all(randomized_response_widths(epsilon, 1) == GRID)
+
+
+def test_response_draws_are_two_per_word_of_the_generator():
+    draws = response_draws(np.random.default_rng(5), 5)
+    words = np.random.default_rng(5).bit_generator.random_raw(3)
+    assert draws.dtype == np.uint32 and draws.shape == (5,)
+    np.testing.assert_array_equal(draws, words.view(np.uint32)[:5])
+
 
 
 @pytest.mark.parametrize(
