@@ -30,7 +30,13 @@ from ..utils._validation import (
     check_trust_group,
     masked_rows,
 )
-from ._k_means_lloyd import LocalResponses, centred_code_sums, cluster_sums, lloyd_pass
+from ._k_means_lloyd import (
+    LocalResponses,
+    centred_code_sums,
+    cluster_sums,
+    lloyd_pass,
+    local_task_counts,
+)
 
 
 @dataclass(frozen=True)
@@ -256,6 +262,7 @@ class _LocalClustering:
         self._release_epsilon = release_epsilon
         self._report_variance = report_variance
         self._level = level
+        self._task_counts = None  # the local users of each task of a pass, counted once
         self._n_users, self._report_totals = cluster_sums(
             centred_reports, 0.0,
             np.zeros(centred_reports.shape[0], np.int8) if level is None else level,
@@ -277,8 +284,10 @@ class _LocalClustering:
         # Each device's nearest centre from its clipped value, sent through randomized
         # response (Algorithm 1, line 7), and its report added to the reported cluster's
         # sums, in one pass over the users (with the tcm users' code sums for ``central``).
+        if self._task_counts is None:
+            self._task_counts = local_task_counts(self._rows, self._values.shape[0])
         local = LocalResponses(self._rows, self._reports, self._level,
-                               self._response_widths(k))
+                               self._response_widths(k), self._task_counts)
         bounds = self._bounds if central is None else central
         _, counts, code_sums, (reported, sums) = lloyd_pass(
             self._values, centres - self._midpoint, origin=self._midpoint, bounds=bounds,

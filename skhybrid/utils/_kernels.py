@@ -30,7 +30,8 @@ integer additions are exact in any order, so these loops vectorize without fast-
 lm users' already private reports are added in float64, in an order the compiler may
 change (:func:`_block_sum`) or in row order (:func:`nearest_centre_sums`).
 Labels compare distances with ``<`` only, so the first minimum is kept on ties, as
-``argmin`` does.
+``argmin`` does; the distances' products and sums may be fused
+(:func:`_column_distances`), which no code or sum depends on.
 """
 
 import numba
@@ -328,14 +329,16 @@ def _block_codes_alike(block, low, high, scale, codes):
         codes[index] = np.int64(fixed_point_code(block[index], low, high, scale))
 
 
-@numba.njit(inline="always", **_OPTIONS)
+@numba.njit(fastmath={"contract"}, **_OPTIONS)
 def _column_distances(columns, n_block, scaled_centres, distances):
     """``distances[c, :n_block] = columns[:, :n_block].T @ scaled_centres[:, c]``.
 
     Loops over the rows of a transposed block, which vectorize: two centres at a time
     (each column read once per pair), four features at a time (each distance loaded and
     stored once per four features). The sum's order differs from BLAS's (as BLAS's own
-    differs between machines); the labels compare these distances only.
+    differs between machines), and its products and sums may be fused (``contract``:
+    the only fast-math flag, on this function alone, not inlined at numba's level so
+    that no code is compiled with it); the labels compare these distances only.
     """
     n_features = columns.shape[0]
     n_clusters = scaled_centres.shape[1]
