@@ -408,6 +408,95 @@ def _first_nearest_columns(distances, n_block, norms, best, labels):
 
 
 @numba.njit(**_OPTIONS)
+def narrow_tolerance(lower, upper, origin, scaled_centres, norms):
+    """How far apart two float32 distances must be for their order to be exact; inf
+    where float32 cannot be used.
+
+    :func:`nearest_centre_sums` computes above ``_COLUMN_FEATURES`` features the
+    distances ``D_c = ||c||^2 + sum_f x_f a_cf`` (``a = -2 c``, ``x`` a clipped row
+    minus ``origin``) by one float32 BLAS product (half a float64 product's time). With
+    the unit roundoff ``u = 2**-24``: rounding ``x``, ``a`` and ``||c||^2`` to float32
+    errs by at most ``u`` relative each, a dot product of ``d`` terms in any order
+    (fused or not, as BLAS chooses) by ``d u sum |x_f a_cf|`` to first order, and the
+    final addition by ``u |D_c|``, so ``|D~_c - D_c| <= (d + 4) u B_c`` with
+    ``B_c = ||c||^2 + sum_f R_f |a_cf|`` and ``R_f`` the largest ``|x_f|`` in the
+    bounds. Where the second smallest float32 distance exceeds the smallest by more
+    than twice that for the largest ``B_c``, the smallest is the exact nearest centre;
+    the tolerance doubles it again for the higher-order terms:
+    ``4 (d + 4) u max_c B_c``. Other rows are searched again in float64.
+
+    Float32 is used only where nothing overflows or underflows past that bound:
+    ``2**-60 <= max_c B_c <= 2**100``, every ``R_f`` and ``|a_cf|`` at most ``2**60``
+    (infinite bounds: inf, never).
+    """
+    n_features, n_clusters = scaled_centres.shape
+    reach = np.empty(n_features)
+    largest = 0.0
+    for feature in range(n_features):
+        reach[feature] = max(abs(lower[feature] - origin[feature]),
+                             abs(upper[feature] - origin[feature]))
+        largest = max(largest, reach[feature])
+    magnitude = 0.0
+    for centre in range(n_clusters):
+        bound = norms[centre]
+        for feature in range(n_features):
+            coefficient = abs(scaled_centres[feature, centre])
+            largest = max(largest, coefficient)
+            bound += reach[feature] * coefficient
+        magnitude = max(magnitude, bound)
+    # Written so that NaN (infinite bounds) fails the test.
+    if not (2.0**-60 <= magnitude <= 2.0**100 and largest <= 2.0**60):
+        return np.inf
+    return 4.0 * (n_features + 4) * 2.0**-24 * magnitude
+
+
+@numba.njit(inline="always", **_OPTIONS)
+def _two_nearest_columns(distances, n_block, norms, best, second, labels):
+    """:func:`_first_nearest_columns`, and each row's second smallest distance (equal
+    to the smallest on a tie)."""
+    nearest, norm = distances[0], norms[0]
+    for row in range(n_block):
+        best[row] = nearest[row] + norm
+        second[row] = np.inf
+        labels[row] = 0
+    for centre in range(1, distances.shape[0]):
+        candidate, norm = distances[centre], norms[centre]
+        for row in range(n_block):
+            value = candidate[row] + norm
+            closer = value < best[row]
+            # The larger of the two is out of the lead: the runner-up if below it.
+            runner = best[row] if closer else value
+            second[row] = runner if runner < second[row] else second[row]
+            best[row] = value if closer else best[row]
+            labels[row] = centre if closer else labels[row]
+
+
+@numba.njit(inline="always", **_OPTIONS)
+def _search_close_rows(block, n_block, lower, upper, origin, centre_rows, norms, best, second,
+                       tolerance, labels):
+    """Each row whose two smallest float32 distances are within ``tolerance``
+    (:func:`narrow_tolerance`; NaN included) gets its label from float64 distances:
+    ``||c||^2 + (clip(x) - origin) . (-2 c)``, the first smallest."""
+    n_features = centre_rows.shape[1]
+    for row in range(n_block):
+        # Exact: the difference of two float32 numbers is a float64 one.
+        if np.float64(second[row]) - np.float64(best[row]) > tolerance:
+            continue
+        nearest, label = np.inf, 0
+        for centre in range(centre_rows.shape[0]):
+            total = 0.0
+            for feature in range(n_features):
+                value = block[row * n_features + feature]
+                value = lower[feature] if value < lower[feature] else value
+                value = upper[feature] if value > upper[feature] else value
+                total += (value - origin[feature]) * centre_rows[centre, feature]
+            total += norms[centre]
+            if total < nearest:
+                nearest, label = total, centre
+        labels[row] = label
+
+
+@numba.njit(**_OPTIONS)
 def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, upper, scale,
                         labels, counts, sums, is_local=None, level=None, widths=None,
                         draws=None, reports=None, local_counts=None, local_sums=None):
@@ -478,8 +567,19 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
     column_distances = np.empty((n_clusters, stride))
     best = np.empty(_LLOYD_ROWS)
     centre_rows = np.ascontiguousarray(scaled_centres.T)  # (n_clusters, n_features)
-    shifted = np.empty((0 if by_columns else _LLOYD_ROWS, n_features))
+    # Above, the distances in float32 where exact enough (rows too close to call are
+    # searched again in float64): BLAS's float32 product takes half the time.
+    tolerance = np.inf if by_columns else narrow_tolerance(lower, upper, origin, scaled_centres,
+                                                           norms)
+    narrow = tolerance < np.inf
+    shifted = np.empty((0 if by_columns or narrow else _LLOYD_ROWS, n_features))
     flat_shifted = shifted.reshape(shifted.size)
+    narrow_shifted = np.empty((_LLOYD_ROWS if narrow else 0, n_features), dtype=np.float32)
+    flat_narrow = narrow_shifted.reshape(narrow_shifted.size)
+    narrow_rows = centre_rows.astype(np.float32)
+    narrow_norms = norms.astype(np.float32)
+    narrow_best = np.empty(_LLOYD_ROWS, dtype=np.float32)
+    narrow_second = np.empty(_LLOYD_ROWS, dtype=np.float32)
     span_labels = np.empty(_SPAN_ROWS, dtype=np.intp)
     local_labels = np.empty(_SPAN_ROWS, dtype=np.intp)
     local_groups = np.empty(_SPAN_ROWS, dtype=np.intp)
@@ -515,6 +615,16 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
                 _clip_shift_columns(block, n_block, lower, upper, origin, columns)
                 _column_distances(columns, n_block, scaled_centres, column_distances)
                 _first_nearest_columns(column_distances, n_block, norms, best, block_labels)
+            elif narrow:  # rounded to float32 as they are stored
+                if alike:
+                    _clip_shift_alike(block, lower[0], upper[0], origin[0], flat_narrow)
+                else:
+                    _clip_shift(block, lowers, uppers, origins, flat_narrow)
+                distances = np.dot(narrow_rows, narrow_shifted[:n_block].T)
+                _two_nearest_columns(distances, n_block, narrow_norms, narrow_best,
+                                     narrow_second, block_labels)
+                _search_close_rows(block, n_block, lower, upper, origin, centre_rows, norms,
+                                   narrow_best, narrow_second, tolerance, block_labels)
             else:
                 if alike:
                     _clip_shift_alike(block, lower[0], upper[0], origin[0], flat_shifted)

@@ -690,6 +690,70 @@ def test_compiled_pass_is_argmin_with_ties_first_and_exact_sums(n_clusters, with
         np.testing.assert_array_equal(sums, expected_sums)
 
 
+@pytest.mark.parametrize("n_features", [30, 50])
+def test_float32_search_is_exact_for_rows_too_close_to_call_in_float32(n_features):
+    """Above ``_COLUMN_FEATURES`` features the distances are float32 BLAS products; a row
+    whose two nearest centres are within the float32 error bound is searched again in
+    float64. Rows a relative 1e-9 to 1e-11 off the bisector of two centres (beyond
+    float32's resolution: a float32 search alone mislabels many) get the float64
+    labels, as do random rows; the search is float64 where bounds are infinite."""
+    from skhybrid.utils._kernels import _COLUMN_FEATURES, nearest_centre_sums, narrow_tolerance
+
+    assert n_features > _COLUMN_FEATURES
+    rng = np.random.default_rng(n_features)
+    k, lower, upper = 6, np.zeros(n_features), np.ones(n_features)
+    centres = rng.uniform(0.2, 0.8, size=(k, n_features))
+    first, second = centres[0], centres[1]
+    n_close = 4_000
+    offsets = rng.choice([-1.0, 1.0], n_close) * 10.0 ** rng.uniform(-11, -9, n_close)
+    direction = (second - first) / np.linalg.norm(second - first)
+    # Points on the bisector, moved a little along it, and along it only.
+    along = rng.normal(size=(n_close, n_features)) * 0.05
+    along -= np.outer(along @ direction, direction)
+    close = (first + second) / 2 + along + offsets[:, None] * direction
+    X = np.concatenate([close, rng.uniform(0, 1, size=(3_000, n_features))])
+    origin = np.full(n_features, 0.5)
+    shifted = centres - origin
+    scaled, norms = np.ascontiguousarray(-2.0 * shifted.T), np.einsum("kd,kd->k", shifted, shifted)
+
+    def search(lo, hi):
+        labels = np.full(X.shape[0], -1, dtype=np.intp)
+        nearest_centre_sums(X, 0, X.shape[0], origin, scaled, norms, lo, hi,
+                            np.ones(n_features), labels, np.zeros(k, dtype=np.int64), None)
+        return labels
+
+    direct = ((X[:, None, :] - centres[None]) ** 2).sum(axis=2).argmin(axis=1)
+    assert np.isfinite(narrow_tolerance(lower, upper, origin, scaled, norms))
+    np.testing.assert_array_equal(search(lower, upper), direct)
+    # The rows are beyond float32: a float32 search alone mislabels many of them.
+    x32, c32 = (X - origin).astype(np.float32), shifted.astype(np.float32)
+    alone = ((c32 * c32).sum(axis=1) - 2 * x32 @ c32.T).argmin(axis=1)
+    assert np.mean(alone[:n_close] != direct[:n_close]) > 0.05
+    # Infinite bounds: float64 throughout, the same labels.
+    infinite = np.full(n_features, np.inf)
+    assert narrow_tolerance(-infinite, infinite, origin, scaled, norms) == np.inf
+    np.testing.assert_array_equal(search(-infinite, infinite), direct)
+
+
+def test_float32_search_is_used_only_where_nothing_overflows_or_underflows():
+    from skhybrid.utils._kernels import narrow_tolerance
+
+    n_features = 30
+    origin, centres = np.zeros(n_features), np.full((n_features, 2), -1.0)
+    norms = np.full(2, n_features * 0.25)
+
+    def tolerance(half_range, scale=1.0):
+        return narrow_tolerance(np.full(n_features, -half_range), np.full(n_features, half_range),
+                                origin, centres * scale, norms * scale**2)
+
+    unit = tolerance(1.0)
+    # 4 (d + 4) 2**-24 max_c B_c, with B_c = ||c||^2 + sum_f R_f |a_cf|.
+    assert unit == pytest.approx(4 * (n_features + 4) * 2.0**-24 * (n_features * 0.25 + n_features))
+    assert tolerance(1e20) == np.inf  # beyond 2**60
+    assert tolerance(1.0, scale=1e-25) == np.inf  # B below 2**-60
+    assert np.isfinite(tolerance(1e6, scale=1e6))
+
+
 def _hybrid_pass_inputs(n, seed, n_features=3, k=4):
     """Rows of a hybrid chunk: a tenth central, the rest local at two privacy levels."""
     rng = np.random.default_rng(seed)
