@@ -690,18 +690,25 @@ def test_compiled_pass_is_argmin_with_ties_first_and_exact_sums(n_clusters, with
         np.testing.assert_array_equal(sums, expected_sums)
 
 
-@pytest.mark.parametrize("n_features", [30, 50])
+@pytest.mark.parametrize("n_features", [10, 30, 50])
 def test_float32_search_is_exact_for_rows_too_close_to_call_in_float32(n_features):
-    """Above ``_COLUMN_FEATURES`` features the distances are float32 BLAS products; a row
+    """The distances are float32 (BLAS's product above ``_COLUMN_FEATURES`` features,
+    the compiled loops' from ``_NARROW_COLUMN_PRODUCTS`` products per row); a row
     whose two nearest centres are within the float32 error bound is searched again in
     float64. Rows a relative 1e-9 to 1e-11 off the bisector of two centres (beyond
     float32's resolution: a float32 search alone mislabels many) get the float64
     labels, as do random rows; the search is float64 where bounds are infinite."""
-    from skhybrid.utils._kernels import _COLUMN_FEATURES, nearest_centre_sums, narrow_tolerance
+    from skhybrid.utils._kernels import (
+        _COLUMN_FEATURES,
+        _NARROW_COLUMN_PRODUCTS,
+        narrow_tolerance,
+        nearest_centre_sums,
+    )
 
-    assert n_features > _COLUMN_FEATURES
+    k = 8
+    assert n_features > _COLUMN_FEATURES or k * n_features >= _NARROW_COLUMN_PRODUCTS
     rng = np.random.default_rng(n_features)
-    k, lower, upper = 6, np.zeros(n_features), np.ones(n_features)
+    lower, upper = np.zeros(n_features), np.ones(n_features)
     centres = rng.uniform(0.2, 0.8, size=(k, n_features))
     first, second = centres[0], centres[1]
     n_close = 4_000
