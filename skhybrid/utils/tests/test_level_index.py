@@ -21,15 +21,20 @@ def _keys(n_levels, n, seed=0):
     return levels[rng.integers(0, n_levels, n)]
 
 
-@pytest.mark.parametrize("n_levels", [1, 2, 3, 40, 5_000])
+@pytest.mark.parametrize("n_levels", [1, 2, 3, 40, 5_000, 50_000])
 def test_levels_counts_and_lookups_are_np_unique_s(path, n_levels):
     """Sorted levels and counts as np.unique gives them; each key's entry of a per-level
     table is its own level's; the code sums per level equal fixed_point_sums under
-    np.unique's labels. 5,000 levels grow the table several times."""
+    np.unique's labels. 5,000 levels grow the table several times; 50,000 past the
+    sparse tables (an eighth full) to the ones half full."""
+    from skhybrid.utils._kernels import _SPARSE_SLOTS
+
     n = 200_000
     keys = _keys(n_levels, n)
     values = np.random.default_rng(1).uniform(-0.5, 1.5, (n, 2))
     levels, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    if n_levels == 50_000:
+        assert _SPARSE_SLOTS // 8 < levels.size < _SPARSE_SLOTS // 2
     for index, sums in [(LevelIndex.of(keys), None),
                         (LevelIndex.of(keys, with_labels=True), None),
                         LevelIndex.with_code_sums(keys, values, 0.0, 1.0)]:
