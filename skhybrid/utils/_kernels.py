@@ -398,18 +398,26 @@ def _column_distances(columns, n_block, scaled_centres, distances):
 
 
 @numba.njit(inline="always", **_OPTIONS)
-def _first_nearest_columns(distances, n_block, norms, best, labels):
+def _first_nearest_columns(distances, n_block, norms, best, labels, second=None):
     """``labels[:n_block] = argmin(distances[:, :n_block] + norms[:, None], axis=0)`` (the
-    first on ties), centre by centre over the rows (a loop that vectorizes)."""
+    first on ties), centre by centre over the rows (a loop that vectorizes); with
+    ``second``, each row's second smallest distance too (equal to the smallest on a
+    tie)."""
     nearest, norm = distances[0], norms[0]
     for row in range(n_block):
         best[row] = nearest[row] + norm
         labels[row] = 0
+        if second is not None:
+            second[row] = np.inf
     for centre in range(1, distances.shape[0]):
         candidate, norm = distances[centre], norms[centre]
         for row in range(n_block):
             value = candidate[row] + norm
             closer = value < best[row]
+            if second is not None:
+                # The larger of the two is out of the lead: the runner-up if below it.
+                runner = best[row] if closer else value
+                second[row] = runner if runner < second[row] else second[row]
             best[row] = value if closer else best[row]
             labels[row] = centre if closer else labels[row]
 
@@ -455,27 +463,6 @@ def narrow_tolerance(lower, upper, origin, scaled_centres, norms):
     if not (2.0**-60 <= magnitude <= 2.0**100 and largest <= 2.0**60):
         return np.inf
     return 4.0 * (n_features + 4) * 2.0**-24 * magnitude
-
-
-@numba.njit(inline="always", **_OPTIONS)
-def _two_nearest_columns(distances, n_block, norms, best, second, labels):
-    """:func:`_first_nearest_columns`, and each row's second smallest distance (equal
-    to the smallest on a tie)."""
-    nearest, norm = distances[0], norms[0]
-    for row in range(n_block):
-        best[row] = nearest[row] + norm
-        second[row] = np.inf
-        labels[row] = 0
-    for centre in range(1, distances.shape[0]):
-        candidate, norm = distances[centre], norms[centre]
-        for row in range(n_block):
-            value = candidate[row] + norm
-            closer = value < best[row]
-            # The larger of the two is out of the lead: the runner-up if below it.
-            runner = best[row] if closer else value
-            second[row] = runner if runner < second[row] else second[row]
-            best[row] = value if closer else best[row]
-            labels[row] = centre if closer else labels[row]
 
 
 @numba.njit(inline="always", **_OPTIONS)
@@ -630,8 +617,8 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
                 _clip_shift_columns(block, n_block, lower, upper, origin, columns,
                                     narrow_columns)
                 _column_distances(narrow_columns, n_block, narrow_scaled, narrow_distances)
-                _two_nearest_columns(narrow_distances, n_block, narrow_norms, narrow_best,
-                                     narrow_second, block_labels)
+                _first_nearest_columns(narrow_distances, n_block, narrow_norms, narrow_best,
+                                       block_labels, narrow_second)
                 _search_close_rows(block, n_block, lower, upper, origin, centre_rows, norms,
                                    narrow_best, narrow_second, tolerance, block_labels)
             elif by_columns:
@@ -644,8 +631,8 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
                 else:
                     _clip_shift(block, lowers, uppers, origins, flat_narrow)
                 distances = np.dot(narrow_rows, narrow_shifted[:n_block].T)
-                _two_nearest_columns(distances, n_block, narrow_norms, narrow_best,
-                                     narrow_second, block_labels)
+                _first_nearest_columns(distances, n_block, narrow_norms, narrow_best,
+                                       block_labels, narrow_second)
                 _search_close_rows(block, n_block, lower, upper, origin, centre_rows, norms,
                                    narrow_best, narrow_second, tolerance, block_labels)
             else:
