@@ -136,6 +136,8 @@ class _NumpyCodes:
         self._scratch = np.empty(size)
         self._square_scratch = np.empty(size) if square is not None else None
         self._alike = alike
+        # Every lower bound 0.0 (counts, amounts, salaries): no subtraction pass.
+        self._from_zero = alike and repeated[0] == 0.0
 
     def blocks(self, n_rows):
         """Row slices of at most :attr:`rows` rows."""
@@ -163,7 +165,8 @@ class _NumpyCodes:
             square_codes *= square_scale
             np.rint(square_codes, out=square_codes)
             square_codes = square_codes.reshape(n_rows, n_features)
-        codes -= lower
+        if not self._from_zero:  # x - 0.0 is x: the pass is skipped, the codes the same
+            codes -= lower
         codes *= scale
         return np.rint(codes, out=codes).reshape(n_rows, n_features), square_codes
 
