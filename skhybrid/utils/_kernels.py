@@ -427,12 +427,15 @@ def narrow_tolerance(lower, upper, origin, scaled_centres, norms):
     """How far apart two float32 distances must be for their order to be exact; inf
     where float32 cannot be used.
 
-    :func:`nearest_centre_sums` computes above ``_COLUMN_FEATURES`` features the
-    distances ``D_c = ||c||^2 + sum_f x_f a_cf`` (``a = -2 c``, ``x`` a clipped row
-    minus ``origin``) by one float32 BLAS product (half a float64 product's time). With
+    :func:`nearest_centre_sums` computes the distances
+    ``D_c = ||c||^2 + sum_f x_f a_cf`` (``a = -2 c``, ``x`` a clipped row minus
+    ``origin``) in float32, in half the time of float64: by one BLAS product above
+    ``_COLUMN_FEATURES`` features, by the transposed loops from
+    ``_NARROW_COLUMN_PRODUCTS`` products per row. With
     the unit roundoff ``u = 2**-24``: rounding ``x``, ``a`` and ``||c||^2`` to float32
     errs by at most ``u`` relative each, a dot product of ``d`` terms in any order
-    (fused or not, as BLAS chooses) by ``d u sum |x_f a_cf|`` to first order, and the
+    (fused or not, as BLAS or the loops choose) by ``d u sum |x_f a_cf|`` to first
+    order, and the
     final addition by ``u |D_c|``, so ``|D~_c - D_c| <= (d + 4) u B_c`` with
     ``B_c = ||c||^2 + sum_f R_f |a_cf|`` and ``R_f`` the largest ``|x_f|`` in the
     bounds. Where the second smallest float32 distance exceeds the smallest by more
@@ -503,8 +506,10 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
     ``x - origin``): by compiled loops over the block transposed for up to
     ``_COLUMN_FEATURES`` features (:func:`_column_distances`), else by one matrix
     product (BLAS); the first smallest is the row's label (ties to the first centre,
-    as ``argmin``). Then, while the block is in cache (with ``reports``: for the
-    ``_SPAN_ROWS`` rows of a span of blocks, after their labels):
+    as ``argmin``). The distances are float32 where that is exact enough
+    (:func:`narrow_tolerance`; rows too close to call are searched again in float64),
+    so the labels are float64's. Then, while the block is in cache (with ``reports``:
+    for the ``_SPAN_ROWS`` rows of a span of blocks, after their labels):
 
     - a central row (unless ``sums`` is None) is counted in its label's ``counts`` and
       its :func:`fixed_point_code` of every feature is added to its label's sums in

@@ -755,7 +755,8 @@ def test_float32_search_is_used_only_where_nothing_overflows_or_underflows():
 
     unit = tolerance(1.0)
     # 4 (d + 4) 2**-24 max_c B_c, with B_c = ||c||^2 + sum_f R_f |a_cf|.
-    assert unit == pytest.approx(4 * (n_features + 4) * 2.0**-24 * (n_features * 0.25 + n_features))
+    bound = n_features * 0.25 + n_features  # ||c||^2 + sum_f R_f |a_f|, R = 1, |a| = 1
+    assert unit == pytest.approx(4 * (n_features + 4) * 2.0**-24 * bound)
     assert tolerance(1e20) == np.inf  # beyond 2**60
     assert tolerance(1.0, scale=1e-25) == np.inf  # B below 2**-60
     assert np.isfinite(tolerance(1e6, scale=1e6))
