@@ -20,8 +20,7 @@ from .._group_estimates import privatized_rows
 from ..mechanisms import LaplaceMechanism
 from ..mechanisms._feature_weights import feature_noise_weights
 from ..mechanisms._randomized_response import (
-    RandomizedResponse,
-    randomized_response_keep_probability,
+    randomized_response_drawn_probabilities,
     randomized_response_widths,
 )
 from ..theory._hybrid import pwh_weight
@@ -144,7 +143,9 @@ def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance)
     """The curator's lm cluster means of one iteration, de-mixed from the randomized response.
 
     A report lands in its true cluster with probability ``keep`` and in each other one
-    with probability ``other``, so (per privacy level)
+    with probability ``other`` (exactly those the responses are drawn with:
+    :func:`~skhybrid.mechanisms._randomized_response.randomized_response_drawn_probabilities`),
+    so (per privacy level)
 
         E[reported count_j] = other n + (keep - other) N_j,
         E[reported sum_j] = other T + (keep - other) S_j,
@@ -156,10 +157,8 @@ def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance)
     """
     counts, sums, n_users, report_totals = statistics
     k = counts.shape[1]
-    keep = randomized_response_keep_probability(release_epsilon, k)[:, np.newaxis]
-    other = RandomizedResponse._other_probability(release_epsilon, k)[:, np.newaxis]
-    if k == 1:
-        other = np.zeros_like(keep)
+    keep, other = randomized_response_drawn_probabilities(release_epsilon, k)
+    keep, other = keep[:, np.newaxis], other[:, np.newaxis]
     gain = keep - other
     n_users = n_users[:, np.newaxis]
     sizes = (counts - other * n_users) / gain

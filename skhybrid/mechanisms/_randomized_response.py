@@ -98,6 +98,33 @@ def randomized_response_widths(epsilon, n_categories):
     return np.maximum(width, 1).astype(np.float64)
 
 
+def randomized_response_drawn_probabilities(epsilon, n_categories):
+    """The probabilities k-ary randomized response is drawn with, exactly: the true
+    category's and each other one's, on the grid of :func:`randomized_response_widths`.
+
+    Each other category has probability ``w / 2**32`` and the true one
+    ``1 - (k - 1) w / 2**32`` (both exact in float64: multiples of ``2**-32``). They
+    differ from :func:`randomized_response_keep_probability`'s by at most
+    ``(k - 1) 2**-32``, towards more randomness; an estimator that inverts the response
+    is unbiased for the mechanism run only with these.
+
+    Parameters
+    ----------
+    epsilon : float or ndarray
+        > 0.
+    n_categories : int
+        k >= 1.
+
+    Returns
+    -------
+    keep, other : ndarray of float64, of the shape of ``epsilon``
+    """
+    other = randomized_response_widths(epsilon, n_categories) / 2.0**DRAW_BITS
+    if n_categories == 1:
+        return np.ones_like(other), np.zeros_like(other)
+    return 1.0 - (n_categories - 1) * other, other
+
+
 def response_draws(rng, n_users):
     """The randomness of ``n_users`` users' k-ary randomized responses, from ``rng``:
     one uniform 32-bit draw each, two from each 64-bit word of the generator

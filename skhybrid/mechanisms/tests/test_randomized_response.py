@@ -7,6 +7,7 @@ from skhybrid.audit import audit_mechanism
 from skhybrid.mechanisms._randomized_response import (
     RandomizedResponse,
     randomized_response_change_probability,
+    randomized_response_drawn_probabilities,
     randomized_response_keep_probability,
     randomized_response_widths,
     response_draws,
@@ -101,6 +102,23 @@ def test_widths_are_at_least_as_random_as_the_epsilon_asks(k):
         if level < 10:  # far above the grid: the asked distribution to 1e-6 (relative)
             assert float(other) == pytest.approx(float(asked) / (k - 1), rel=1e-6)
     assert np.all(randomized_response_widths(epsilon, 1) == GRID)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 10, 1000])
+def test_drawn_probabilities_are_the_slots_exact_shares(k):
+    """The probabilities the responses are drawn with: each other category's ``w`` draws
+    of ``2**DRAW_BITS``, the true one's the rest, summing to 1 exactly; within
+    ``(k - 1) 2**-DRAW_BITS`` of the asked ones, on the side of more randomness."""
+    epsilon = np.array(EPSILONS)
+    keep, other = randomized_response_drawn_probabilities(epsilon, k)
+    asked = randomized_response_keep_probability(epsilon, k)
+    if k == 1:
+        assert np.all(keep == 1.0) and np.all(other == 0.0)
+        return
+    np.testing.assert_array_equal(other * GRID, randomized_response_widths(epsilon, k))
+    assert np.all(keep + (k - 1) * other == 1.0)
+    # (to the rounding of the asked probability, 2**-52)
+    assert np.all(keep <= asked + 2.0**-52) and np.all(asked - keep <= (k - 1) / GRID)
 
 
 def test_response_draws_are_two_per_word_of_the_generator():
