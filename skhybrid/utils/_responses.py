@@ -9,9 +9,9 @@ importing the mechanism does not import numba.
 import numpy as np
 
 #: Bits of one response's draw: a uniform integer in ``[0, 2**32)``. A 64-bit word from
-#: the generator gives two draws (half the words of a draw per response from 53 bits,
-#: which cost a hybrid K-means pass at 1e6 users about 5%); the grid only caps the
-#: achieved level at ``32 ln 2`` (see
+#: the generator gives two draws: half the words of 53-bit draws (one word each, which
+#: cost a hybrid K-means pass at 1e6 users about 5% more). The coarser grid only caps
+#: the achieved level at ``32 ln 2`` (see
 #: :func:`~skhybrid.mechanisms._randomized_response.randomized_response_widths`).
 DRAW_BITS = 32
 
