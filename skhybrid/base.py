@@ -190,13 +190,18 @@ def finite_float_rows(X):
     caller to scikit-learn's validation, which checks element by element and gives
     its messages.
     """
-    if not (X.dtype == np.float64 and X.ndim == 2 and X.size > 0):
+    if not float_rows(X):
         return False
     with np.errstate(over="ignore"):  # an overflowing sum only sends X the slow way
         return math.isfinite(np.add.reduce(X, axis=None))
 
 
-def _validate_X(estimator, X, *, reset):
+def float_rows(X):
+    """Whether ``X`` is a non-empty 2-d float64 array (finite or not)."""
+    return X.dtype == np.float64 and X.ndim == 2 and X.size > 0
+
+
+def _validate_X(estimator, X, *, reset, defer_finite=False):
     """``validate_data(estimator, X, dtype=np.float64, reset=reset)``, faster for arrays.
 
     A fit on a finite, non-empty 2-d float64 numpy array is what ``validate_data``
@@ -205,12 +210,30 @@ def _validate_X(estimator, X, *, reset):
     That case only sets ``n_features_in_`` and forgets earlier feature names, as
     ``validate_data`` does; every other input (and any non-finite value, found by the
     same sum test scikit-learn uses) goes through ``validate_data`` and its messages.
+
+    ``defer_finite=True`` skips the sum test for such an array: the caller tests every
+    value in its own first pass over them, before anything is drawn, charged or
+    released, and calls :func:`refuse_non_finite` on a failure.
     """
-    if reset and type(X) is np.ndarray and finite_float_rows(X):
+    if reset and type(X) is np.ndarray and (float_rows(X) if defer_finite
+                                            else finite_float_rows(X)):
         estimator.__dict__.pop("feature_names_in_", None)
         estimator.n_features_in_ = X.shape[1]
         return X
     return validate_values(estimator, X, reset=reset)
+
+
+class NonFiniteValues(Exception):
+    """Raised by a pass that tests the values it reads (a deferred finiteness check) on a
+    NaN or an infinity; the caller answers with :func:`refuse_non_finite`. Internal:
+    never reaches the user."""
+
+
+def refuse_non_finite(estimator, X, *, reset=True):
+    """Raise the error :func:`validate_values` gives for ``X``, which holds a NaN or an
+    infinity (found after a deferred check, ``validate_fit_input(defer_finite=True)``)."""
+    validate_values(estimator, X, reset=reset)
+    raise ValueError("Input X contains NaN or infinity")  # validate_values raised first
 
 
 def validate_values(estimator, X, *, reset):
@@ -237,7 +260,8 @@ def validate_values(estimator, X, *, reset):
         ) from None
 
 
-def validate_fit_input(estimator, X, trust_group, epsilon, *, allow_inf=False, reset=True):
+def validate_fit_input(estimator, X, trust_group, epsilon, *, allow_inf=False, reset=True,
+                       defer_finite=False):
     """Validate ``X`` and the per-sample metadata of one ``fit`` call.
 
     Parameters
@@ -253,6 +277,9 @@ def validate_fit_input(estimator, X, trust_group, epsilon, *, allow_inf=False, r
         Whether public users (epsilon = inf) are accepted.
     reset : bool, default=True
         False checks ``X`` against the features seen before (``partial_fit``).
+    defer_finite : bool, default=False
+        Leave the finiteness of a float64 array to the caller (see :func:`_validate_X`),
+        which must then test every value before using any.
 
     Returns
     -------
@@ -263,7 +290,7 @@ def validate_fit_input(estimator, X, trust_group, epsilon, *, allow_inf=False, r
         The per-sample levels, or the validated ``epsilon`` parameter (a float) when no
         metadata was passed, so that millions of equal levels are never materialised.
     """
-    X = _validate_X(estimator, X, reset=reset)
+    X = _validate_X(estimator, X, reset=reset, defer_finite=defer_finite)
     n_samples = X.shape[0]
     is_tcm = check_trust_group(trust_group, n_samples)
     if epsilon is None:

@@ -18,7 +18,12 @@ from .._group_estimates import (
     reported_group_mean,
     square_sum_about,
 )
-from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, ValidatedParamsMixin
+from ..base import (
+    RANDOM_STATE_CONSTRAINT,
+    MeanEstimatorMixin,
+    NonFiniteValues,
+    ValidatedParamsMixin,
+)
 from ..exceptions import EmptyGroupWarning, WorstCaseVarianceWarning
 from ..theory._hybrid import (
     full_lm_mse,
@@ -131,17 +136,23 @@ def private_variance_estimate(*, ranges, tcm_first, tcm_first_variance, tcm_seco
     return np.minimum(np.maximum(lowered, 0.0), ranges**2 / 4.0)
 
 
-def _group_sums(X, is_tcm, lower, upper, *, squares, reports, report_squares):
+def _group_sums(X, is_tcm, lower, upper, *, squares, reports, report_squares,
+                check_finite=False):
     """The tcm rows' exact fixed-point sums (and squared distances' sums, for
     ``variance="private"``) and the lm rows' report sums, in one pass.
 
     Never a difference of sums: each row is added to its own group's sums only
     (:func:`~skhybrid.utils._sums.fixed_point_moments`). A squared distance to the
     midpoint is clipped before its code, so one tcm user moves its sum by at most one
-    grid range; ``is_tcm=None`` codes every row.
+    grid range; ``is_tcm=None`` codes every row. ``check_finite`` tests every value of
+    every row in the same pass: a NaN or an infinity raises
+    :class:`~skhybrid.base.NonFiniteValues`.
     """
-    return fixed_point_moments(X, lower, upper, is_tcm, squares=squares, others=reports,
-                               other_squares=report_squares)
+    sums = fixed_point_moments(X, lower, upper, is_tcm, squares=squares, others=reports,
+                               other_squares=report_squares, check_finite=check_finite)
+    if not sums.finite:
+        raise NonFiniteValues
+    return sums
 
 
 def _same_level(first, second, group):
@@ -504,7 +515,12 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         return {"mechanism": self.mechanism, "delta": self.delta,
                 "lower": context["lower"], "upper": context["upper"]}
 
-    def _chunk_statistics(self, X, is_tcm, epsilon, context, rng):
+    def _checks_finite(self):
+        # The one pass of _group_sums reads every row first; "full_lm" clips and
+        # randomizes the rows before any sum.
+        return self.strategy != "full_lm"
+
+    def _chunk_statistics(self, X, is_tcm, epsilon, context, rng, check_finite=False):
         """The groups' counts and sums: clipped tcm values, lm users' reports.
 
         tcm values are added exactly in fixed point (:mod:`skhybrid.utils._sums`), so
@@ -512,6 +528,10 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         reports are added on their own, never mixed with tcm rows. lm users' raw
         values are privatized here, as their devices would; with ``"full_lm"`` the
         curator runs the same randomizer on the tcm users' values.
+
+        ``check_finite`` (not with ``"full_lm"``): the first pass, :func:`_group_sums`,
+        tests every value, before any draw; a NaN or an infinity raises
+        :class:`~skhybrid.base.NonFiniteValues`.
         """
         epsilon_tcm, epsilon_lm = check_group_epsilons(
             epsilon, is_tcm, "HybridMeanEstimator",
@@ -550,6 +570,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
                 squares=(centre is not None and self.mechanism == "laplace"
                          and self.strategy != "lm_only"),
                 reports=reports, report_squares=reports and centre is not None,
+                check_finite=check_finite,
             )
             tcm_sum, tcm_square_sum = sums.codes, sums.square_codes
             if reports:

@@ -30,9 +30,12 @@ from sklearn.utils.validation import check_array
 from ..accounting._costs import charge_dask_release, charge_release, check_user_id
 from ..accounting._ledger import id_array
 from ..base import (
+    NonFiniteValues,
     check_fit_metadata,
     clamp_estimate,
     finite_float_rows,
+    float_rows,
+    refuse_non_finite,
     validate_fit_input,
 )
 from ..exceptions import PrivacyBudgetWarning, PrivacyLeakWarning
@@ -242,14 +245,18 @@ def dask_bounds(bounds, extremes, n_features, *, stacklevel):
     return resolve_bounds(None, np.vstack(seen), stacklevel=stacklevel)
 
 
-def _chunk_array(X):
+def _chunk_array(X, defer_finite=False):
     """``check_array(X, dtype=np.float64)``, faster for the common chunk.
 
     A Dask chunk is usually a pandas DataFrame of float64 columns (or a float64 array):
     ``check_array``'s dataframe handling then costs more than the chunk's statistics
     (1.4 ms for 1e6 rows of one column). Such a non-empty chunk is converted directly
-    and tested for finiteness by the sum test scikit-learn uses; every other chunk, and
-    any that fails the test, goes through ``check_array`` and its messages.
+    and tested for finiteness by the sum test scikit-learn uses (or, with
+    ``defer_finite``, not tested: the caller's first pass tests every value); every
+    other chunk, and any that fails the test, goes through ``check_array`` and its
+    messages.
+
+    Returns the array and whether its finiteness is left to the caller.
     """
     pandas = sys.modules.get("pandas")
     if (pandas is not None and isinstance(X, pandas.DataFrame)
@@ -257,15 +264,28 @@ def _chunk_array(X):
         array = X.to_numpy(dtype=np.float64)
     else:
         array = X
-    if type(array) is np.ndarray and finite_float_rows(array):
-        return array
-    return check_array(X, dtype=np.float64)
+    if type(array) is np.ndarray:
+        if defer_finite and float_rows(array):
+            return array, True
+        if finite_float_rows(array):
+            return array, False
+    return check_array(X, dtype=np.float64), False
 
 
-def _validate_chunk(X, trust_group, epsilon, *, default_epsilon, n_features, allow_inf, offset):
-    """Validate one chunk of a Dask fit as ``validate_fit_input`` validates a whole one."""
+def _validate_chunk(X, trust_group, epsilon, **validate):
+    """Validate one chunk of a Dask fit as ``validate_fit_input`` validates a whole one.
+
+    Returns ``X, is_tcm, levels``.
+    """
+    return _validated_chunk(X, trust_group, epsilon, **validate)[:3]
+
+
+def _validated_chunk(X, trust_group, epsilon, *, default_epsilon, n_features, allow_inf,
+                     offset, defer_finite=False):
+    """:func:`_validate_chunk`, and whether ``X``'s finiteness is left to the caller (only
+    with ``defer_finite``; see :func:`_chunk_array`)."""
     with renumbered_errors(lambda row: offset + row):
-        X = _chunk_array(X)
+        X, unchecked = _chunk_array(X, defer_finite)
         if X.shape[1] != n_features:
             raise ValueError(
                 f"X has {X.shape[1]} features in one chunk, but {n_features} in the first"
@@ -277,14 +297,28 @@ def _validate_chunk(X, trust_group, epsilon, *, default_epsilon, n_features, all
             )
         else:
             levels = check_epsilon(np.asarray(epsilon), X.shape[0], allow_inf=allow_inf)
-    return X, is_tcm, levels
+    return X, is_tcm, levels, unchecked
 
 
 def _chunk_task(estimator, context, X, trust_group, epsilon, *, offset, rng, validate):
-    """One chunk's statistics (runs where the chunk lives)."""
-    X, is_tcm, levels = _validate_chunk(X, trust_group, epsilon, offset=offset, **validate)
+    """One chunk's statistics (runs where the chunk lives).
+
+    An estimator whose first pass tests every value (``_checks_finite``) tests the
+    chunk's finiteness there; a NaN or an infinity then raises ``check_array``'s error.
+    """
+    raw = X
+    X, is_tcm, levels, unchecked = _validated_chunk(
+        X, trust_group, epsilon, offset=offset, defer_finite=estimator._checks_finite(),
+        **validate)
     with renumbered_errors(lambda row: offset + row):
-        return _sums_only(estimator._chunk_statistics(X, is_tcm, levels, context, rng))
+        if not unchecked:
+            return _sums_only(estimator._chunk_statistics(X, is_tcm, levels, context, rng))
+        try:
+            return _sums_only(estimator._chunk_statistics(X, is_tcm, levels, context, rng,
+                                                          check_finite=True))
+        except NonFiniteValues:
+            check_array(raw, dtype=np.float64)  # raises scikit-learn's error
+            raise ValueError("Input X contains NaN or infinity") from None
 
 
 def _sums_only(statistics):
@@ -391,6 +425,13 @@ class StatisticsFitMixin:
     """
 
     _allow_inf = False
+
+    def _checks_finite(self):
+        """Whether ``_chunk_statistics(..., check_finite=True)`` tests every value of ``X``
+        in its first pass over them, raising :class:`~skhybrid.base.NonFiniteValues`
+        before it draws anything: the validation then leaves the test to it (one pass
+        over the input fewer)."""
+        return False
 
     def _is_hybrid_fit(self):
         """Whether the fit combines a tcm and an lm group (then trust_group is expected)."""
@@ -542,8 +583,13 @@ class StatisticsFitMixin:
         if any_dask(X, trust_group, epsilon):
             return self._dask_statistics(X, trust_group, epsilon, rng, reset=reset,
                                          context=context, users=users[1])
+        # A float64 array's finiteness is tested in the statistics' first pass (given
+        # bounds: bounds=None reads the values first).
+        unchecked = (reset and self.bounds is not None and type(X) is np.ndarray
+                     and float_rows(X) and self._checks_finite())
         X, is_tcm, levels = validate_fit_input(
-            self, X, trust_group, epsilon, allow_inf=self._allow_inf, reset=reset
+            self, X, trust_group, epsilon, allow_inf=self._allow_inf, reset=reset,
+            defer_finite=unchecked,
         )
         if reset:
             # Only bounds=None reads the raw rows; given bounds need no copy of them.
@@ -555,7 +601,13 @@ class StatisticsFitMixin:
             lower, upper = resolve_bounds(self.bounds, raw, stacklevel=6)
             context = self._public_context(lower, upper)
         users[0](is_tcm, levels)
-        return self._chunk_statistics(X, is_tcm, levels, context, rng), context
+        if not unchecked:
+            return self._chunk_statistics(X, is_tcm, levels, context, rng), context
+        try:
+            return self._chunk_statistics(X, is_tcm, levels, context, rng,
+                                          check_finite=True), context
+        except NonFiniteValues:
+            refuse_non_finite(self, X, reset=reset)
 
     def _dask_statistics(self, X, trust_group, epsilon, rng, *, reset, context=None, users):
         if not is_dask_collection(X):

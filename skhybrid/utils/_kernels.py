@@ -134,7 +134,7 @@ def fixed_point_code_sums(columns, lower, upper, scale, labels, sums):
 
 @numba.njit(**_OPTIONS)
 def moment_sums(columns, lower, upper, scale, centre, square_upper, square_scale, is_coded,
-                code_sums, square_code_sums, float_sums, float_square_sums):
+                code_sums, square_code_sums, float_sums, float_square_sums, non_finite):
     """The hybrid mean's sums of one chunk, in one pass over its values.
 
     The rows in ``is_coded`` (every row when it is None; the tcm users) add their
@@ -161,6 +161,11 @@ def moment_sums(columns, lower, upper, scale, centre, square_upper, square_scale
         Added to in place (``square_code_sums`` may be None).
     float_sums, float_square_sums : ndarray of float64 of shape (n_features,) or None
         Added to in place; None when there are no other rows to add.
+    non_finite : ndarray of int64 of shape (1,) or None
+        Unless None, ``non_finite[0] +=`` the number of values (of every row, coded or
+        not) that are NaN or infinite: the caller's finiteness check, made in this pass
+        instead of a pass of its own. Such a value's code is meaningless (NaN converts
+        to no integer), so a caller that counts any must discard every sum.
     """
     n_features, n_rows = columns.shape
     other_block = np.empty(_BLOCK_ROWS)
@@ -173,15 +178,16 @@ def moment_sums(columns, lower, upper, scale, centre, square_upper, square_scale
             # Slices, read from index 0 (see _moment_block).
             block = columns[feature, start:stop]
             if is_coded is None:
-                total, square_total = _moment_block(block, None, constants, square_code_sums,
-                                                    float_sums, float_square_sums, other_block,
-                                                    other_square_block)
+                total, square_total, bad = _moment_block(
+                    block, None, constants, square_code_sums, float_sums, float_square_sums,
+                    other_block, other_square_block, non_finite)
             else:
-                total, square_total = _moment_block(block, is_coded[start:stop], constants,
-                                                    square_code_sums, float_sums,
-                                                    float_square_sums, other_block,
-                                                    other_square_block)
+                total, square_total, bad = _moment_block(
+                    block, is_coded[start:stop], constants, square_code_sums, float_sums,
+                    float_square_sums, other_block, other_square_block, non_finite)
             code_sums[feature] += total
+            if non_finite is not None:
+                non_finite[0] += bad
             if square_code_sums is not None:
                 square_code_sums[feature] += square_total
             if float_sums is not None:
@@ -192,10 +198,11 @@ def moment_sums(columns, lower, upper, scale, centre, square_upper, square_scale
 
 @numba.njit(inline="always", **_OPTIONS)
 def _moment_block(block, coded_rows, constants, square_code_sums, float_sums,
-                  float_square_sums, other_block, other_square_block):
+                  float_square_sums, other_block, other_square_block, non_finite):
     """One block of :func:`moment_sums`: the code and square-code totals of its coded rows
-    (every row when ``coded_rows`` is None), its other rows' values (and squares) into
-    ``other_block`` (and ``other_square_block``). The optional sums only say which.
+    (every row when ``coded_rows`` is None) and, unless ``non_finite`` is None, the count
+    of its NaN or infinite values; its other rows' values (and squares) into
+    ``other_block`` (and ``other_square_block``). The optional arrays only say which.
 
     The block is a slice read from index 0: numba's wrap-around of negative indices is
     then provably never taken and the loop reads the block contiguously (indexing
@@ -205,8 +212,12 @@ def _moment_block(block, coded_rows, constants, square_code_sums, float_sums,
     low, high, step, middle, square_high, square_step = constants
     total = np.int64(0)
     square_total = np.int64(0)
+    bad = np.int64(0)
     for row in range(block.shape[0]):
         value = block[row]
+        if non_finite is not None:
+            # False for NaN (every comparison is) and for either infinity.
+            bad += 0 if abs(value) < np.inf else 1
         clipped = low if value < low else value
         clipped = high if clipped > high else clipped
         code = np.int64(np.rint((clipped - low) * step))
@@ -226,7 +237,7 @@ def _moment_block(block, coded_rows, constants, square_code_sums, float_sums,
             if float_square_sums is not None:
                 offset = value - middle
                 other_square_block[row] = 0.0 if coded else offset * offset
-    return total, square_total
+    return total, square_total, bad
 
 
 # numba's cache of the kernels that inline it is keyed on this file's source: a change to

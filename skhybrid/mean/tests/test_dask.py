@@ -311,6 +311,34 @@ def test_a_non_finite_value_in_a_chunk_raises():
         ADPMEstimator(bounds=(0, 1)).fit(da.from_array(X, chunks=(300, 1)))
 
 
+@pytest.mark.parametrize("path", ["numpy", "compiled"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_non_finite_value_in_a_chunk_raises_where_the_statistics_test_it(
+        monkeypatch, path, bad):
+    """HybridMeanEstimator leaves a float64 chunk's finiteness to its statistics' pass
+    (no pass of its own per chunk): a NaN or an infinity in any chunk, in an lm row that a
+    tcm_only fit never sums, still raises check_array's error, for an array's chunks and
+    a DataFrame's partitions."""
+    from sklearn.utils import check_array
+
+    from skhybrid.utils.tests.test_sums import force_path
+
+    force_path(monkeypatch, path)
+    X = np.random.default_rng(0).uniform(0, 1, (1_000, 1))
+    is_tcm = np.arange(1_000) % 2 == 0
+    X[555] = bad  # an lm row of the second chunk
+    with pytest.raises(ValueError) as expected:
+        check_array(X[300:600], dtype=np.float64)
+    frame = dd.from_pandas(pd.DataFrame({"value": X[:, 0], "tcm": is_tcm}), npartitions=3)
+    inputs = [(da.from_array(X, chunks=(300, 1)), da.from_array(is_tcm, chunks=300)),
+              (frame[["value"]], frame["tcm"])]
+    for strategy in ("tcm_only", "kvh"):
+        for data, trust in inputs:
+            with pytest.raises(ValueError) as raised:
+                HybridMeanEstimator(strategy, bounds=(0, 1)).fit(data, trust_group=trust)
+            assert str(raised.value) == str(expected.value)
+
+
 @pytest.mark.parametrize("chunk", [
     pd.DataFrame({"a": [0.5, 1.5], "b": [2.0, -1.0]}),  # float64 frame: the fast path
     np.array([[0.5, 2.0], [1.5, -1.0]]),  # float64 array: the fast path
@@ -322,7 +350,9 @@ def test_a_chunk_is_validated_as_check_array_does(chunk):
 
     from skhybrid.mean._statistics import _chunk_array
 
-    np.testing.assert_array_equal(_chunk_array(chunk), check_array(chunk, dtype=np.float64))
+    array, unchecked = _chunk_array(chunk)
+    np.testing.assert_array_equal(array, check_array(chunk, dtype=np.float64))
+    assert not unchecked
     for bad in [np.nan, np.inf, 1e308]:  # two of 1e308: finite, but their sum overflows
         broken = chunk.copy()
         if isinstance(broken, pd.DataFrame):
@@ -335,7 +365,16 @@ def test_a_chunk_is_validated_as_check_array_does(chunk):
             with pytest.raises(ValueError, match=re.escape(str(error))):
                 _chunk_array(broken)
         else:
-            np.testing.assert_array_equal(_chunk_array(broken), expected)
+            array, unchecked = _chunk_array(broken)
+            np.testing.assert_array_equal(array, expected)
+            assert not unchecked
+        # Deferred: a float64 chunk is returned untested (the caller's pass tests it),
+        # anything else is validated as before.
+        fast = isinstance(broken, np.ndarray) or all(broken.dtypes == np.float64)
+        if fast:
+            array, unchecked = _chunk_array(broken, defer_finite=True)
+            assert unchecked
+            np.testing.assert_array_equal(array, np.asarray(broken, dtype=np.float64))
     empty = chunk.iloc[:0] if isinstance(chunk, pd.DataFrame) else chunk[:0]
     with pytest.raises(ValueError, match="0 sample"):
         _chunk_array(empty)

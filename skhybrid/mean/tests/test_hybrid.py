@@ -226,6 +226,46 @@ def test_nan_in_X_raises_and_inputs_are_not_modified():
         HybridMeanEstimator(bounds=(0, 1)).fit(X, trust_group=trust)
 
 
+@pytest.mark.parametrize("path", ["numpy", "compiled"])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_finiteness_tested_in_the_statistics_pass_refuses_as_validation_does(
+        monkeypatch, path, strategy, bad):
+    """With given bounds, a float64 array's finiteness is not tested by validation's own
+    pass but by the pass that codes the values: every value of every row (a tcm_only fit
+    never reads an lm user's value, yet one NaN there is refused), before anything is
+    drawn or charged, with validation's own message."""
+    from skhybrid import PrivacyLedger
+    from skhybrid import base
+    from skhybrid.base import validate_values
+    from skhybrid.utils.tests.test_sums import force_path
+
+    force_path(monkeypatch, path)
+    calls = []
+    original = base.finite_float_rows
+    monkeypatch.setattr(base, "finite_float_rows",
+                        lambda X: calls.append(X.shape) or original(X))
+    X, trust = _population(n=3000)
+    user_id = np.arange(X.shape[0])
+    ledger = PrivacyLedger(default_budget=10.0)
+    fitted = HybridMeanEstimator(strategy, bounds=(0, 1), ledger=ledger, random_state=0)
+    fitted.fit(X, trust_group=trust, user_id=user_id)
+    spent = ledger.spent(user_id)
+    assert spent.max() > 0
+    assert calls == ([] if strategy != "full_lm" else [X.shape])  # no pass of its own
+    for row in (0, 2999):  # a tcm user's value, an lm user's
+        broken = X.copy()
+        broken[row, 0] = bad
+        with pytest.raises(ValueError) as expected:
+            validate_values(HybridMeanEstimator(), broken, reset=True)
+        estimator = HybridMeanEstimator(strategy, bounds=(0, 1), ledger=ledger)
+        with pytest.raises(ValueError) as raised:
+            estimator.fit(broken, trust_group=trust, user_id=user_id)
+        assert str(raised.value) == str(expected.value)
+        np.testing.assert_array_equal(ledger.spent(user_id), spent)  # nobody charged
+        assert not hasattr(estimator, "mean_")
+
+
 def test_missing_bounds_warn_about_the_privacy_leak():
     X, trust = _population(n=100)
     with pytest.warns(PrivacyLeakWarning):

@@ -154,11 +154,46 @@ def test_fixed_point_moments_split_the_rows_between_codes_and_floats(n_features)
     coded = rng.random(n) < 0.3
     values[np.flatnonzero(coded)[:3]] = 1e300  # raw tcm values far outside the bounds
     lower, upper = np.full(n_features, -1.0), np.full(n_features, 2.0)
-    code_sums, _, float_sums, _ = fixed_point_moments(values, lower, upper, coded, others=True)
-    np.testing.assert_array_equal(code_sums, fixed_point_sums(values[coded], lower, upper)[0])
-    np.testing.assert_allclose(float_sums, values[~coded].sum(axis=0), rtol=1e-12, atol=1e-9)
+    sums = fixed_point_moments(values, lower, upper, coded, others=True)
+    np.testing.assert_array_equal(sums.codes, fixed_point_sums(values[coded], lower, upper)[0])
+    np.testing.assert_allclose(sums.others, values[~coded].sum(axis=0), rtol=1e-12, atol=1e-9)
     with pytest.raises(ValueError, match="booleans"):
         fixed_point_moments(values, lower, upper, coded.astype(int))
+
+
+@pytest.mark.parametrize("n_features", [1, 3])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_fixed_point_moments_find_every_non_finite_value_when_asked(n_features, bad):
+    """check_finite tests every value of every row, coded or not (a tcm_only fit reads no
+    lm row's value, yet validation must see them), in blocks past the first: one
+    non-finite value anywhere gives finite=False. Finite values whose sum overflows
+    (scikit-learn's quick test fails on them) are finite; the sums asked for are those
+    of the same call without the check."""
+    rng = np.random.default_rng(3)
+    n = 3 * _COPY_ROWS // 2 + 5  # a row-major input of several features: copied in blocks
+    values = rng.uniform(-1.0, 2.0, (n, n_features))
+    coded = rng.random(n) < 0.5
+    lower, upper = np.zeros(n_features), np.ones(n_features)
+    for others in (False, True):
+        plain = fixed_point_moments(values, lower, upper, coded, squares=True, others=others)
+        checked = fixed_point_moments(values, lower, upper, coded, squares=True,
+                                      others=others, check_finite=True)
+        assert plain.finite and checked.finite
+        for name in ("codes", "square_codes", "others"):
+            np.testing.assert_array_equal(getattr(checked, name), getattr(plain, name))
+    huge = values.copy()
+    huge[: n // 2, -1] = 1e308  # finite; their float sum overflows
+    assert fixed_point_moments(huge, lower, upper, coded, check_finite=True).finite
+    for row in (0, n - 1, int(np.flatnonzero(~coded)[-1]), int(np.flatnonzero(coded)[-1])):
+        for in_fixed_point in (coded, None):
+            broken = values.copy()
+            broken[row, n_features - 1] = bad
+            sums = fixed_point_moments(broken, lower, upper, in_fixed_point, check_finite=True)
+            assert not sums.finite
+            # Without the check nothing is tested (the caller validated the input; a
+            # NaN's code is meaningless, and numpy says so when it casts it).
+            with np.errstate(invalid="ignore"):
+                assert fixed_point_moments(broken, lower, upper, in_fixed_point).finite
 
 
 def test_bounds_are_one_per_feature_before_any_compiled_pass():
