@@ -457,12 +457,9 @@ def fixed_point_moments(values, lower, upper, in_fixed_point=None, *, squares=Fa
     other_squares = other_squares and others
     if not _compiled(*values.shape):
         with _NumpyTimer():
-            if check_finite and not all_finite(values):  # tested first: no NaN is cast
-                zeros = np.zeros(n_features, dtype=np.int64)
-                return MomentSums(zeros, zeros, zeros, zeros, finite=False)
             return _numpy_moments(values, lower, upper, scale, centre, square_upper,
                                   square_scale, in_fixed_point, squares, others,
-                                  other_squares)
+                                  other_squares, check_finite)
     if centre is None:  # unread without square sums; the kernel's types stay the same
         centre, square_upper, square_scale = lower, upper, scale
     code_sums = np.zeros(n_features, dtype=np.int64)
@@ -481,11 +478,14 @@ def fixed_point_moments(values, lower, upper, in_fixed_point=None, *, squares=Fa
 
 
 def _numpy_moments(values, lower, upper, scale, centre, square_upper, square_scale,
-                   in_fixed_point, squares, others, other_squares):
+                   in_fixed_point, squares, others, other_squares, check_finite=False):
     """:func:`fixed_point_moments` by numpy passes (the same float64 operations).
 
     Block by block (:class:`_NumpyCodes`): each block's float sums of codes are exact,
-    and the blocks' are added in int64.
+    and the blocks' are added in int64. ``check_finite`` tests every row before any
+    code (no NaN is ever cast; :func:`all_finite`): the whole input at once up to
+    :data:`_WHOLE_CHECK_VALUES`, above that each block before its codes, while it is in
+    cache for them (one read of the input from memory, not two).
     """
     n_features = values.shape[1]
     code_sums = np.zeros(n_features, dtype=np.int64)
@@ -494,8 +494,19 @@ def _numpy_moments(values, lower, upper, scale, centre, square_upper, square_sca
     float_square_sums = np.zeros(n_features) if other_squares else None
     coder = _NumpyCodes(values.shape[0], lower, upper, scale,
                         (centre, square_upper, square_scale) if centre is not None else None)
+    if check_finite and values.size <= _WHOLE_CHECK_VALUES:
+        check_finite = False
+        if not all_finite(values):
+            return MomentSums(code_sums, square_code_sums, float_sums, float_square_sums,
+                              finite=False)
     for rows in coder.blocks(values.shape[0]):
         block = values[rows]
+        if check_finite:
+            with np.errstate(over="ignore"):  # an overflowing sum: tested value by value
+                quick = math.isfinite(np.add.reduce(block, axis=None))
+            if not quick and not np.isfinite(block).all():
+                return MomentSums(code_sums, square_code_sums, float_sums,
+                                  float_square_sums, finite=False)
         mask = None if in_fixed_point is None else in_fixed_point[rows]
         # np.compress: the rows of a mask, 2.5-6x quicker than boolean indexing.
         coded = block if mask is None else np.compress(mask, block, axis=0)
@@ -516,6 +527,13 @@ def _numpy_moments(values, lower, upper, scale, centre, square_upper, square_sca
 #: Measured on one feature, against 2**15: the mean alone 5-12% quicker at 1e5 to 1e7
 #: values; with the square codes, a whole block of 2**16 was 35% slower at 1e6.
 _NUMPY_BLOCK_VALUES = 2**16
+
+
+#: Up to this many values, :func:`_numpy_moments` tests the finiteness of the whole
+#: input in one sum; above, block by block. Measured with one feature: at 1e6 values
+#: (in this machine's 32 MiB L3) the blocks' sums were 6% slower than one; at 1e7 values
+#: (80 MB, read from memory) the fit 17% quicker by blocks (12.9 to 10.7 ms).
+_WHOLE_CHECK_VALUES = 2**21
 
 
 #: The most users whose codes (each at most ``2**FIXED_POINT_BITS``) one int64 sum
