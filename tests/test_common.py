@@ -99,6 +99,62 @@ def test_the_array_fast_path_validates_like_validate_data(X):
         assert str(raised.value) == expected_error
 
 
+_DEFERRED_FINITENESS = {
+    "adpm, two levels": (lambda: ADPMEstimator(bounds=(0, 1)), "levels", 2),
+    "adpm, 40 levels": (lambda: ADPMEstimator(bounds=(0, 1)), "levels", 40),
+    "adpm, one level": (lambda: ADPMEstimator(bounds=(0, 1)), "none", 1),
+    "adpm, simulated lm users": (lambda: ADPMEstimator(bounds=(0, 1)), "hybrid", 3),
+    "adpm, lm reports": (lambda: ADPMEstimator(bounds=(0, 1), local_reports=True),
+                         "hybrid", 3),
+    "mixed, 40 levels": (lambda: MixedMeanEstimator(bounds=(0, 1)), "levels", 40),
+    "mixed, one level": (lambda: MixedMeanEstimator(bounds=(0, 1)), "none", 1),
+}
+
+
+@pytest.mark.parametrize("path", ["numpy", "compiled"])
+@pytest.mark.parametrize("case", list(_DEFERRED_FINITENESS))
+def test_finiteness_left_to_the_statistics_pass_refuses_as_validation_does(
+        monkeypatch, path, case):
+    """ADPM and the mixed mean (as HybridMeanEstimator, see its tests) leave a float64
+    array's finiteness to the pass that adds its codes, with given bounds: no pass of
+    validation's own, and a NaN or an infinity in any row (first or last, tcm or lm)
+    refused with validation's message, nobody charged."""
+    from skhybrid import PrivacyLedger, base
+    from skhybrid.utils.tests.test_sums import force_path
+
+    make, metadata, n_levels = _DEFERRED_FINITENESS[case]
+    force_path(monkeypatch, path)
+    calls = []
+    original = base.finite_float_rows
+    monkeypatch.setattr(base, "finite_float_rows",
+                        lambda X: calls.append(X.shape) or original(X))
+    rng = np.random.default_rng(0)
+    n = 4_000
+    X = rng.uniform(-0.5, 1.5, (n, 2))
+    user_id = np.arange(n)
+    kwargs = {"user_id": user_id}
+    if metadata != "none":
+        kwargs["epsilon"] = rng.choice(np.linspace(0.5, 3.0, n_levels), n)
+    if metadata == "hybrid":
+        kwargs["trust_group"] = np.arange(n) % 4 == 0
+    ledger = PrivacyLedger(default_budget=100.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        make().set_params(ledger=ledger).fit(X, **kwargs)
+    spent = ledger.spent(user_id)
+    assert spent.max() > 0 and calls == []
+    for row in (0, n - 1):  # an lm user in the hybrid cases
+        for bad in (np.nan, -np.inf):
+            broken = X.copy()
+            broken[row, 1] = bad
+            with pytest.raises(ValueError) as expected:
+                base.validate_values(make(), broken, reset=True)
+            with pytest.raises(ValueError) as raised:
+                make().set_params(ledger=ledger).fit(broken, **kwargs)
+            assert str(raised.value) == str(expected.value)
+            np.testing.assert_array_equal(ledger.spent(user_id), spent)
+
+
 def test_an_array_fit_forgets_the_feature_names_of_an_earlier_frame_fit():
     pd = pytest.importorskip("pandas")
     X = np.random.default_rng(0).uniform(0, 1, size=(50, 2))

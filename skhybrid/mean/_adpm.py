@@ -6,7 +6,12 @@ import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from ..base import RANDOM_STATE_CONSTRAINT, MeanEstimatorMixin, ValidatedParamsMixin
+from ..base import (
+    RANDOM_STATE_CONSTRAINT,
+    MeanEstimatorMixin,
+    NonFiniteValues,
+    ValidatedParamsMixin,
+)
 from ..mechanisms import LaplaceMechanism, LocalLaplaceRandomizer
 from ..mechanisms._feature_weights import feature_noise_weights, scaled_ranges
 from ..mechanisms._noise import personalized_laplace_release, personalized_laplace_variance
@@ -21,7 +26,7 @@ from ..theory import (
     uni_weights,
 )
 from ..theory._mixed import mse_about_empirical_mean
-from ..utils._sums import rounding_slack
+from ..utils._sums import all_finite, rounding_slack
 from ..utils._validation import (
     check_epsilon,
     check_trust_group,
@@ -277,11 +282,18 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
         variance = resolve_variance(self.variance, lower, upper, allow_zero=False)
         return {"lower": lower, "upper": upper, "variance": variance}
 
-    def _chunk_statistics(self, X, is_tcm, epsilon, context, rng):
+    def _checks_finite(self):
+        return True
+
+    def _chunk_statistics(self, X, is_tcm, epsilon, context, rng, check_finite=False):
         """Counts and value sums per (trust model, epsilon) level.
 
         tcm users' values are clipped; lm users' values are their reports, privatized
         here with their own epsilon (as their devices would) unless ``local_reports``.
+
+        ``check_finite``: every value is tested in the pass that adds the codes, or,
+        when lm users' reports are drawn here, before them (a pass of its own); a NaN
+        or an infinity raises :class:`~skhybrid.base.NonFiniteValues`.
         """
         local = _local_users(is_tcm, epsilon)
         self._check_local(int(np.count_nonzero(local)))
@@ -291,12 +303,21 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
             if self.local_reports:
                 reports = masked_rows(X, local)
             else:
+                if check_finite:  # tested before the devices' noise is drawn
+                    if not all_finite(X):
+                        raise NonFiniteValues
+                    check_finite = False
                 user_epsilon = np.broadcast_to(epsilon, local.shape)[local]
                 reports = LocalLaplaceRandomizer(bounds=(lower, upper)).privatize(
                     clip_to_bounds(masked_rows(X, local), lower, upper), epsilon=user_epsilon,
                     random_state=rng,
                 )
-        return LevelStatistics.from_users(X, epsilon, local, lower, upper, reports)
+        non_finite = np.zeros(1, dtype=np.int64) if check_finite else None
+        statistics = LevelStatistics.from_users(X, epsilon, local, lower, upper, reports,
+                                                non_finite)
+        if check_finite and non_finite[0]:
+            raise NonFiniteValues
+        return statistics
 
     def _check_local(self, n_local):
         if self.strategy != "adpm" and n_local:

@@ -17,6 +17,7 @@ from ..accounting._costs import charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
     MeanEstimatorMixin,
+    NonFiniteValues,
     ValidatedParamsMixin,
     check_fit_metadata,
 )
@@ -316,12 +317,22 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
         return {"lower": lower, "upper": upper,
                 "variance": resolve_variance(self.variance, lower, upper)}
 
-    def _chunk_statistics(self, X, is_tcm, epsilon, context, rng):
-        """Counts and clipped sums per privacy level."""
+    def _checks_finite(self):
+        return True
+
+    def _chunk_statistics(self, X, is_tcm, epsilon, context, rng, check_finite=False):
+        """Counts and clipped sums per privacy level (``check_finite``: every value
+        tested in the same pass; a NaN or an infinity raises
+        :class:`~skhybrid.base.NonFiniteValues`)."""
         check_curator_users(self, is_tcm)
-        return LevelStatistics.from_users(
-            X, epsilon, np.zeros(X.shape[0], dtype=bool), context["lower"], context["upper"]
+        non_finite = np.zeros(1, dtype=np.int64) if check_finite else None
+        statistics = LevelStatistics.from_users(
+            X, epsilon, np.zeros(X.shape[0], dtype=bool), context["lower"], context["upper"],
+            non_finite=non_finite,
         )
+        if check_finite and non_finite[0]:
+            raise NonFiniteValues
+        return statistics
 
     def _plan_release(self, statistics, context, fit_warnings):
         """Refuse a private group's noise too wide to draw, before the charge."""

@@ -91,7 +91,8 @@ class LevelStatistics:
     groups: LevelIndex | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def from_users(cls, X, epsilon, local, lower=None, upper=None, reports=None):
+    def from_users(cls, X, epsilon, local, lower=None, upper=None, reports=None,
+                   non_finite=None):
         """Group users by level and add up their values.
 
         Parameters
@@ -104,6 +105,11 @@ class LevelStatistics:
             The bounds; may be None when ``X`` has no feature (counts only).
         reports : ndarray of shape (n_local, n_features), default=None
             The lm users' reports, in row order; None when there is no lm user.
+        non_finite : ndarray of int64 of shape (1,), default=None
+            Unless None, made positive when a value of ``X`` (of any row) is NaN or
+            infinite, tested in the pass that adds them
+            (:func:`~skhybrid.utils._sums.fixed_point_sums`); the statistics then mean
+            nothing.
 
         Returns
         -------
@@ -123,7 +129,7 @@ class LevelStatistics:
                 index = LevelIndex.of(np.where(local, -epsilon, epsilon), with_labels=True)
             elif n_features:
                 # Grouped and summed in one pass.
-                index, sums = LevelIndex.with_code_sums(epsilon, X, lower, upper)
+                index, sums = LevelIndex.with_code_sums(epsilon, X, lower, upper, non_finite)
             else:
                 index = LevelIndex.of(epsilon)
             levels, counts = index.levels, index.counts
@@ -131,13 +137,13 @@ class LevelStatistics:
             sums = np.zeros((levels.size, n_features), dtype=np.int64)
         report_sums = np.zeros((levels.size, n_features))
         if index is None and n_features:
-            sums = fixed_point_sums(X, lower, upper)
+            sums = fixed_point_sums(X, lower, upper, non_finite=non_finite)
         elif n_features and local.any():
             # lm rows get the label one past the last group: left out of the sums.
             labels = index.labels  # groups, not sorted levels
             sums = index.sorted(fixed_point_sums(
                 X, lower, upper, labels=np.where(local, levels.size, labels),
-                n_groups=levels.size))
+                n_groups=levels.size, non_finite=non_finite))
             report_sums = index.sorted(np.stack([
                 np.bincount(labels[local], weights=column, minlength=levels.size)
                 for column in reports.T

@@ -78,8 +78,15 @@ def _block_sum(buffer, length):
     return total
 
 
+@numba.njit(inline="always", **_OPTIONS)
+def _non_finite(value):
+    """1 for NaN (every comparison is False) or an infinity, else 0: a count that
+    vectorizes, for the callers' finiteness checks made in their own passes."""
+    return 0 if abs(value) < np.inf else 1
+
+
 @numba.njit(**_OPTIONS)
-def fixed_point_code_sums(columns, lower, upper, scale, labels, sums):
+def fixed_point_code_sums(columns, lower, upper, scale, labels, sums, non_finite=None):
     """``sums[g, j] +=`` the codes of feature ``j`` of the rows labelled ``g``, exactly.
 
     Each code is an integer of at most ``2**FIXED_POINT_BITS``, converted exactly to
@@ -96,6 +103,9 @@ def fixed_point_code_sums(columns, lower, upper, scale, labels, sums):
         puts every row in group 0.
     sums : ndarray of int64 of shape (n_groups, n_features)
         Added to in place.
+    non_finite : ndarray of int64 of shape (1,) or None
+        Unless None, ``non_finite[0] +=`` the number of NaN or infinite values of every
+        row (labelled out or not); a caller that counts any must discard the sums.
     """
     n_features, n_rows = columns.shape
     n_groups = sums.shape[0]
@@ -104,10 +114,14 @@ def fixed_point_code_sums(columns, lower, upper, scale, labels, sums):
     scattered = np.zeros((n_groups + 1, n_features), dtype=np.int64)
     for feature in range(n_features):
         low, high, step = lower[feature], upper[feature], scale[feature]
+        bad = np.int64(0)
         if labels is None:
             total = np.int64(0)
             for row in range(n_rows):
-                total += np.int64(fixed_point_code(columns[feature, row], low, high, step))
+                value = columns[feature, row]
+                if non_finite is not None:
+                    bad += _non_finite(value)
+                total += np.int64(fixed_point_code(value, low, high, step))
             sums[0, feature] += total
         elif n_groups <= 2:
             # The common case (tcm or not, kept or dropped): each row's code or 0 in each
@@ -115,7 +129,10 @@ def fixed_point_code_sums(columns, lower, upper, scale, labels, sums):
             first = np.int64(0)
             second = np.int64(0)
             for row in range(n_rows):
-                code = np.int64(fixed_point_code(columns[feature, row], low, high, step))
+                value = columns[feature, row]
+                if non_finite is not None:
+                    bad += _non_finite(value)
+                code = np.int64(fixed_point_code(value, low, high, step))
                 group = labels[row]
                 first += code if group == 0 else 0
                 second += code if group == 1 else 0
@@ -124,10 +141,14 @@ def fixed_point_code_sums(columns, lower, upper, scale, labels, sums):
                 sums[1, feature] += second
         else:
             for row in range(n_rows):
+                value = columns[feature, row]
+                if non_finite is not None:
+                    bad += _non_finite(value)
                 group = labels[row]
                 group = group if 0 <= group < n_groups else n_groups
-                scattered[group, feature] += np.int64(
-                    fixed_point_code(columns[feature, row], low, high, step))
+                scattered[group, feature] += np.int64(fixed_point_code(value, low, high, step))
+        if non_finite is not None:
+            non_finite[0] += bad
     if labels is not None and n_groups > 2:
         sums += scattered[:n_groups]
 
@@ -216,8 +237,7 @@ def _moment_block(block, coded_rows, constants, square_code_sums, float_sums,
     for row in range(block.shape[0]):
         value = block[row]
         if non_finite is not None:
-            # False for NaN (every comparison is) and for either infinity.
-            bad += 0 if abs(value) < np.inf else 1
+            bad += _non_finite(value)
         clipped = low if value < low else value
         clipped = high if clipped > high else clipped
         code = np.int64(np.rint((clipped - low) * step))
@@ -921,7 +941,7 @@ _GROUP_BLOCK = 2**14
 
 
 @numba.njit(**_OPTIONS)
-def hash_groups(bits, labels, columns, lower, upper, scale, with_sums):
+def hash_groups(bits, labels, columns, lower, upper, scale, with_sums, non_finite=None):
     """Each key's group among the distinct keys (in order of first appearance), by hashing.
 
     One pass over the keys, each looked up in an open-addressing table (Fibonacci
@@ -942,6 +962,9 @@ def hash_groups(bits, labels, columns, lower, upper, scale, with_sums):
         The rows' values (feature-major, any strides); read only ``with_sums``.
     lower, upper, scale : ndarray of float64 of shape (n_features,)
     with_sums : bool
+    non_finite : ndarray of int64 of shape (1,) or None
+        With ``with_sums``, unless None: ``non_finite[0] +=`` the number of NaN or
+        infinite values (see :func:`fixed_point_code_sums`).
 
     Returns
     -------
@@ -994,20 +1017,28 @@ def hash_groups(bits, labels, columns, lower, upper, scale, with_sums):
             distinct, counts, sums = grown_distinct, grown_counts, grown_sums
         if with_sums:
             if labels is None:
-                _add_block_codes(columns, start, stop, block, lower, upper, scale, sums)
+                _add_block_codes(columns, start, stop, block, lower, upper, scale, sums,
+                                 non_finite)
             else:
                 _add_block_codes(columns, start, stop, labels[start:stop], lower, upper, scale,
-                                 sums)
+                                 sums, non_finite)
     return (table, index, distinct[:n_distinct].copy(), counts[:n_distinct].copy(),
             sums[:n_distinct].copy())
 
 
 @numba.njit(**_OPTIONS)
-def _add_block_codes(columns, start, stop, block_labels, lower, upper, scale, sums):
-    """``sums[block_labels[i - start], j] +=`` the code of ``columns[j, i]``, i in [start, stop)."""
+def _add_block_codes(columns, start, stop, block_labels, lower, upper, scale, sums,
+                     non_finite):
+    """``sums[block_labels[i - start], j] +=`` the code of ``columns[j, i]``, i in [start, stop)
+    (and, unless ``non_finite`` is None, the count of NaN or infinite values added to it)."""
     for feature in range(columns.shape[0]):
         low, high, step = lower[feature], upper[feature], scale[feature]
         block = columns[feature, start:stop]  # indices from 0 (see moment_sums)
+        if non_finite is not None:
+            bad = np.int64(0)
+            for row in range(stop - start):
+                bad += _non_finite(block[row])
+            non_finite[0] += bad
         for row in range(stop - start):
             sums[block_labels[row], feature] += np.int64(
                 fixed_point_code(block[row], low, high, step))

@@ -59,8 +59,12 @@ class LevelIndex:
         return cls._grouped(keys, None, with_labels)[0]
 
     @classmethod
-    def with_code_sums(cls, keys, values, lower, upper):
+    def with_code_sums(cls, keys, values, lower, upper, non_finite=None):
         """Group ``keys`` and add each group's fixed-point codes of ``values``, exactly.
+
+        ``non_finite`` (int64 of shape (1,)), unless None, is made positive when a value
+        is NaN or infinite, tested in the pass that codes them (see
+        :func:`~skhybrid.utils._sums.fixed_point_sums`).
 
         Returns
         -------
@@ -68,10 +72,10 @@ class LevelIndex:
         sums : ndarray of int64 of shape (n_levels, n_features)
             ``fixed_point_sums(values, lower, upper, labels=...)`` per sorted level.
         """
-        return cls._grouped(keys, (values, lower, upper), False)
+        return cls._grouped(keys, (values, lower, upper), False, non_finite)
 
     @classmethod
-    def _grouped(cls, keys, summed, with_labels):
+    def _grouped(cls, keys, summed, with_labels, non_finite=None):
         keys = np.ascontiguousarray(keys, dtype=np.float64)
         if keys.ndim != 1:
             raise ValueError(f"keys must be 1-d; got shape {keys.shape}")
@@ -89,7 +93,7 @@ class LevelIndex:
                 return index, None
             values, lower, upper = summed
             sums = fixed_point_sums(values, lower, upper, labels=index.labels,
-                                    n_groups=index.levels.size)
+                                    n_groups=index.levels.size, non_finite=non_finite)
             return index, index.sorted(sums)
         if summed is None:
             columns, lower, upper, scale = np.zeros((0, keys.shape[0])), *([np.zeros(0)] * 3)
@@ -101,7 +105,8 @@ class LevelIndex:
         from ._kernels import hash_groups  # numba: imported at first use
 
         table, slots, distinct, counts, sums = hash_groups(
-            keys.view(np.uint64), labels, columns, lower, upper, scale, summed is not None)
+            keys.view(np.uint64), labels, columns, lower, upper, scale, summed is not None,
+            non_finite)
         distinct = distinct.view(np.float64)
         order = np.argsort(distinct, kind="stable")
         position = np.empty(order.size, dtype=np.intp)

@@ -50,6 +50,25 @@ def test_levels_counts_and_lookups_are_np_unique_s(path, n_levels):
     np.testing.assert_array_equal(labelled.sorted(labelled.per_group(levels)), levels)
 
 
+@pytest.mark.parametrize("n_levels", [1, 2, 40])
+@pytest.mark.parametrize("bad", [np.nan, -np.inf])
+def test_code_sums_count_non_finite_values_when_asked(path, n_levels, bad):
+    """with_code_sums' finiteness check sees every value (the hash kernel's blocks, the
+    sort's labelled sums): none counted for finite values, whose sums are unchanged;
+    a NaN or an infinity in the last row counted."""
+    n = 100_000
+    keys = _keys(n_levels, n)
+    values = np.random.default_rng(2).uniform(-0.5, 1.5, (n, 2))
+    count = np.zeros(1, dtype=np.int64)
+    _, checked = LevelIndex.with_code_sums(keys, values, 0.0, 1.0, count)
+    assert count[0] == 0
+    np.testing.assert_array_equal(checked, LevelIndex.with_code_sums(keys, values, 0.0, 1.0)[1])
+    values[-1, 1] = bad
+    with np.errstate(invalid="ignore"):  # numpy's casts of the meaningless codes
+        LevelIndex.with_code_sums(keys, values, 0.0, 1.0, count)
+    assert count[0] > 0
+
+
 def test_no_keys_and_bad_shapes(path):
     index, sums = LevelIndex.with_code_sums(np.zeros(0), np.zeros((0, 3)), 0.0, 1.0)
     assert index.levels.size == 0 and sums.shape == (0, 3)

@@ -201,6 +201,36 @@ def test_fixed_point_moments_find_every_non_finite_value_when_asked(
                 assert fixed_point_moments(broken, lower, upper, in_fixed_point).finite
 
 
+@pytest.mark.parametrize("whole_check", [True, False])
+@pytest.mark.parametrize("n_groups", [None, 2, 5])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_fixed_point_sums_count_non_finite_values_when_asked(monkeypatch, whole_check,
+                                                             n_groups, bad):
+    """fixed_point_sums' non_finite counts NaN and infinities of every row, labelled out
+    ones too (the caller's validation must see them), past the first block; nothing
+    for finite values, whose sums are those of the call without the check."""
+    if not whole_check:
+        monkeypatch.setattr(_sums, "_WHOLE_CHECK_VALUES", 0)
+    rng = np.random.default_rng(5)
+    n = 3 * _COPY_ROWS // 2 + 5
+    values = rng.uniform(-1.0, 2.0, (n, 3))
+    kwargs = {} if n_groups is None else {
+        "labels": rng.integers(0, n_groups + 1, n), "n_groups": n_groups}
+    count = np.zeros(1, dtype=np.int64)
+    checked = fixed_point_sums(values, 0.0, 1.0, non_finite=count, **kwargs)
+    assert count[0] == 0
+    np.testing.assert_array_equal(checked, fixed_point_sums(values, 0.0, 1.0, **kwargs))
+    rows = [n - 1] if n_groups is None else [
+        n - 1, int(np.flatnonzero(kwargs["labels"] == n_groups)[-1])]  # a row left out
+    for row in rows:
+        broken = values.copy()
+        broken[row, 2] = bad
+        count[0] = 0
+        with np.errstate(invalid="ignore"):  # numpy's casts of the meaningless codes
+            fixed_point_sums(broken, 0.0, 1.0, non_finite=count, **kwargs)
+        assert count[0] > 0
+
+
 def test_bounds_are_one_per_feature_before_any_compiled_pass():
     """Scalar bounds broadcast; bounds of another length raise instead of being read
     past their end (the kernels do not check bounds)."""
