@@ -1045,6 +1045,13 @@ def _add_block_codes(columns, start, stop, block_labels, lower, upper, scale, su
 
 
 @numba.njit(**_OPTIONS)
+def gather_table(table, labels, out):
+    """``out[i] = table[labels[i]]`` (labels within the table: the callers' groups)."""
+    for row in range(labels.shape[0]):
+        out[row] = table[labels[row]]
+
+
+@numba.njit(**_OPTIONS)
 def hash_lookup(bits, table, index, values, out):
     """``out[i] = values[group of bits[i]]``, by the table of :func:`hash_groups`.
 
