@@ -174,9 +174,10 @@ def check_epsilon(epsilon, n_samples=None, *, allow_inf=False, name="epsilon"):
     # be as large as X for one feature (the estimators only read the levels).
     values = array.astype(np.float64, copy=False).view()
     values.flags.writeable = False
-    bad = _out_of_range(values, allow_inf)
-    if bad.any():
-        _first_bad(bad, array, name, expected)
+    if not _extremes_in_range(values):  # else every level is: no per-user mask to build
+        bad = _out_of_range(values, allow_inf)
+        if bad.any():
+            _first_bad(bad, array, name, expected)
     return values
 
 
@@ -184,6 +185,16 @@ def check_epsilon(epsilon, n_samples=None, *, allow_inf=False, name="epsilon"):
 #: the weights' programs overflow or underflow float64. Public data is ``np.inf``.
 MIN_EPSILON = 1e-100
 MAX_EPSILON = 1e100
+
+
+def _extremes_in_range(values):
+    """Whether the smallest and largest levels are in ``[MIN_EPSILON, MAX_EPSILON]``: then
+    every level is (two reductions, a third of :func:`_out_of_range`'s time at 1e7
+    levels). False also for a NaN (numpy's extremes propagate it; every comparison with
+    it is False), for public users' inf and for no levels: :func:`_out_of_range` decides."""
+    if values.size == 0:
+        return False
+    return MIN_EPSILON <= float(np.min(values)) and float(np.max(values)) <= MAX_EPSILON
 
 
 def _out_of_range(values, allow_inf):

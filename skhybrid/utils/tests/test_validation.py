@@ -257,6 +257,24 @@ def test_infinite_epsilon_only_where_public_data_is_accepted():
         check_epsilon([1.0, np.inf], 2)
 
 
+@pytest.mark.parametrize("bad", [1e-101, 1e101, np.nan, 0.0])
+@pytest.mark.parametrize("allow_inf", [False, True])
+def test_levels_beyond_the_accepted_range_are_named_whatever_the_extremes(bad, allow_inf):
+    """Levels are checked by their extremes first, element by element only when those
+    fail: an out-of-range level (or a NaN, which numpy's extremes propagate) is named
+    at its index, also beside public users' inf, which send the check element by
+    element; in-range levels at the limits pass."""
+    from skhybrid.utils._validation import MAX_EPSILON, MIN_EPSILON
+
+    levels = np.array([MIN_EPSILON, 1.0, MAX_EPSILON, 2.0] + ([np.inf] if allow_inf else []))
+    np.testing.assert_array_equal(check_epsilon(levels, levels.size, allow_inf=allow_inf),
+                                  levels)
+    broken = levels.copy()
+    broken[3] = bad
+    with pytest.raises(ValueError, match="at index 3"):
+        check_epsilon(broken, broken.size, allow_inf=allow_inf)
+
+
 def test_boolean_epsilon_array_is_rejected():
     with pytest.raises(ValueError, match="boolean"):
         check_epsilon(np.array([True, False]), 2)
