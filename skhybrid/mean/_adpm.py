@@ -47,6 +47,8 @@ _BASELINES = {
 
 def _local_users(is_tcm, epsilon):
     """lm users with a finite epsilon; public lm users need no local noise (count as tcm)."""
+    if is_tcm.all():  # no lm user (no trust_group): no pass over the levels
+        return np.zeros(is_tcm.shape[0], dtype=bool)
     return ~is_tcm & np.isfinite(epsilon)
 
 

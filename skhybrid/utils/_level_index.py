@@ -157,12 +157,23 @@ class LevelIndex:
 _GATHER_SECONDS = 2e-9
 
 
+#: Keys :func:`_two_or_fewer` looks at before its passes: more than two distinct keys
+#: among them end it at once.
+_HEAD_KEYS = 4096
+
+
 def _two_or_fewer(keys):
-    """The index of at most two distinct keys by comparison passes, else None."""
+    """The index of at most two distinct keys by comparison passes, else None.
+
+    Three distinct keys among the first :data:`_HEAD_KEYS` (a sort of a few thousand,
+    15 us) answer None without the passes (8-12 ms at 1e7 keys).
+    """
     n = keys.shape[0]
     if n == 0:
         return LevelIndex(keys[:0].copy(), np.zeros(0, dtype=np.int64),
                           np.zeros(0, dtype=np.int8), np.zeros(0, dtype=np.intp))
+    if n > _HEAD_KEYS and np.unique(keys[:_HEAD_KEYS]).size > 2:
+        return None
     first = keys[0]
     other = keys != first
     n_other = int(np.count_nonzero(other))

@@ -50,6 +50,21 @@ def test_levels_counts_and_lookups_are_np_unique_s(path, n_levels):
     np.testing.assert_array_equal(labelled.sorted(labelled.per_group(levels)), levels)
 
 
+@pytest.mark.parametrize("levels", [[1.0, 2.0], [1.0, 2.0, 3.0], [0.5], [0.5, 0.5, 0.7]])
+def test_grouped_keys_whose_first_thousands_hold_fewer_levels(path, levels):
+    """Keys grouped by level (sorted, as a file of users per level may be): the first
+    4096 keys hold one level, later ones the others; the index is still np.unique's."""
+    from skhybrid.utils._level_index import _HEAD_KEYS
+
+    keys = np.repeat(np.array(levels), 3 * _HEAD_KEYS)
+    expected, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    for index in (LevelIndex.of(keys), LevelIndex.of(keys, with_labels=True)):
+        np.testing.assert_array_equal(index.levels, expected)
+        np.testing.assert_array_equal(index.counts, counts)
+        np.testing.assert_array_equal(index.spread(np.arange(expected.size) * 2.0),
+                                      inverse * 2.0)
+
+
 @pytest.mark.parametrize("n_levels", [1, 2, 40])
 @pytest.mark.parametrize("bad", [np.nan, -np.inf])
 def test_code_sums_count_non_finite_values_when_asked(path, n_levels, bad):
