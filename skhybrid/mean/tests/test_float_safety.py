@@ -46,11 +46,12 @@ def _tailored_neighbours(lower, upper, n=10, seed=0):
     return best
 
 
-def _naive_fixed_point_sums(values, lower, upper, *, labels=None, n_groups=1):
+def _naive_fixed_point_sums(values, lower, upper, *, labels=None, n_groups=1, non_finite=None):
     """The old computation, expressed in fixed-point units: sum(clip(x)) - n * lower.
 
     It sums the clipped values in float64 (magnitude n * |lower|) before centring, the
-    rounding the fixed-point sums avoid. Used by the controls only.
+    rounding the fixed-point sums avoid. Used by the controls only (whose values are
+    finite: ``non_finite`` is left at 0).
     """
     clipped = np.clip(values, lower, upper)
     labels = np.zeros(values.shape[0], dtype=np.intp) if labels is None else labels
