@@ -451,7 +451,8 @@ def fixed_point_moments(values, lower, upper, in_fixed_point=None, *, squares=Fa
         compiled kernel tests each value in the pass that codes it, which spares a
         caller's validation its own pass over the input (:func:`finite_float_rows`'s
         sum: more than half of a fit's time at 1e7 values); numpy's passes test it
-        by scikit-learn's sum test, then value by value if the sum is not finite.
+        by scikit-learn's sum test (of the whole input, or of each block before its
+        codes: :func:`_numpy_block_check`), then value by value if a sum is not finite.
 
     Returns
     -------
@@ -548,9 +549,10 @@ _NUMPY_BLOCK_VALUES = 2**16
 
 #: Up to this many values, numpy's passes test the finiteness of the whole input in one
 #: sum (:func:`all_finite`); above, block by block, each before its codes, while it is
-#: in cache for them: one read of the input from memory, not two. Measured with one feature: at 1e6 values
-#: (in this machine's 32 MiB L3) the blocks' sums were 6% slower than one; at 1e7 values
-#: (80 MB, read from memory) the fit 17% quicker by blocks (12.9 to 10.7 ms).
+#: in cache for them: one read of the input from memory, not two. Measured with one
+#: feature: at 1e6 values (in this machine's 32 MiB L3) the blocks' sums were 6% slower
+#: than one; at 1e7 values (80 MB, read from memory) the fit 17% quicker by blocks
+#: (12.9 to 10.7 ms).
 _WHOLE_CHECK_VALUES = 2**21
 
 
