@@ -1,7 +1,6 @@
 """Shared pieces of skhybrid's estimators: fit-input validation, prediction and scoring."""
 
 import inspect
-import math
 import warnings
 from numbers import Integral
 
@@ -10,6 +9,7 @@ from sklearn.utils._param_validation import Interval, validate_parameter_constra
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .exceptions import EmptyGroupWarning, MetadataOverrideWarning, PrivacyLeakWarning
+from .utils._sums import finite_sum
 from .utils._validation import check_epsilon, check_trust_group
 
 
@@ -190,10 +190,7 @@ def finite_float_rows(X):
     caller to scikit-learn's validation, which checks element by element and gives
     its messages.
     """
-    if not float_rows(X):
-        return False
-    with np.errstate(over="ignore"):  # an overflowing sum only sends X the slow way
-        return math.isfinite(np.add.reduce(X, axis=None))
+    return float_rows(X) and finite_sum(X)  # an overflowing sum only sends X the slow way
 
 
 def float_rows(X):

@@ -314,12 +314,8 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
                     clip_to_bounds(masked_rows(X, local), lower, upper), epsilon=user_epsilon,
                     random_state=rng,
                 )
-        non_finite = np.zeros(1, dtype=np.int64) if check_finite else None
-        statistics = LevelStatistics.from_users(X, epsilon, local, lower, upper, reports,
-                                                non_finite)
-        if check_finite and non_finite[0]:
-            raise NonFiniteValues
-        return statistics
+        return LevelStatistics.from_users(X, epsilon, local, lower, upper, reports,
+                                          check_finite)
 
     def _check_local(self, n_local):
         if self.strategy != "adpm" and n_local:

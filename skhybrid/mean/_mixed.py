@@ -17,7 +17,6 @@ from ..accounting._costs import charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
     MeanEstimatorMixin,
-    NonFiniteValues,
     ValidatedParamsMixin,
     check_fit_metadata,
 )
@@ -325,14 +324,10 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
         tested in the same pass; a NaN or an infinity raises
         :class:`~skhybrid.base.NonFiniteValues`)."""
         check_curator_users(self, is_tcm)
-        non_finite = np.zeros(1, dtype=np.int64) if check_finite else None
-        statistics = LevelStatistics.from_users(
+        return LevelStatistics.from_users(
             X, epsilon, np.zeros(X.shape[0], dtype=bool), context["lower"], context["upper"],
-            non_finite=non_finite,
+            check_finite=check_finite,
         )
-        if check_finite and non_finite[0]:
-            raise NonFiniteValues
-        return statistics
 
     def _plan_release(self, statistics, context, fit_warnings):
         """Refuse a private group's noise too wide to draw, before the charge."""

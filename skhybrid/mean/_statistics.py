@@ -92,7 +92,7 @@ class LevelStatistics:
 
     @classmethod
     def from_users(cls, X, epsilon, local, lower=None, upper=None, reports=None,
-                   non_finite=None):
+                   check_finite=False):
         """Group users by level and add up their values.
 
         Parameters
@@ -105,17 +105,17 @@ class LevelStatistics:
             The bounds; may be None when ``X`` has no feature (counts only).
         reports : ndarray of shape (n_local, n_features), default=None
             The lm users' reports, in row order; None when there is no lm user.
-        non_finite : ndarray of int64 of shape (1,), default=None
-            Unless None, made positive when a value of ``X`` (of any row) is NaN or
-            infinite, tested in the pass that adds them
-            (:func:`~skhybrid.utils._sums.fixed_point_sums`); the statistics then mean
-            nothing.
+        check_finite : bool, default=False
+            Also test every value of ``X`` (of any row) in the pass that adds them
+            (:func:`~skhybrid.utils._sums.fixed_point_sums`): a NaN or an infinity raises
+            :class:`~skhybrid.base.NonFiniteValues`.
 
         Returns
         -------
         statistics : LevelStatistics
         """
         n_samples, n_features = X.shape
+        non_finite = np.zeros(1, dtype=np.int64) if check_finite and n_features else None
         epsilon = np.asarray(epsilon, dtype=np.float64)
         if epsilon.ndim == 0 and not local.any():
             # One level: no grouping pass over millions of equal keys.
@@ -148,6 +148,8 @@ class LevelStatistics:
                 np.bincount(labels[local], weights=column, minlength=levels.size)
                 for column in reports.T
             ], axis=1))
+        if non_finite is not None and non_finite[0]:
+            raise NonFiniteValues
         return dataclasses.replace(cls._ordered(levels, counts, sums, report_sums), groups=index)
 
     @classmethod

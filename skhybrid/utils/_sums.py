@@ -282,13 +282,17 @@ def float_column_sums(values):
     return sums
 
 
-def all_finite(values):
-    """Whether every value of a float array is finite: scikit-learn's sum test, then (a
-    sum that is not finite may only have overflowed) value by value."""
+def finite_sum(values):
+    """scikit-learn's quick finiteness test: whether the float sum of every value is
+    finite (True proves every value finite; False may only be an overflow)."""
     with np.errstate(over="ignore"):
-        if math.isfinite(np.add.reduce(values, axis=None)):
-            return True
-    return bool(np.isfinite(values).all())
+        return math.isfinite(np.add.reduce(values, axis=None))
+
+
+def all_finite(values):
+    """Whether every value of a float array is finite: :func:`finite_sum`, then value by
+    value when the sum is not finite."""
+    return finite_sum(values) or bool(np.isfinite(values).all())
 
 
 def _float_rows(values):
