@@ -268,6 +268,32 @@ def test_fixed_point_range_is_the_float64_width_or_a_named_error(n_features):
                 check_fixed_point_range(lower, upper)
 
 
+def test_remembered_widths_are_the_bounds_own_and_read_only(monkeypatch):
+    """The widths of recent bounds are remembered by the bounds' bytes: the same bounds
+    give the same read-only widths, other bounds (one bit apart) their own, bad bounds
+    are refused every time, and the memory is emptied when full."""
+    from skhybrid.utils import _sums
+
+    monkeypatch.setattr(_sums, "_WIDTHS", {})
+    monkeypatch.setattr(_sums, "_MAX_WIDTHS", 3)
+    lower, upper = np.array([0.0, -2.0]), np.array([1.0, 5.0])
+    width = _sums.check_fixed_point_range(lower, upper)
+    assert _sums.check_fixed_point_range(lower.copy(), upper.copy()) is width
+    np.testing.assert_array_equal(width, [1.0, 7.0])
+    with pytest.raises(ValueError, match="read-only"):
+        width[0] = 2.0
+    nudged = np.array([1.0, np.nextafter(5.0, 6.0)])
+    np.testing.assert_array_equal(_sums.check_fixed_point_range(lower, nudged),
+                                  nudged - lower)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="feature 1 has lower="):
+            _sums.check_fixed_point_range(lower, np.array([1.0, -2.0]))
+    for top in (2.0, 3.0, 4.0):
+        _sums.check_fixed_point_range(lower, np.array([top, 5.0]))
+    assert len(_sums._WIDTHS) <= 3
+    np.testing.assert_array_equal(_sums.check_fixed_point_range(lower, upper), [1.0, 7.0])
+
+
 def test_no_release_of_code_sums_over_more_users_than_int64_holds():
     """Past MAX_USERS users one fit's int64 code sums could wrap around: converting them
     refuses, in every estimator's release path, instead of releasing a wrapped sum."""
