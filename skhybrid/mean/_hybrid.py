@@ -76,6 +76,10 @@ def _inverse_variance_mix(estimates, variances):
     Returns the mixture and its variance.
     """
     present = [(e, v) for e, v in zip(estimates, variances) if e is not None]
+    if len(present) == 1:  # the sums below of one term, without Python's sum (0 + term)
+        estimate, variance = present[0]
+        weight = 1.0 / np.maximum(variance, _TINY)
+        return (weight * estimate + 0.0) / weight, 1.0 / weight
     weights = [1.0 / np.maximum(v, _TINY) for _, v in present]
     total = sum(weights)
     return sum(w * e for w, (e, _) in zip(weights, present)) / total, 1.0 / total
