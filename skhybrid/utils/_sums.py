@@ -163,7 +163,9 @@ class _NumpyCodes:
             centre, square_upper, square_scale = self._cut(self._square, size)
             square_codes = np.subtract(codes, centre, out=self._square_scratch[:size])
             np.square(square_codes, out=square_codes)
-            np.minimum(square_codes, square_upper, out=square_codes)
+            # Squares are >= 0: their clip to [0, square_upper] is their minimum with
+            # square_upper, and numpy's clip is 3x quicker than its minimum with a scalar.
+            square_codes.clip(0.0, square_upper, out=square_codes)
             square_codes *= square_scale
             np.rint(square_codes, out=square_codes)
             square_codes = square_codes.reshape(n_rows, n_features)
