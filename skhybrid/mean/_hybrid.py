@@ -513,7 +513,11 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             variance = resolve_variance(None, lower, upper)
         else:
             variance = resolve_variance(self.variance, lower, upper)
-        return {"lower": lower, "upper": upper, "variance": variance}
+        # Public quantities of the bounds, computed once: the ranges, the midpoint and
+        # the range of a squared distance to it (square_grid).
+        centre, square_range = square_grid(lower, upper)
+        return {"lower": lower, "upper": upper, "variance": variance,
+                "ranges": upper - lower, "centre": centre, "square_range": square_range}
 
     def _noise(self, context):
         return {"mechanism": self.mechanism, "delta": self.delta,
@@ -545,7 +549,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         lower, upper = context["lower"], context["upper"]
         # With variance="private": squared distances to the midpoint (see
         # private_variance_estimate).
-        centre = (lower + upper) / 2.0 if self._private_variance() else None
+        centre = context["centre"] if self._private_variance() else None
         n_tcm = int(np.count_nonzero(is_tcm))
         n_lm = X.shape[0] - n_tcm
         all_tcm = n_lm == 0
@@ -606,19 +610,19 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         self._check_groups(statistics.n_tcm, statistics.n_lm, fit_warnings)
         plan = {"mean": None, "second": None}
         if statistics.n_tcm and self.strategy not in ("lm_only", "full_lm"):
-            lower, upper = context["lower"], context["upper"]
+            n_features = context["lower"].shape[0]
             mean_share = 1.0
             if statistics.tcm_square_sum is not None:  # as in _release
                 mean_share = 1.0 - PRIVATE_VARIANCE_SHARE
                 plan["second"] = planned_central_noise(
                     statistics.n_tcm, mechanism="laplace",
                     epsilon=statistics.epsilon_tcm * PRIVATE_VARIANCE_SHARE, delta=0.0,
-                    ranges=square_grid(lower, upper)[1], n_features=lower.shape[0],
+                    ranges=context["square_range"], n_features=n_features,
                 )
             plan["mean"] = planned_central_noise(
                 statistics.n_tcm, mechanism=self.mechanism,
                 epsilon=statistics.epsilon_tcm * mean_share, delta=self.delta,
-                ranges=upper - lower, n_features=lower.shape[0],
+                ranges=context["ranges"], n_features=n_features,
             )
         return plan
 
@@ -627,6 +631,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         n_tcm, n_lm = statistics.n_tcm, statistics.n_lm
         epsilon_tcm, epsilon_lm = statistics.epsilon_tcm, statistics.epsilon_lm
         lower, upper, variance = context["lower"], context["upper"], context["variance"]
+        ranges, centre = context["ranges"], context["centre"]
         noise = self._noise(context)
         lm_variance = local_report_variance(epsilon=epsilon_lm, **noise) if n_lm else None
 
@@ -644,9 +649,8 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             mse = full_lm_mse(n=n_samples, s_L2=variance_sum / n_samples)
             tcm_variance = np.nan
             if self._private_variance():
-                centre = (lower + upper) / 2.0
                 variance = private_variance_estimate(
-                    ranges=upper - lower, tcm_first=None, tcm_first_variance=None,
+                    ranges=ranges, tcm_first=None, tcm_first_variance=None,
                     tcm_second=None, tcm_second_variance=None,
                     report_first=estimate - centre,
                     report_second=statistics.report_square_sum / n_samples,
@@ -660,13 +664,14 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
                     # Sequential composition: the second moment at a share of epsilon_tcm,
                     # the mean at the rest (PRIVATE_VARIANCE_SHARE).
                     mean_share = 1.0 - PRIVATE_VARIANCE_SHARE
-                    tcm_second = self._tcm_second_moment(statistics, epsilon_tcm, lower, upper,
-                                                         rng, plan["second"])
+                    tcm_second = self._tcm_second_moment(statistics, epsilon_tcm,
+                                                         context["square_range"], rng,
+                                                         plan["second"])
                 tcm = central_group_mean(
                     centred_sums(statistics.tcm_sum, lower, upper, n_users=n_tcm), n_tcm,
                     origin=lower,
                     mechanism=self.mechanism,
-                    epsilon=epsilon_tcm * mean_share, delta=self.delta, ranges=upper - lower,
+                    epsilon=epsilon_tcm * mean_share, delta=self.delta, ranges=ranges,
                     rng=rng, noise=plan["mean"],
                 )
             lm = None
@@ -675,7 +680,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             if self._private_variance():
                 # Evaluated as a design (expected_mse), the estimate is the design's variance.
                 variance = error_variance(
-                    self, self._estimate_variance(statistics, tcm, tcm_second, lm, lower, upper)
+                    self, self._estimate_variance(statistics, tcm, tcm_second, lm, context)
                 )
             weight, mse = self._weight_and_mse(tcm, n_tcm, n_lm, variance, lm_variance)
             if lm is None:
@@ -713,26 +718,25 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
     def _private_variance(self):
         return isinstance(self.variance, str) and self.variance == "private"
 
-    def _tcm_second_moment(self, statistics, epsilon_tcm, lower, upper, rng, noise):
+    def _tcm_second_moment(self, statistics, epsilon_tcm, square_range, rng, noise):
         """The tcm group's private mean of ``(x - mid)**2``, at a share of its epsilon.
 
         Laplace, with each feature's noise in proportion to its range ``(range / 2)**2``;
         the values were clipped before squaring, so one user moves the exact fixed-point
-        sum by at most one range per feature.
+        sum by at most one range per feature. ``square_range`` is the grid of the square
+        codes (:func:`~skhybrid.utils._sums.square_grid`).
         """
         n_tcm = statistics.n_tcm
-        square_range = square_grid(lower, upper)[1]  # the grid of the square codes
-        zero = np.zeros_like(lower)
+        zero = np.zeros_like(square_range)
         return central_group_mean(
             centred_sums(statistics.tcm_square_sum, zero, square_range, n_users=n_tcm), n_tcm,
             origin=zero, mechanism="laplace", epsilon=epsilon_tcm * PRIVATE_VARIANCE_SHARE,
             delta=0.0, ranges=square_range, rng=rng, noise=noise,
         )
 
-    def _estimate_variance(self, statistics, tcm, tcm_second, lm, lower, upper):
+    def _estimate_variance(self, statistics, tcm, tcm_second, lm, context):
         """``variance="private"``: :func:`private_variance_estimate` of this fit's releases."""
-        ranges = upper - lower
-        centre = (lower + upper) / 2.0
+        ranges, centre = context["ranges"], context["centre"]
         tcm_moments = {"tcm_first": None, "tcm_first_variance": None, "tcm_second": None,
                        "tcm_second_variance": None}
         if tcm_second is not None:
@@ -757,7 +761,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             }
         if tcm_second is None and lm is None:
             # No private moment to read (the Gaussian mechanism without lm reports).
-            return resolve_variance(None, lower, upper)
+            return resolve_variance(None, context["lower"], context["upper"])
         return private_variance_estimate(ranges=ranges, **tcm_moments, **report_moments)
 
     def _amplification(self, lower, upper, epsilon_tcm, epsilon_lm):
