@@ -311,9 +311,10 @@ def test_no_release_of_code_sums_over_more_users_than_int64_holds():
     statistics = _GroupStatistics(n_tcm=MAX_USERS + 1, n_lm=0, epsilon_tcm=1.0,
                                   epsilon_lm=None, tcm_sum=np.array([-2**63]),
                                   lm_sum=np.zeros(1))
-    context = {"lower": bounds[0], "upper": bounds[1], "variance": np.array([0.25])}
-    with pytest.raises(ValueError, match="users"):
-        estimator._release(statistics, context, np.random.default_rng(0), False)
+    context = estimator._public_context(*bounds)
+    with pytest.raises(ValueError, match="at most 2,147,483,647 users"):
+        estimator._release(statistics, context, {"mean": None, "second": None},
+                           np.random.default_rng(0))
 
 
 @pytest.mark.parametrize("n_features", [1, 3])
