@@ -261,8 +261,8 @@ def per_feature(values, n_features, *, copy=False):
     attribute that nothing else holds.
     """
     values = np.asarray(values, dtype=np.float64)
-    if not copy and values.shape == (n_features,) and values.flags.c_contiguous:
-        return values  # the usual case: no broadcast to build
+    if values.shape == (n_features,) and values.flags.c_contiguous:
+        return values.copy() if copy else values  # the usual case: no broadcast to build
     broadcast = np.empty(n_features)
     broadcast[...] = values  # cheaper than broadcast_to for a scalar
     return broadcast
