@@ -186,16 +186,15 @@ def planned_central_noise(size, *, mechanism, epsilon, delta, ranges, n_features
     not remembered, so it is refused again.
     """
     key = None
-    if type(size) in _PLAN_SCALARS or isinstance(size, _PLAN_SCALARS):
-        if isinstance(epsilon, _PLAN_SCALARS) and isinstance(delta, _PLAN_SCALARS):
-            ranges = np.asarray(ranges, dtype=np.float64)
-            key = (size, mechanism, epsilon, delta, n_features, ranges.shape,
-                   ranges.tobytes(),
-                   None if magnitude is None
-                   else np.asarray(magnitude, dtype=np.float64).tobytes())
-            plan = _PLANS.get(key)
-            if plan is not None:
-                return plan
+    if (isinstance(size, _PLAN_SCALARS) and isinstance(epsilon, _PLAN_SCALARS)
+            and isinstance(delta, _PLAN_SCALARS)):
+        ranges = np.asarray(ranges, dtype=np.float64)
+        key = (size, mechanism, epsilon, delta, n_features, ranges.shape, ranges.tobytes(),
+               None if magnitude is None
+               else np.asarray(magnitude, dtype=np.float64).tobytes())
+        plan = _PLANS.get(key)
+        if plan is not None:
+            return plan
     noise = central_group_noise(size, mechanism=mechanism, epsilon=epsilon, delta=delta,
                                 ranges=ranges, magnitude=magnitude)
     plan = PlannedNoise(noise, noise.variance(n_features))
