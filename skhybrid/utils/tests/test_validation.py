@@ -457,6 +457,79 @@ def test_run_tasks_runs_each_task_once_each_after_the_previous_started(n_threads
     assert threading.get_ident() in threads and len(threads) <= n_threads
 
 
+def _linux_cores():
+    import os
+
+    from skhybrid.utils import _threads
+
+    return hasattr(os, "sched_setaffinity") and _threads._current_cpu() is not None and len(
+        os.sched_getaffinity(0)) >= 2
+
+
+@pytest.mark.skipif(not _linux_cores(), reason="needs sched_getcpu and two cores (Linux)")
+def test_run_tasks_keeps_the_pools_threads_off_the_callers_core():
+    # Linux can wake a helper on the caller's core, where it waits while another core
+    # idles (wake_affine): for the call, the caller stays on its core and the helpers
+    # run on the others; the caller's own set of cores is given back.
+    import os
+    import threading
+    import time
+
+    from skhybrid.utils import _threads
+
+    before = os.sched_getaffinity(0)
+    for _ in range(3):
+        seen = []
+
+        def task(index):
+            seen.append((threading.get_native_id(), _threads._current_cpu(),
+                         os.sched_getaffinity(0)))
+            time.sleep(0.002)  # releases the GIL, as a compiled kernel does
+            return index
+
+        assert _threads.run_tasks(task, 8, 2) == list(range(8))
+        me = threading.get_native_id()
+        callers = [(cpu, cores) for thread, cpu, cores in seen if thread == me]
+        helpers = [(cpu, cores) for thread, cpu, cores in seen if thread != me]
+        assert callers and helpers
+        (caller_cpu, _), = set((cpu, frozenset(cores)) for cpu, cores in callers)
+        assert all(cores == {caller_cpu} for _, cores in callers)
+        assert all(cores == before - {caller_cpu} and cpu != caller_cpu
+                   for cpu, cores in helpers)
+        assert os.sched_getaffinity(0) == before
+
+
+@pytest.mark.skipif(not _linux_cores(), reason="needs sched_getcpu and two cores (Linux)")
+def test_a_second_concurrent_caller_is_left_where_it_is():
+    # Two callers kept on the cores they were on could share one core to their end.
+    import os
+    import threading
+
+    from skhybrid.utils import _threads
+
+    before = os.sched_getaffinity(0)
+    inside, release = threading.Event(), threading.Event()
+
+    def first():
+        with _threads.cores_apart():
+            assert len(os.sched_getaffinity(0)) == 1
+            inside.set()
+            release.wait(timeout=10)
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    try:
+        assert inside.wait(timeout=10)
+        with _threads.cores_apart():
+            assert os.sched_getaffinity(0) == before
+    finally:
+        release.set()
+        thread.join()
+    with _threads.cores_apart():  # alone again: kept on its core
+        assert len(os.sched_getaffinity(0)) == 1
+    assert os.sched_getaffinity(0) == before
+
+
 def test_run_tasks_called_from_the_pools_threads_finishes():
     # Helpers that cannot start (the pool's threads all busy in the calls) are not
     # waited for: the calling threads take every task.
