@@ -65,6 +65,36 @@ def test_private_variance_estimate_is_the_lowered_second_moment_minus_the_square
     assert high[0] == 0.25
 
 
+@pytest.mark.parametrize("groups", ["tcm", "reports", "both"])
+def test_private_variance_estimate_of_numpy_scalars_is_its_arrays_bit_for_bit(groups):
+    # One feature's fit passes numpy float64 scalars (a tenth of the cost): the same
+    # value as the 1-element arrays, clipped at 0 and at Popoviciu's bound alike.
+    from skhybrid.mean._hybrid import private_variance_estimate
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        ranges = rng.uniform(0.1, 1e3, 1)
+        moments = {"tcm_first": None, "tcm_first_variance": None, "tcm_second": None,
+                   "tcm_second_variance": None, "report_first": None,
+                   "report_second": None, "n_reports": 0, "report_noise_variance": None}
+        if groups != "reports":
+            moments.update(tcm_first=rng.normal(0, ranges / 4, 1),
+                           tcm_first_variance=rng.uniform(0, 1e-2, 1) * ranges**2,
+                           tcm_second=rng.uniform(-0.1, 0.4, 1) * ranges**2,
+                           tcm_second_variance=rng.uniform(0, 1e-2, 1) * ranges**4)
+        if groups != "tcm":
+            moments.update(report_first=rng.normal(0, ranges, 1),
+                           report_second=rng.uniform(0, 3, 1) * ranges**2,
+                           n_reports=int(rng.integers(1, 10**6)),
+                           report_noise_variance=rng.uniform(0, 2, 1) * ranges**2)
+        arrays = private_variance_estimate(ranges=ranges, **moments)
+        scalars = private_variance_estimate(
+            ranges=ranges[0], **{name: value[0] if isinstance(value, np.ndarray) else value
+                                 for name, value in moments.items()})
+        assert isinstance(scalars, np.float64) and arrays.shape == (1,)
+        assert scalars == arrays[0]
+
+
 @pytest.mark.parametrize("weights", [np.ones(3), feature_noise_weights(RANGES)],
                          ids=["every weight 1", "weights per feature"])
 @pytest.mark.parametrize("overwrite", [False, True])
