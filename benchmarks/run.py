@@ -214,6 +214,13 @@ def per_iteration(times, extra):
     return low[0], low[0] / low[1], middle[0] / middle[1]
 
 
+def spread(times):
+    """The longer fits' spread over the rounds, HybridKMeans' and scikit-learn's:
+    (slowest - quickest) / quickest."""
+    longer = times[:, [3, 1]]
+    return tuple((longer.max(axis=0) - longer.min(axis=0)) / longer.min(axis=0))
+
+
 def main(n_users=10_000_000):
     load_kernels()
     rng = np.random.default_rng(0)
@@ -224,6 +231,7 @@ def main(n_users=10_000_000):
     as_shared = np.array(["lm", "tcm"], dtype=object)[is_tcm.view(np.int8)]
     two_levels = np.where(rng.random(n_users) < 0.5, 0.5, 2.0)
     rows = []
+    spreads = []  # K-means: the longer fits' spread over the rounds
     load_before = os.getloadavg()
 
     def row(case, times, numerator, denominator, baseline, goal, memory=None):
@@ -313,13 +321,12 @@ def main(n_users=10_000_000):
             (100_000, 50, 50, 1.0), (1_000_000, 10, 10, 0.05), (100_000, 50, 50, 0.05),
         ]:
             n = min(n, n_users)
-            seconds, low, median = per_iteration(
-                kmeans_iteration_times(n, n_features, n_clusters, share, rng),
-                kmeans_extra_iterations(n))
+            times = kmeans_iteration_times(n, n_features, n_clusters, share, rng)
+            seconds, low, median = per_iteration(times, kmeans_extra_iterations(n))
             strategy = "tcm_only" if share == 1.0 else f"hybrid ({share:.0%} tcm)"
-            rows.append((f"HybridKMeans {strategy}, per iteration, {n:,} x {n_features}, "
-                         f"k={n_clusters}", seconds, low, median, "sklearn KMeans", None,
-                         "<= 1.0x"))
+            case = f"HybridKMeans {strategy}, per iteration, {n:,} x {n_features}, k={n_clusters}"
+            rows.append((case, seconds, low, median, "sklearn KMeans", None, "<= 1.0x"))
+            spreads.append((case, *spread(times)))
         kmeans_setup = ("rng = np.random.default_rng(0); X = rng.uniform(0, 1, size=(1_000_000, "
                         "10)); init = rng.uniform(0, 1, size=(10, 10)); "
                         "tcm = rng.random(1_000_000) < 0.05; import skhybrid")
@@ -351,6 +358,12 @@ def main(n_users=10_000_000):
         ratios = ("", "") if np.isnan(low) else (f"{low:.2f}x", f"{median:.2f}x")
         print(f"| {case} | {timing} | {ratios[0]} | {ratios[1]} | {against} | {memory_text} "
               f"| {goal} |")
+    print(f"\nK-means: the longer fits' spread over the {KMEANS_ROUNDS} rounds, "
+          "(slowest - quickest) / quickest:\n")
+    print("| case | HybridKMeans | sklearn KMeans |")
+    print("| --- | --- | --- |")
+    for case, ours, theirs in spreads:
+        print(f"| {case} | {ours:.0%} | {theirs:.0%} |")
     print("\nFirst fit of HybridMeanEstimator('tcm_only') in a fresh process (goal < 0.2 s):\n")
     print("| n | numba cache cold | numba cache warm |")
     print("| --- | --- | --- |")

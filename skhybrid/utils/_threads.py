@@ -66,17 +66,14 @@ def _thread_started():
 
 def _current_cpu():
     """The core the calling thread runs on (glibc's ``sched_getcpu``), or None."""
-    try:
-        cpu = _sched_getcpu()
-    except (AttributeError, OSError):  # not glibc
-        return None
-    return cpu if cpu >= 0 else None
-
-
-def _sched_getcpu():
     if "getcpu" not in _pool:
-        _pool["getcpu"] = ctypes.CDLL(None, use_errno=True).sched_getcpu
-    return _pool["getcpu"]()
+        try:
+            _pool["getcpu"] = ctypes.CDLL(None, use_errno=True).sched_getcpu
+        except (AttributeError, OSError, TypeError):  # not glibc (TypeError: Windows)
+            _pool["getcpu"] = None
+    getcpu = _pool["getcpu"]
+    cpu = -1 if getcpu is None else getcpu()
+    return cpu if cpu >= 0 else None
 
 
 def _set_cpus(native_id, cpus):
