@@ -20,10 +20,13 @@ from ..utils._threads import available_cores, in_parts, run_tasks, single_thread
 #: Rows per task of the nearest-centre search, at most and at least, and the number of
 #: tasks aimed at in between (tasks balance the load over the threads: the threads'
 #: last tasks end at most one task apart; measured at 1e6 x 10, 32 tasks a hybrid pass
-#: 2-4% quicker than 8).
+#: 2-4% quicker than 8), with at least _MIN_TASK_VALUES values each: a task's Python
+#: call (the kernel's dispatch and scratch arrays, the draws' lock) costs 10-20 us, and
+#: at 1e5 x 2, k=3, a pass of 32 tasks took 337-391 us, of 2 to 8 tasks 245-302 us.
 _CHUNK_ROWS = 131072
 _MIN_TASK_ROWS = 2048
 _TASKS = 32
+_MIN_TASK_VALUES = 2**16
 #: Local users whose randomized responses are drawn at once (a quarter MiB of draws).
 _DRAWN_AT_ONCE = 2**16
 #: Below this many input values per core, a thread costs more than it saves.
@@ -95,26 +98,32 @@ class LocalResponses(NamedTuple):
     task_counts: list = None
 
 
-def _task_rows(n_rows):
-    """Rows per task of :func:`lloyd_pass`: a function of ``n_rows`` alone.
+def _task_rows(n_rows, n_features):
+    """Rows per task of :func:`lloyd_pass`: a function of the input's shape alone.
 
     Several tasks per core balance the load when another process holds a core too;
     the partition does not depend on the number of cores, so neither do the local
-    users' draws (made task by task).
+    users' draws (made task by task). Up to ``_TASKS`` tasks of at least
+    ``_MIN_TASK_VALUES`` values, as many as a power of two (as many tasks per thread
+    on 2, 4 or 8 cores), of ``_MIN_TASK_ROWS`` to ``_CHUNK_ROWS`` rows.
     """
-    return min(_CHUNK_ROWS, max(_MIN_TASK_ROWS, -(-n_rows // _TASKS)))
+    n_tasks = max(1, min(_TASKS, n_rows * n_features // _MIN_TASK_VALUES))
+    n_tasks = 1 << (n_tasks.bit_length() - 1)
+    return min(_CHUNK_ROWS, max(_MIN_TASK_ROWS, -(-n_rows // n_tasks)))
 
 
-def _task_bounds(n_rows):
+def _task_bounds(n_rows, n_features):
     """The first and last-plus-one rows of each task of :func:`lloyd_pass`."""
-    starts = list(range(0, n_rows, _task_rows(n_rows))) or [0]  # one empty task for no rows
+    step = _task_rows(n_rows, n_features)
+    starts = list(range(0, n_rows, step)) or [0]  # one empty task for no rows
     return starts, starts[1:] + [n_rows]
 
 
-def local_task_counts(rows, n_rows):
+def local_task_counts(rows, n_rows, n_features):
     """The number of local users in each task of :func:`lloyd_pass` over ``n_rows`` rows
-    (``rows``: which are local, None for all), for :class:`LocalResponses`."""
-    starts, stops = _task_bounds(n_rows)
+    of ``n_features`` (``rows``: which are local, None for all), for
+    :class:`LocalResponses`."""
+    starts, stops = _task_bounds(n_rows, n_features)
     if rows is None:
         return [stop - start for start, stop in zip(starts, stops)]
     return [int(np.count_nonzero(rows[start:stop])) for start, stop in zip(starts, stops)]
@@ -191,7 +200,7 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
     if local is not None:
         n_groups = n_clusters * local.widths.shape[0]
 
-    starts, stops = _task_bounds(n_samples)
+    starts, stops = _task_bounds(n_samples, n_features)
     n_tasks = len(starts)
     # Each task's first local user and its number of local users.
     if local is None:
@@ -199,7 +208,7 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
     elif local.task_counts is not None:
         n_local = local.task_counts
     else:
-        n_local = local_task_counts(local.rows, n_samples)
+        n_local = local_task_counts(local.rows, n_samples, n_features)
     first_local = [0, *itertools.accumulate(n_local[:-1])]
 
     responding = local is not None and n_clusters > 1 and sum(n_local) > 0

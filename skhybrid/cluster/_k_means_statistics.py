@@ -284,7 +284,7 @@ class _LocalClustering:
         # response (Algorithm 1, line 7), and its report added to the reported cluster's
         # sums, in one pass over the users (with the tcm users' code sums for ``central``).
         if self._task_counts is None:
-            self._task_counts = local_task_counts(self._rows, self._values.shape[0])
+            self._task_counts = local_task_counts(self._rows, *self._values.shape)
         local = LocalResponses(self._rows, self._reports, self._level,
                                self._response_widths(k), self._task_counts)
         bounds = self._bounds if central is None else central

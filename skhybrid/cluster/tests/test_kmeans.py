@@ -816,7 +816,7 @@ def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster
     if is_local.sum() <= _DRAWN_AT_ONCE:
         words = response_draws(rng, int(is_local.sum()))
     else:
-        step = _task_rows(n)
+        step = _task_rows(n, n_features)
         words = np.concatenate([response_draws(rng, int(is_local[start:start + step].sum()))
                                 for start in range(0, n, step)])
     reported = respond(labels[is_local], words, widths[level], k)
