@@ -7,7 +7,7 @@ same initial centres; ``1 + m`` iterations minus 1, over ``m``; 7 interleaved ro
 after a warm-up, each call after 20 ms of quiet; the compiled kernels loaded). Prints
 each case's time per iteration, the ratio of the minima and the median of the
 per-round ratios (goal: at most 1.0x), and the longer fits' spread over the rounds.
-About five minutes on the 2-core CI machine.
+About three minutes on the 2-core CI machine.
 """
 
 import itertools
