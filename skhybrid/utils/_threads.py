@@ -107,7 +107,7 @@ def cores_apart():
     """
     with _callers_lock:
         alone = not _callers
-        _callers.add(threading.get_ident())
+        _callers.append(threading.get_ident())  # once per call: calls may nest
     try:
         if alone:  # concurrent callers are left to the scheduler (they could share a core)
             with _kept_apart():
@@ -116,10 +116,10 @@ def cores_apart():
             yield
     finally:
         with _callers_lock:
-            _callers.discard(threading.get_ident())
+            _callers.remove(threading.get_ident())
 
 
-_callers, _callers_lock = set(), threading.Lock()
+_callers, _callers_lock = [], threading.Lock()
 
 
 @contextmanager

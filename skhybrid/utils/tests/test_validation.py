@@ -513,7 +513,9 @@ def test_a_second_concurrent_caller_is_left_where_it_is():
     def first():
         with _threads.cores_apart():
             assert len(os.sched_getaffinity(0)) == 1
-            inside.set()
+            with _threads.cores_apart():  # nested in the same thread: no new placement
+                assert len(os.sched_getaffinity(0)) == 1
+            inside.set()  # the first call still counts after the nested one ended
             release.wait(timeout=10)
 
     thread = threading.Thread(target=first)
