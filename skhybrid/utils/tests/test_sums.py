@@ -294,7 +294,7 @@ def test_remembered_widths_are_the_bounds_own_and_read_only(monkeypatch):
     np.testing.assert_array_equal(_sums.check_fixed_point_range(lower, upper), [1.0, 7.0])
 
 
-def test_remembered_moment_grids_are_a_fresh_computations_and_the_bounds_own(monkeypatch):
+def test_remembered_moment_grids_equal_a_fresh_computation_and_keep_their_bounds(monkeypatch):
     """fixed_point_moments' grids are remembered by the bounds' bytes and whether squares
     are asked: each equals its computation from scratch, a caller's later change of its
     bounds changes nothing remembered, bounds one bit apart get their own grid, and
