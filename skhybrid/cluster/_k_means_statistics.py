@@ -23,7 +23,7 @@ from ..mechanisms._randomized_response import (
     randomized_response_drawn_probabilities,
     randomized_response_widths,
 )
-from ..theory._hybrid import pwh_weight
+from ..theory._hybrid import pwh_weight_unchecked
 from ..utils._sums import centred_sums
 from ..utils._validation import (
     check_trust_group,
@@ -64,10 +64,12 @@ class _ClusterMeans:
 
 def _cluster_means(midpoint, centred_sums, sizes, sum_variance):
     present = sizes >= 1.0
-    means = np.full(centred_sums.shape, np.nan)
-    means[present] = midpoint + centred_sums[present] / sizes[present, np.newaxis]
-    variance = np.full(centred_sums.shape, np.nan)
-    variance[present] = sum_variance[present] / sizes[present, np.newaxis] ** 2
+    # Absent clusters (a private size below 1, possibly <= 0) get NaN: divided by 1
+    # instead, and the quotient replaced (np.where; boolean indexing costs 4x on k x d).
+    divisor = np.where(present, sizes, 1.0)[:, np.newaxis]
+    kept = present[:, np.newaxis]
+    means = np.where(kept, midpoint + centred_sums / divisor, np.nan)
+    variance = np.where(kept, sum_variance / (divisor * divisor), np.nan)
     return _ClusterMeans(means, sizes, present, variance)
 
 
@@ -332,23 +334,22 @@ def _merge_cluster_means(tcm, lm, previous, lower, upper):
     has_tcm = tcm.present if tcm is not None else absent
     has_lm = lm.present if lm is not None else absent
     weight = np.where(has_tcm, 1.0, np.where(has_lm, 0.0, np.nan))
-    weight = np.repeat(weight[:, np.newaxis], previous.shape[1], axis=1)
+    weight = np.broadcast_to(weight[:, np.newaxis], previous.shape).copy()
     both = has_tcm & has_lm
     if both.any():
         n_tcm = tcm.sizes[both, np.newaxis]
         n_lm = lm.sizes[both, np.newaxis]
         n = n_tcm + n_lm
-        weight[both] = pwh_weight(
-            n=n, c=n_tcm / n, s_T2=tcm.noise_variance[both], s_L2=n_lm * lm.noise_variance[both]
-        )
+        # Sizes of at least 1 in both groups (present) and finite noise variances: in
+        # the range pwh_weight checks.
+        weight[both] = pwh_weight_unchecked(n, n_tcm / n, tcm.noise_variance[both],
+                                            n_lm * lm.noise_variance[both])
     missing = np.zeros_like(previous)
     tcm_means = np.where(has_tcm[:, np.newaxis], tcm.means, 0.0) if tcm is not None else missing
     lm_means = np.where(has_lm[:, np.newaxis], lm.means, 0.0) if lm is not None else missing
     merged = weight * tcm_means + (1.0 - weight) * lm_means
-    updated = has_tcm | has_lm
-    centres = previous.copy()
-    centres[updated] = merged[updated]
-    return np.clip(centres, lower, upper), weight
+    centres = np.where((has_tcm | has_lm)[:, np.newaxis], merged, previous)
+    return centres.clip(lower, upper), weight
 
 
 

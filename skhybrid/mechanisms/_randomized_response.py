@@ -88,6 +88,25 @@ def randomized_response_widths(epsilon, n_categories):
         Integers in ``[1, 2**32]``, exact in float64.
     """
     levels = np.asarray(epsilon, dtype=np.float64)
+    key = (levels.shape, levels.tobytes(), n_categories) if levels.size <= _FEW_LEVELS else None
+    width = _WIDTHS.get(key) if key is not None else None
+    if width is None:
+        width = _widths(levels, n_categories)
+        if key is not None:
+            if len(_WIDTHS) >= _MAX_WIDTHS:
+                _WIDTHS.clear()
+            _WIDTHS[key] = width
+    return width.copy()
+
+
+#: Recent widths by their public arguments (a HybridKMeans fit asks twice per iteration
+#: for the same few levels): up to _MAX_WIDTHS of at most _FEW_LEVELS levels each.
+_WIDTHS = {}
+_MAX_WIDTHS = 256
+_FEW_LEVELS = 64
+
+
+def _widths(levels, n_categories):
     grid = 2.0**DRAW_BITS
     if n_categories == 1:
         return np.full(levels.shape, grid)

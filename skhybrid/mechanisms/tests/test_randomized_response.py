@@ -104,6 +104,25 @@ def test_widths_are_at_least_as_random_as_the_epsilon_asks(k):
     assert np.all(randomized_response_widths(epsilon, 1) == GRID)
 
 
+def test_remembered_widths_are_fresh_computations_and_the_callers_copies():
+    """Widths are remembered by their public arguments (a K-means fit asks for the same
+    ones twice per iteration): each answer equals the computation from scratch for its
+    own levels and k (one bit apart, another k: another entry), and is the caller's
+    own copy."""
+    from skhybrid.mechanisms import _randomized_response as rr
+
+    levels = np.array([0.5, 1.0, 7.0])
+    first = randomized_response_widths(levels, 10)
+    first[0] = -1.0  # the caller's copy: nothing remembered changes
+    np.testing.assert_array_equal(randomized_response_widths(levels, 10),
+                                  rr._widths(levels, 10))
+    nudged = np.array([np.nextafter(0.5, 1.0), 1.0, 7.0])
+    for other_levels, k in [(nudged, 10), (levels, 3), (levels[:2], 10), (levels, 1)]:
+        np.testing.assert_array_equal(randomized_response_widths(other_levels, k),
+                                      rr._widths(other_levels, k))
+    assert randomized_response_widths(levels, 10) is not randomized_response_widths(levels, 10)
+
+
 @pytest.mark.parametrize("k", [1, 2, 3, 10, 1000])
 def test_drawn_probabilities_are_the_slots_exact_shares(k):
     """The probabilities the responses are drawn with: each other category's ``w`` draws
