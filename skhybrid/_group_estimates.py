@@ -22,6 +22,7 @@ from .mechanisms import (
 )
 from .mechanisms._feature_weights import feature_noise_weights, scaled_ranges
 from .mechanisms._noise import laplace_release, laplace_variance
+from .utils._memory import remember
 from .utils._sums import float_column_sums, per_feature, rounding_slack
 from .utils._validation import masked_rows
 
@@ -199,9 +200,7 @@ def planned_central_noise(size, *, mechanism, epsilon, delta, ranges, n_features
                                 ranges=ranges, magnitude=magnitude)
     plan = PlannedNoise(noise, noise.variance(n_features))
     if key is not None:
-        if len(_PLANS) >= _MAX_PLANS:
-            _PLANS.clear()
-        _PLANS[key] = plan
+        remember(_PLANS, key, plan, _MAX_PLANS)
     return plan
 
 

@@ -9,6 +9,7 @@ from numbers import Integral
 
 import numpy as np
 
+from ..utils._memory import remember
 from ..utils._responses import DRAW_BITS, respond
 from ..utils._random import check_random_state, random_words
 from ..utils._validation import check_epsilon
@@ -93,9 +94,7 @@ def randomized_response_widths(epsilon, n_categories):
     if width is None:
         width = _widths(levels, n_categories)
         if key is not None:
-            if len(_WIDTHS) >= _MAX_WIDTHS:
-                _WIDTHS.clear()
-            _WIDTHS[key] = width
+            remember(_WIDTHS, key, width, _MAX_WIDTHS)
     return width.copy()
 
 

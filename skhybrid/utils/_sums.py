@@ -41,6 +41,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._memory import remember
+
 #: Bits of the fixed-point grid over [lower, upper] (one code step = range / 2**32); at
 #: most 50, so that codes never round past the grid (see
 #: :func:`~skhybrid.utils._kernels.fixed_point_code`).
@@ -225,9 +227,7 @@ def check_fixed_point_range(lower, upper):
         if all(0.0 < value < math.inf for value in widths):
             width = np.array(widths)
             width.flags.writeable = False  # shared by every caller of the same bounds
-            if len(_WIDTHS) >= _MAX_WIDTHS:
-                _WIDTHS.clear()
-            _WIDTHS[key] = width
+            remember(_WIDTHS, key, width, _MAX_WIDTHS)
             return width
     with np.errstate(over="ignore"):
         width = upper - lower
@@ -482,9 +482,7 @@ def _moment_grid(lower, upper, n_features, squares):
     if key is not None:
         # Copies: the caller's own bounds may change after this call.
         grid = tuple(None if values is None else values.copy() for values in grid)
-        if len(_GRIDS) >= _MAX_WIDTHS:
-            _GRIDS.clear()
-        _GRIDS[key] = grid
+        remember(_GRIDS, key, grid, _MAX_WIDTHS)
     return grid
 
 
