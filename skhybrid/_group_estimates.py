@@ -327,20 +327,25 @@ def privatized_sum(X, rows, *, mechanism, epsilon, delta, lower, upper, rng, squ
     return sums if squares_about is None else (sums, square_sums)
 
 
-def privatized_rows(X, rows, *, mechanism, epsilon, delta, lower, upper, rng):
+def privatized_rows(X, rows, *, mechanism, epsilon, delta, lower, upper, rng, centre=None,
+                    dtype=np.float64):
     """:func:`privatize_locally` of ``X[rows]``, made block by block: no clipped copy.
 
     The same reports as one call on ``X[rows]`` for Laplace (the generator's draws in
-    the same order); only the reports' array is allocated.
+    the same order); only the reports' array is allocated. With ``centre``, each report
+    minus ``centre`` (in float64), stored as ``dtype`` (a post-processing of the
+    private reports: no float64 array of them all is made).
 
     Returns
     -------
-    reports : ndarray of shape (rows.sum(), n_features)
+    reports : ndarray of dtype ``dtype`` of shape (rows.sum(), n_features)
     """
-    reports = np.empty((int(np.count_nonzero(rows)), X.shape[1]))
+    reports = np.empty((int(np.count_nonzero(rows)), X.shape[1]), dtype=dtype)
     position = 0
     for block in _privatized_blocks(X, rows, mechanism=mechanism, epsilon=epsilon,
                                     delta=delta, lower=lower, upper=upper, rng=rng):
+        if centre is not None:
+            block -= centre  # the block is the randomizer's own array
         reports[position : position + block.shape[0]] = block
         position += block.shape[0]
     return reports

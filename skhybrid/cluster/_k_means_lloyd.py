@@ -27,6 +27,13 @@ _CHUNK_ROWS = 131072
 _MIN_TASK_ROWS = 2048
 _TASKS = 32
 _MIN_TASK_VALUES = 2**16
+#: The lm users' fixed reports are kept in float32: each iteration reads them all, and
+#: at 1e6 x 50 the pass is bound by memory (the reports as large as the input in
+#: float64). Already private, they may be rounded (post-processing): a report's
+#: rounding error, at most 2**-24 of its magnitude, is negligible beside its Laplace
+#: noise. Measured per hybrid pass at 1e6 points, k=3: 8% quicker at 50 features, 4-5%
+#: at 2 and 10; the reports' memory halved. Their sums are still float64.
+REPORT_DTYPE = np.float32
 #: Local users whose randomized responses are drawn at once (a quarter MiB of draws).
 _DRAWN_AT_ONCE = 2**16
 #: Below this many input values per core, a thread costs more than it saves.
@@ -77,8 +84,9 @@ class LocalResponses(NamedTuple):
 
     rows : ndarray of bool of shape (n_rows,) or None
         Which rows of ``X`` are local users (None: every row).
-    reports : ndarray of float64 of shape (n_local, n_features), C-contiguous
-        Their fixed reports (centred as the sums should be), in row order.
+    reports : ndarray of float32 of shape (n_local, n_features), C-contiguous
+        Their fixed reports (centred as the sums should be), in row order, in float32
+        (``REPORT_DTYPE``; :func:`lloyd_pass` converts other arrays).
     level : ndarray of int of shape (n_local,) or None
         Each local user's privacy level (None: one level).
     widths : ndarray of float64 of shape (n_levels,)
@@ -183,6 +191,8 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
     n_samples, n_features = X.shape
+    if local is not None:
+        local = local._replace(reports=np.ascontiguousarray(local.reports, dtype=REPORT_DTYPE))
     centres = np.asarray(centres, dtype=np.float64)
     n_clusters = centres.shape[0]
     scaled = np.ascontiguousarray(-2.0 * centres.T)
@@ -300,6 +310,7 @@ def cluster_sums(values, origin, labels, n_clusters):
     Parameters
     ----------
     values : ndarray of shape (n_samples, n_features)
+        float32 (the reports' ``REPORT_DTYPE``) or converted to float64.
     origin : ndarray of shape (n_features,)
     labels : ndarray of int of shape (n_samples,)
         In ``[0, n_clusters)``.
@@ -310,7 +321,10 @@ def cluster_sums(values, origin, labels, n_clusters):
     counts : ndarray of shape (n_clusters,), float
     sums : ndarray of shape (n_clusters, n_features)
     """
-    values = np.ascontiguousarray(values, dtype=np.float64)
+    values = np.asarray(values)
+    # float32 reports are read as they are (converted value by value, exactly).
+    values = np.ascontiguousarray(values, dtype=np.float32 if values.dtype == np.float32
+                                  else np.float64)
     n_features = values.shape[1]
     if values.shape[0] == 0:
         return np.zeros(n_clusters), np.zeros((n_clusters, n_features))

@@ -30,6 +30,7 @@ from ..utils._validation import (
     masked_rows,
 )
 from ._k_means_lloyd import (
+    REPORT_DTYPE,
     LocalResponses,
     centred_code_sums,
     cluster_sums,
@@ -238,7 +239,8 @@ class _LocalClustering:
         The users' true values (clipped to ``bounds`` on the way, never copied).
     centred_reports : ndarray of shape (n_users, n_features)
         The users' reports minus ``midpoint``, computed once (every iteration adds up
-        these same differences).
+        these same differences), in float32
+        (:data:`~skhybrid.cluster._k_means_lloyd.REPORT_DTYPE`; converted if not).
     midpoint, ranges : ndarray of shape (n_features,)
     release_epsilon : ndarray of shape (n_levels,)
         Each privacy level's budget per release.
@@ -259,6 +261,7 @@ class _LocalClustering:
         self._bounds = bounds
         self._midpoint = midpoint
         self._ranges = ranges
+        centred_reports = np.ascontiguousarray(centred_reports, dtype=REPORT_DTYPE)
         self._reports = centred_reports
         self._release_epsilon = release_epsilon
         self._report_variance = report_variance
@@ -440,21 +443,23 @@ class _ChunkClustering:
             return
         self._bounds = (plan.lower, plan.upper)
         level = None
-        privatize = partial(privatized_rows, values, rng=report_rng, **plan.local_noise)
+        # The reports are only ever added up centred on the middle of the box: each is
+        # centred (in float64) and kept in float32 (REPORT_DTYPE: the pass reads them
+        # at every iteration; the rounding is a post-processing of private values).
+        privatize = partial(privatized_rows, values, rng=report_rng, centre=plan.midpoint,
+                            dtype=REPORT_DTYPE, **plan.local_noise)
         if plan.release_epsilon.size == 1:
             reports = privatize(local_rows, epsilon=plan.release_epsilon[0])
         else:
             row_level = np.where(is_tcm, *plan.group_levels)
             level = row_level[local_rows]
-            reports = np.empty((level.shape[0], values.shape[1]))
+            reports = np.empty((level.shape[0], values.shape[1]), dtype=REPORT_DTYPE)
             for index, step in enumerate(plan.release_epsilon):
                 members = level == index
                 if members.any():
                     reports[members] = privatize(local_rows & (row_level == index),
                                                  epsilon=step)
-        # The users' true values stay the chunk's rows: no copy of them is kept; the
-        # reports are only ever added up centred on the middle of the box.
-        reports -= plan.midpoint
+        # The users' true values stay the chunk's rows: no copy of them is kept.
         self.local = _LocalClustering(
             values, reports, plan.midpoint, plan.ranges, plan.release_epsilon,
             plan.report_variance, level, rows=None if local_rows.all() else local_rows,

@@ -596,9 +596,10 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
     draws : ndarray of uint32 of shape (n_task_local,) or None
         The draws of the local users of rows ``start:stop``, one each, in row order
         (None: one cluster, no draws).
-    reports : ndarray of float64 of shape (n_local, n_features) or None
+    reports : ndarray of float32 of shape (n_local, n_features) or None
         The local users' fixed reports; the first local row of ``start:stop`` is
-        ``reports[0]`` of this view (the caller slices it).
+        ``reports[0]`` of this view (the caller slices it). Each is added to the sums
+        in float64 (exactly converted).
     local_counts : ndarray of float64 of shape (n_levels * n_clusters,)
     local_sums : ndarray of float64 of shape (n_levels * n_clusters, n_features)
         Added to in place.
@@ -641,7 +642,8 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
     central_rows = np.empty(_SPAN_ROWS, dtype=np.intp)
     codes = np.empty((_LLOYD_ROWS, n_features), dtype=np.int64)
     flat_codes = codes.reshape(size)
-    flat_reports = reports.reshape(reports.size) if reports is not None else np.empty(0)
+    flat_reports = (reports.reshape(reports.size) if reports is not None
+                    else np.empty(0, dtype=np.float32))
     flat_sums = sums.reshape(sums.size) if sums is not None else np.empty(0, np.int64)
     flat_local_sums = (local_sums.reshape(local_sums.size) if local_sums is not None
                        else np.empty(0))
@@ -760,7 +762,7 @@ def grouped_row_sums(values, origin, labels, counts, sums):
 
     Parameters
     ----------
-    values : ndarray of float64 of shape (n_rows, n_features)
+    values : ndarray of float32 or float64 of shape (n_rows, n_features)
     origin : ndarray of float64 of shape (n_features,)
     labels : ndarray of int of shape (n_rows,)
         In ``[0, n_groups)``.

@@ -769,7 +769,8 @@ def _hybrid_pass_inputs(n, seed, n_features=3, k=4):
     centres = rng.uniform(0, 1, size=(k, n_features))
     is_local = rng.random(n) >= 0.1
     n_local = int(is_local.sum())
-    reports = rng.normal(0.0, 3.0, size=(n_local, n_features))
+    # In float32, as a fit keeps them (REPORT_DTYPE).
+    reports = rng.normal(0.0, 3.0, size=(n_local, n_features)).astype(np.float32)
     level = rng.integers(0, 2, n_local)
     release_epsilon = np.array([0.3, 2.0])
     return X, centres, is_local, reports, level, release_epsilon
@@ -823,8 +824,45 @@ def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster
     group = level * k + reported
     np.testing.assert_array_equal(reported_counts, np.bincount(group, minlength=2 * k))
     expected = np.zeros((2 * k, n_features))
-    np.add.at(expected, group, reports)
+    np.add.at(expected, group, reports.astype(np.float64))
     np.testing.assert_allclose(reported_sums, expected, rtol=1e-12, atol=1e-9)
+
+
+def test_privatized_rows_centred_in_float64_then_stored_as_the_dtype():
+    """The fit's reports: each float64 report minus the centre, then rounded to float32
+    (no float64 array of them all), the same draws as the float64 reports."""
+    rng = np.random.default_rng(2)
+    X = rng.uniform(1e6, 1e6 + 1, size=(3_000, 3))  # far from zero: centring first matters
+    rows = rng.random(3_000) < 0.9
+    noise = {"mechanism": "laplace", "delta": 0.0, "lower": np.full(3, 1e6),
+             "upper": np.full(3, 1e6 + 1), "epsilon": 1.0}
+    centre = np.full(3, 1e6 + 0.5)
+    plain = privatized_rows(X, rows, rng=np.random.default_rng(4), **noise)
+    stored = privatized_rows(X, rows, rng=np.random.default_rng(4), centre=centre,
+                             dtype=np.float32, **noise)
+    assert stored.dtype == np.float32
+    np.testing.assert_array_equal(stored, (plain - centre).astype(np.float32))
+
+
+def test_fused_pass_reads_reports_of_another_dtype_as_float32():
+    """The pass keeps its reports in float32 (REPORT_DTYPE): float64 reports give the
+    sums of their float32 roundings, not of the float64 values."""
+    from skhybrid.cluster._k_means_lloyd import REPORT_DTYPE, LocalResponses, lloyd_pass
+    from skhybrid.mechanisms._randomized_response import randomized_response_widths
+
+    assert REPORT_DTYPE == np.float32
+    X, centres, is_local, reports, level, release_epsilon = _hybrid_pass_inputs(2_000, 5)
+    precise = reports.astype(np.float64) + 1e-4  # not float32 values
+    widths = randomized_response_widths(release_epsilon, centres.shape[0])
+
+    def report_sums(given):
+        local = LocalResponses(is_local, given, level, widths)
+        return lloyd_pass(X, centres, bounds=(0.0, 1.0), local=local,
+                          rng=np.random.default_rng(1))[3][1]
+
+    rounded = report_sums(precise.astype(np.float32))
+    np.testing.assert_array_equal(report_sums(precise), rounded)
+    assert not np.array_equal(rounded, report_sums(reports))  # the 1e-4 counts
 
 
 def _fused_responses(category, epsilon, k=5):
