@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..mechanisms._randomized_response import response_draws
+from ..utils._responses import DRAW_BITS
 from ..utils._sums import FIXED_POINT_BITS, _bounds_and_scale, per_feature
 from ..utils._threads import available_cores, in_parts, run_tasks, single_threaded_blas
 
@@ -97,6 +98,9 @@ class LocalResponses(NamedTuple):
         The local users in each task of :func:`lloyd_pass`
         (:func:`local_task_counts`; None: counted by the pass). The same in every
         iteration: a fit counts them once.
+    bits : int, default=32
+        The bits of each response's draw, those of ``widths``' grid (32 or 16:
+        :func:`~skhybrid.mechanisms._randomized_response.response_bits`).
     """
 
     rows: np.ndarray
@@ -104,6 +108,7 @@ class LocalResponses(NamedTuple):
     level: np.ndarray
     widths: np.ndarray
     task_counts: list = None
+    bits: int = DRAW_BITS
 
 
 def _task_rows(n_rows, n_features):
@@ -228,7 +233,7 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
     # task and makes its draws under one lock, then computes while the others draw.
     at_once = None
     if responding and sum(n_local) <= _DRAWN_AT_ONCE:
-        at_once = response_draws(rng, sum(n_local))
+        at_once = response_draws(rng, sum(n_local), local.bits)
     next_task, taking = itertools.count(), threading.Lock()
 
     # numba: imported at first use.
@@ -248,7 +253,7 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
             if at_once is not None:
                 task_draws = at_once[first_local[task]:first_local[task] + n_local[task]]
             elif responding and n_local[task]:
-                task_draws = response_draws(rng, n_local[task])
+                task_draws = response_draws(rng, n_local[task], local.bits)
         start, stop = starts[task], stops[task]
         task_sums = None if sums is None else sums[task]
         if local is None:

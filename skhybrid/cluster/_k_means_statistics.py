@@ -22,6 +22,7 @@ from ..mechanisms._feature_weights import feature_noise_weights
 from ..mechanisms._randomized_response import (
     randomized_response_drawn_probabilities,
     randomized_response_widths,
+    response_bits,
 )
 from ..theory._hybrid import pwh_weight_unchecked
 from ..utils._sums import centred_sums
@@ -160,7 +161,8 @@ def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance)
     """
     counts, sums, n_users, report_totals = statistics
     k = counts.shape[1]
-    keep, other = randomized_response_drawn_probabilities(release_epsilon, k)
+    keep, other = randomized_response_drawn_probabilities(release_epsilon, k,
+                                                          response_bits(release_epsilon, k))
     keep, other = keep[:, np.newaxis], other[:, np.newaxis]
     gain = keep - other
     n_users = n_users[:, np.newaxis]
@@ -290,8 +292,9 @@ class _LocalClustering:
         # sums, in one pass over the users (with the tcm users' code sums for ``central``).
         if self._task_counts is None:
             self._task_counts = local_task_counts(self._rows, *self._values.shape)
+        bits = response_bits(self._release_epsilon, k)
         local = LocalResponses(self._rows, self._reports, self._level,
-                               self._response_widths(k), self._task_counts)
+                               self._response_widths(k, bits), self._task_counts, bits)
         bounds = self._bounds if central is None else central
         _, counts, code_sums, (reported, sums) = lloyd_pass(
             self._values, centres - self._midpoint, origin=self._midpoint, bounds=bounds,
@@ -303,11 +306,11 @@ class _LocalClustering:
             return statistics
         return _CentralStatistics(counts, centred_code_sums(code_sums, counts)), statistics
 
-    def _response_widths(self, k):
+    def _response_widths(self, k, bits):
         """Each privacy level's randomized-response width (the draws per cluster other
-        than the nearest centre): one randomized response per local user and iteration,
-        at its level's ``release_epsilon``."""
-        return randomized_response_widths(self._release_epsilon, k)
+        than the nearest centre, out of ``2**bits``): one randomized response per local
+        user and iteration, at its level's ``release_epsilon``."""
+        return randomized_response_widths(self._release_epsilon, k, bits)
 
     def estimate(self, centres, rng):
         statistics = self.statistics(centres, rng)

@@ -10,7 +10,7 @@ from numbers import Integral
 import numpy as np
 
 from ..utils._memory import remember
-from ..utils._responses import DRAW_BITS, respond
+from ..utils._responses import DRAW_BITS, SHORT_DRAW_BITS, respond
 from ..utils._random import check_random_state, random_words
 from ..utils._validation import check_epsilon
 
@@ -61,7 +61,7 @@ def randomized_response_change_probability(epsilon, n_categories):
         np.asarray(epsilon, dtype=np.float64), n_categories)
 
 
-def randomized_response_widths(epsilon, n_categories):
+def randomized_response_widths(epsilon, n_categories, bits=DRAW_BITS):
     """The draws per other category of k-ary randomized response, out of ``2**32``.
 
     A response reads one uniform integer ``draw`` in ``[0, 2**32)`` and moves the true
@@ -75,24 +75,30 @@ def randomized_response_widths(epsilon, n_categories):
     most ``(k - 1) 2**-32``. Whatever the epsilon, the ratio is at most ``2**32``: the
     achieved level is at most ``32 ln 2`` (about 22.2), never unbounded. (An epsilon
     above that would change fewer than one report in four billion; it gets that many.)
+    With ``bits=16`` the same on the grid of ``2**16`` draws (:func:`response_bits`
+    says where it is used).
 
     Parameters
     ----------
     epsilon : float or ndarray
         > 0.
     n_categories : int
-        k >= 1 (one category: the width ``2**32``, no draw changes it).
+        k >= 1 (one category: the width ``2**bits``, no draw changes it).
+    bits : {32, 16}, default=32
+        The bits of each response's draw.
 
     Returns
     -------
     width : ndarray of float64, of the shape of ``epsilon``
-        Integers in ``[1, 2**32]``, exact in float64.
+        Integers in ``[1, 2**bits]``, exact in float64.
     """
+    _check_bits(bits)
     levels = np.asarray(epsilon, dtype=np.float64)
-    key = (levels.shape, levels.tobytes(), n_categories) if levels.size <= _FEW_LEVELS else None
+    key = ((levels.shape, levels.tobytes(), n_categories, bits)
+           if levels.size <= _FEW_LEVELS else None)
     width = _WIDTHS.get(key) if key is not None else None
     if width is None:
-        width = _widths(levels, n_categories)
+        width = _widths(levels, n_categories, bits)
         if key is not None:
             remember(_WIDTHS, key, width, _MAX_WIDTHS)
     return width.copy()
@@ -105,18 +111,26 @@ _MAX_WIDTHS = 256
 _FEW_LEVELS = 64
 
 
-def _widths(levels, n_categories):
-    grid = 2.0**DRAW_BITS
+def _check_bits(bits):
+    if bits not in (DRAW_BITS, SHORT_DRAW_BITS):
+        raise ValueError(f"bits must be {DRAW_BITS} or {SHORT_DRAW_BITS}; got {bits!r}")
+
+
+def _widths(levels, n_categories, bits=DRAW_BITS):
+    grid = 2.0**bits
     if n_categories == 1:
         return np.full(levels.shape, grid)
-    # c 2**32 is exact (a power of two), and so is its ceiling, an integer.
+    # c 2**bits is exact (a power of two), and so is its ceiling, an integer.
     change_draws = np.ceil(randomized_response_change_probability(levels, n_categories)
                            * grid).astype(np.int64)
-    width = -(-change_draws // (n_categories - 1))  # integer ceiling division
-    return np.maximum(width, 1).astype(np.float64)
+    width = np.maximum(-(-change_draws // (n_categories - 1)), 1)  # ceiling division
+    if np.any((n_categories - 1) * width > 2**bits):  # the true category's share < 0
+        raise ValueError(f"{n_categories} categories are too many for draws of {bits} "
+                         f"bits at epsilon {levels.min()}")
+    return width.astype(np.float64)
 
 
-def randomized_response_drawn_probabilities(epsilon, n_categories):
+def randomized_response_drawn_probabilities(epsilon, n_categories, bits=DRAW_BITS):
     """The probabilities k-ary randomized response is drawn with, exactly: the true
     category's and each other one's, on the grid of :func:`randomized_response_widths`.
 
@@ -124,7 +138,8 @@ def randomized_response_drawn_probabilities(epsilon, n_categories):
     ``1 - (k - 1) w / 2**32`` (both exact in float64: multiples of ``2**-32``). They
     differ from :func:`randomized_response_keep_probability`'s by at most
     ``(k - 1) 2**-32``, towards more randomness; an estimator that inverts the response
-    is unbiased for the mechanism run only with these.
+    is unbiased for the mechanism run only with these. (With ``bits=16``, ``2**-16``
+    for ``2**-32``.)
 
     Parameters
     ----------
@@ -132,32 +147,80 @@ def randomized_response_drawn_probabilities(epsilon, n_categories):
         > 0.
     n_categories : int
         k >= 1.
+    bits : {32, 16}, default=32
+        The bits of each response's draw.
 
     Returns
     -------
     keep, other : ndarray of float64, of the shape of ``epsilon``
     """
-    other = randomized_response_widths(epsilon, n_categories) / 2.0**DRAW_BITS
+    other = randomized_response_widths(epsilon, n_categories, bits) / 2.0**bits
     if n_categories == 1:
         return np.ones_like(other), np.zeros_like(other)
     return 1.0 - (n_categories - 1) * other, other
 
 
-def response_draws(rng, n_users):
+def response_draws(rng, n_users, bits=DRAW_BITS):
     """The randomness of ``n_users`` users' k-ary randomized responses, from ``rng``:
     one uniform 32-bit draw each, two from each 64-bit word of the generator
-    (:func:`~skhybrid.utils._responses.respond`).
+    (:func:`~skhybrid.utils._responses.respond`); with ``bits=16``, one 16-bit draw
+    each, four from each word.
 
     Parameters
     ----------
     rng : numpy.random.Generator
     n_users : int
+    bits : {32, 16}, default=32
 
     Returns
     -------
-    draws : ndarray of uint32 of shape (n_users,)
+    draws : ndarray of uint32 (uint16 with ``bits=16``) of shape (n_users,)
     """
-    return random_words(rng, (n_users + 1) // 2).view(np.uint32)[:n_users]
+    _check_bits(bits)
+    per_word = 64 // bits
+    words = random_words(rng, -(-n_users // per_word))
+    return words.view(np.uint16 if bits == SHORT_DRAW_BITS else np.uint32)[:n_users]
+
+
+#: A 16-bit width must be at least this many draws for :func:`response_bits` to choose
+#: 16-bit draws: the rounding of each other category's probability up to the grid then
+#: adds less than ``2**-8`` of it.
+_SHORT_MIN_WIDTH = 2**8
+
+
+def response_bits(epsilon, n_categories):
+    """The bits of each draw of HybridKMeans' randomized responses: 16 where that grid is
+    fine enough for every privacy level, else 32.
+
+    A draw's cost is the generator's: a 64-bit word gives four 16-bit draws, or two of
+    32 bits (measured: drawing them was about 1.1 ns per lm user of a hybrid pass's
+    5.5-7 at 2 features). On either grid each other category's probability is its
+    exact value ``1 / (e^eps + k - 1)`` rounded up to a multiple of ``2**-bits``
+    (:func:`randomized_response_widths`), so the epsilon holds on both. 16 bits are
+    used where every level's 16-bit width is at least ``2**8`` draws (the rounding
+    then adds less than ``2**-8`` of each other category's probability, and the
+    de-mixing uses the drawn probabilities, so its estimates stay unbiased): where
+    ``e^eps + k - 1`` is below about 257: for k up to 256, and an epsilon per response
+    up to 5.5 for up to 10 clusters (5.3 at k=50, 4.1 at k=200, 0.69 at k=256).
+    Elsewhere (larger epsilons, more clusters) the grid of ``2**32`` keeps such small
+    probabilities accurate.
+
+    Parameters
+    ----------
+    epsilon : float or ndarray
+        Each privacy level's epsilon per response, > 0.
+    n_categories : int
+        k >= 1.
+
+    Returns
+    -------
+    bits : int
+        16 or 32.
+    """
+    if n_categories < 2 or n_categories * (n_categories - 1) > 2**SHORT_DRAW_BITS:
+        return DRAW_BITS
+    widths = randomized_response_widths(epsilon, n_categories, SHORT_DRAW_BITS)
+    return SHORT_DRAW_BITS if widths.min() >= _SHORT_MIN_WIDTH else DRAW_BITS
 
 
 class RandomizedResponse:

@@ -593,7 +593,7 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
     widths : ndarray of float64 of shape (n_levels,)
         Each level's randomized-response width
         (:func:`~skhybrid.mechanisms._randomized_response.randomized_response_widths`).
-    draws : ndarray of uint32 of shape (n_task_local,) or None
+    draws : ndarray of uint32 or uint16 of shape (n_task_local,) or None
         The draws of the local users of rows ``start:stop``, one each, in row order
         (None: one cluster, no draws).
     reports : ndarray of float32 of shape (n_local, n_features) or None

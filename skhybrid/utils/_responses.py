@@ -14,17 +14,21 @@ import numpy as np
 #: the achieved level at ``32 ln 2`` (see
 #: :func:`~skhybrid.mechanisms._randomized_response.randomized_response_widths`).
 DRAW_BITS = 32
+#: HybridKMeans' responses draw 16 bits where that grid is fine enough (four draws per
+#: word; :func:`~skhybrid.mechanisms._randomized_response.response_bits`).
+SHORT_DRAW_BITS = 16
 
 
 def respond(category, draw, width, n_categories):
     """k-ary randomized response of a category (or of arrays of them), from its draw.
 
-    The draw is a uniform integer in ``[0, 2**DRAW_BITS)``; its slot
+    The draw is a uniform integer in ``[0, 2**bits)`` (``bits`` is ``DRAW_BITS`` or
+    ``SHORT_DRAW_BITS``, the width on the same grid); its slot
     ``floor(draw / width)`` is ``j`` for exactly the ``width`` draws
     ``j * width .. (j + 1) * width - 1``. A slot ``j < k - 1`` moves the category by
     ``j + 1``, modulo ``k``: each other category then has probability exactly
-    ``width / 2**DRAW_BITS``, and the category changes with probability
-    ``(k - 1) width / 2**DRAW_BITS`` (the width of
+    ``width / 2**bits``, and the category changes with probability
+    ``(k - 1) width / 2**bits`` (the width of
     :func:`~skhybrid.mechanisms._randomized_response.randomized_response_widths`). Any
     other slot keeps it.
 
@@ -41,11 +45,11 @@ def respond(category, draw, width, n_categories):
     ----------
     category : int or ndarray of intp
         In ``[0, n_categories)``.
-    draw : numpy.uint32 or ndarray of uint32
+    draw : numpy.uint32 or uint16, or ndarray of them
         One uniform draw per response
         (:func:`~skhybrid.mechanisms._randomized_response.response_draws`).
     width : float or ndarray of float64
-        An integer in ``[1, 2**DRAW_BITS]``.
+        An integer in ``[1, 2**bits]``.
     n_categories : int
 
     Returns

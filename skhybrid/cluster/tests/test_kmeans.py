@@ -83,7 +83,7 @@ class _Ledger:
 
         original_response = _LocalClustering._response_widths
 
-        def recording_response(clustering, k):
+        def recording_response(clustering, k, bits):
             # One iteration's randomized responses: every local user at their level's
             # epsilon (the compiled pass draws one response per local user from these).
             n_local = clustering._reports.shape[0]
@@ -91,7 +91,7 @@ class _Ledger:
             for index, step in enumerate(clustering._release_epsilon):
                 if np.any(level == index):
                     ledger._charge(int(np.count_nonzero(level == index)), step)
-            return original_response(clustering, k)
+            return original_response(clustering, k, bits)
 
         monkeypatch.setattr(budget_module, "LaplaceMechanism", RecordingLaplace)
         monkeypatch.setattr(statistics_module, "privatized_rows", recording_privatized_rows)
@@ -287,6 +287,38 @@ def test_demixed_lm_cluster_means_are_unbiased_with_the_stated_noise_variance():
     ratio = means.var(axis=0) / stated.mean(axis=0)
     slack = 1.0 / report_variance
     assert np.all(np.abs(ratio - 1) < 4 * _relative_variance_error(means) + slack)
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 7.0])  # 16-bit draws, then 32 (response_bits)
+def test_demixing_inverts_the_probabilities_the_responses_are_drawn_with(epsilon):
+    """The curator de-mixes with the probabilities of the pass's own grid of draws: fed
+    the expected reported counts and sums under them (1e9 users), it gives back the
+    true sizes and means to float rounding; the other grid's are 2**-16 off, which is
+    1e9 x 2**-16 users here."""
+    from skhybrid.cluster._k_means_statistics import _demix_local, _LocalStatistics
+    from skhybrid.mechanisms._randomized_response import (
+        randomized_response_drawn_probabilities,
+        response_bits,
+    )
+
+    levels, k = np.array([epsilon]), 3
+    bits = response_bits(levels, k)
+    assert bits == (16 if epsilon == 1.0 else 32)
+    keep, other = randomized_response_drawn_probabilities(levels, k, bits)
+    sizes = np.array([5e8, 3e8, 2e8])
+    centred_means = np.array([[-0.3, 0.1], [0.2, 0.0], [0.4, -0.2]])
+    sums = sizes[:, np.newaxis] * centred_means
+    n, totals = sizes.sum(), sums.sum(axis=0)
+    counts = other * n + (keep - other) * sizes
+    reported = other[:, np.newaxis] * totals + (keep - other)[:, np.newaxis] * sums
+    statistics = _LocalStatistics(counts[np.newaxis], reported[np.newaxis],
+                                  np.array([n]), totals[np.newaxis])
+    midpoint = np.array([0.5, 0.5])
+    estimate = _demix_local(statistics, midpoint, np.ones(2), levels,
+                            np.array([[1.0, 1.0]]))
+    np.testing.assert_allclose(estimate.sizes, sizes, rtol=1e-12)
+    np.testing.assert_allclose(estimate.means, midpoint + centred_means, rtol=1e-12,
+                               atol=1e-12)
 
 
 def test_tcm_cluster_means_are_unbiased_with_the_stated_noise_variance():
@@ -776,10 +808,11 @@ def _hybrid_pass_inputs(n, seed, n_features=3, k=4):
     return X, centres, is_local, reports, level, release_epsilon
 
 
-@pytest.mark.parametrize("n_features", [3, 30])  # the transposed search, and BLAS's
+@pytest.mark.parametrize("n_features, bits", [(3, 32), (3, 16), (30, 16)])
 @pytest.mark.parametrize("n", [5_000, 300_000])
 def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster(n,
-                                                                              n_features):
+                                                                              n_features,
+                                                                              bits):
     """One pass gives the central rows' exact code sums and, for the local rows, the sums
     of their reports by privacy level and reported cluster, where each reported cluster
     is the randomized response of the row's nearest centre (from the draws of
@@ -801,8 +834,8 @@ def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster
         n, n, n_features=n_features)
     k = centres.shape[0]
     lower, upper = np.zeros(n_features), np.ones(n_features)
-    widths = randomized_response_widths(release_epsilon, k)
-    local = LocalResponses(is_local, reports, level, widths)
+    widths = randomized_response_widths(release_epsilon, k, bits)
+    local = LocalResponses(is_local, reports, level, widths, bits=bits)
     labels, counts, sums, (reported_counts, reported_sums) = lloyd_pass(
         X, centres, bounds=(lower, upper), labels=True, code_sums=True, local=local,
         rng=np.random.default_rng(3))
@@ -815,11 +848,13 @@ def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster
     # The same draws, made as the pass makes them.
     rng = np.random.default_rng(3)
     if is_local.sum() <= _DRAWN_AT_ONCE:
-        words = response_draws(rng, int(is_local.sum()))
+        words = response_draws(rng, int(is_local.sum()), bits)
     else:
         step = _task_rows(n, n_features)
-        words = np.concatenate([response_draws(rng, int(is_local[start:start + step].sum()))
-                                for start in range(0, n, step)])
+        words = np.concatenate([
+            response_draws(rng, int(is_local[start:start + step].sum()), bits)
+            for start in range(0, n, step)])
+    assert words.dtype == (np.uint16 if bits == 16 else np.uint32)
     reported = respond(labels[is_local], words, widths[level], k)
     group = level * k + reported
     np.testing.assert_array_equal(reported_counts, np.bincount(group, minlength=2 * k))
@@ -865,27 +900,34 @@ def test_fused_pass_reads_reports_of_another_dtype_as_float32():
     assert not np.array_equal(rounded, report_sums(reports))  # the 1e-4 counts
 
 
-def _fused_responses(category, epsilon, k=5):
+def _fused_responses(category, epsilon, k=5, bits=None):
     """Reported clusters of ``n`` users whose nearest centre is ``category``, by the fused
-    pass (its counts per reported cluster, as one report per user)."""
+    pass (its counts per reported cluster, as one report per user), from draws of
+    ``bits`` bits (None: as a fit chooses them, ``response_bits``)."""
     from skhybrid.cluster._k_means_lloyd import LocalResponses, lloyd_pass
-    from skhybrid.mechanisms._randomized_response import randomized_response_widths
+    from skhybrid.mechanisms._randomized_response import (
+        randomized_response_widths,
+        response_bits,
+    )
 
     centres = np.arange(k, dtype=np.float64)[:, np.newaxis]
+    level = np.array([epsilon])
+    bits = response_bits(level, k) if bits is None else bits
 
     def release(n, rng):
         X = np.full((n, 1), float(category))
         local = LocalResponses(None, np.zeros((n, 1)), None,
-                               randomized_response_widths(np.array([epsilon]), k))
+                               randomized_response_widths(level, k, bits), bits=bits)
         *_, (reported, _) = lloyd_pass(X, centres, local=local, rng=rng)
         return np.repeat(np.arange(k), reported.astype(np.int64))
 
     return release
 
 
-def test_fused_pass_reports_the_nearest_centre_with_randomized_responses_probabilities():
+@pytest.mark.parametrize("bits", [16, 32])
+def test_fused_pass_reports_the_nearest_centre_with_randomized_responses_probabilities(bits):
     k, epsilon, n = 5, 0.8, 400_000
-    reports = _fused_responses(2, epsilon, k)(n, np.random.default_rng(0))
+    reports = _fused_responses(2, epsilon, k, bits)(n, np.random.default_rng(0))
     frequencies = np.bincount(reports, minlength=k) / n
     keep = np.exp(epsilon) / (np.exp(epsilon) + k - 1)
     expected = np.where(np.arange(k) == 2, keep, (1 - keep) / (k - 1))
@@ -893,13 +935,17 @@ def test_fused_pass_reports_the_nearest_centre_with_randomized_responses_probabi
     assert np.all(np.abs(frequencies - expected) < 4 * standard_error)
 
 
-def test_fused_pass_responses_pass_the_audit_and_fail_it_at_1_4_times_the_epsilon():
+@pytest.mark.parametrize("bits", [16, 32])
+def test_fused_pass_responses_pass_the_audit_and_fail_it_at_1_4_times_the_epsilon(bits):
     # The responses of users whose nearest centres differ (0 or 2): the audit's
-    # histogram of reported clusters, from the pass's counts.
-    passed = audit_mechanism(_fused_responses(0, 1.0), _fused_responses(2, 1.0), 1.0,
+    # histogram of reported clusters, from the pass's counts. (A fit draws 16 bits at
+    # these levels: response_bits.)
+    passed = audit_mechanism(_fused_responses(0, 1.0, bits=bits),
+                             _fused_responses(2, 1.0, bits=bits), 1.0,
                              n_samples=N_AUDIT, random_state=33)
     assert passed.n_bins == 5 and passed.passed, str(passed)
-    failed = audit_mechanism(_fused_responses(0, 1.4), _fused_responses(2, 1.4), 1.0,
+    failed = audit_mechanism(_fused_responses(0, 1.4, bits=bits),
+                             _fused_responses(2, 1.4, bits=bits), 1.0,
                              n_samples=N_AUDIT, random_state=34)
     assert not failed.passed, str(failed)
 
