@@ -18,10 +18,10 @@ Baselines:
 - *hash floor*: grouping users by privacy level with a hash table (``pandas.factorize``)
   plus one ``np.bincount`` of the clipped values: what a fit with many levels must do;
 - *plain read*: ``X.sum()``, one read of the values (for the fixed-point kernel);
-- scikit-learn's ``KMeans`` (lloyd, same initial centres, ``copy_x=False``): per
-  iteration, the time of 1 + m iterations minus the time of 1, over m, for both
-  (m = 10 at 1e6 points, 20 at 1e5, where the fits' fixed costs would otherwise
-  dominate; from the minima over the rounds, and from the medians);
+- scikit-learn's ``KMeans`` (lloyd, same initial centres): per iteration, timed
+  inside fits of 1 + m iterations from the end of the first to the end of the last,
+  over m, for both (m = 10 at 1e6 points, 20 at 1e5; ``iteration_marks``): a fit's
+  fixed costs are left out; from the minima over the rounds, and from the medians;
 - Dask's own ``sum`` of the same Parquet columns (written once to the temporary
   directory; skipped without Dask).
 
@@ -36,6 +36,7 @@ import tempfile
 import textwrap
 import time
 import warnings
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
@@ -51,7 +52,7 @@ from skhybrid import (
 from skhybrid.utils._sums import fixed_point_sums
 
 ROUNDS = 5
-#: K-means' time per iteration is a difference of two fits' times: more rounds.
+#: K-means' rounds (each a fit of scikit-learn's and one of HybridKMeans').
 KMEANS_ROUNDS = 7
 #: Seconds of quiet before each timed call. scikit-learn's OpenMP threads and
 #: OpenBLAS's spin for a few milliseconds after their work ends, so a call timed right
@@ -180,52 +181,99 @@ def dask_parquet_times(n_files=10):
 
 
 def kmeans_extra_iterations(n):
-    """Iterations the long fits add to the short ones: enough that the iterations, not
-    the fits' fixed costs and their variation, dominate the difference (at 1e6 x 50,
-    HybridKMeans' reports of 2e8 bytes are allocated and drawn in each fit: with 5
-    extra iterations its time per iteration varied by 1.8x between runs)."""
+    """Iterations timed per fit, after the first: enough that a fit's time per iteration
+    is an average over several (each of a few milliseconds at 1e5 points)."""
     return 10 if n >= 1_000_000 else 20
 
 
+@contextmanager
+def iteration_marks():
+    """While in it, the end of every Lloyd iteration is time-stamped in the list yielded:
+    scikit-learn's (each call of ``lloyd_iter_chunked_dense`` that updates the centres:
+    not the E-step it reruns after its last iteration) and HybridKMeans' (each merge of
+    its groups' cluster means, ``_merge_cluster_means``, the last step of an iteration).
+
+    Both are module globals the fits look up at each call, so the fits run unchanged;
+    the stamp adds under a microsecond per iteration.
+    """
+    import sklearn.cluster._kmeans as theirs
+
+    import skhybrid.cluster._kmeans as ours
+
+    marks = []
+
+    def marked(function, counted=lambda kwargs: True):
+        def call(*args, **kwargs):
+            result = function(*args, **kwargs)
+            if counted(kwargs):
+                marks.append(time.perf_counter())
+            return result
+        return call
+
+    originals = theirs.lloyd_iter_chunked_dense, ours._merge_cluster_means
+    theirs.lloyd_iter_chunked_dense = marked(
+        originals[0], lambda kwargs: kwargs.get("update_centers", True))
+    ours._merge_cluster_means = marked(originals[1])
+    try:
+        yield marks
+    finally:
+        theirs.lloyd_iter_chunked_dense, ours._merge_cluster_means = originals
+
+
 def kmeans_iteration_times(n, n_features, n_clusters, tcm_share, rng):
-    """Per-iteration times of scikit-learn's Lloyd and of HybridKMeans, per round."""
+    """scikit-learn's and HybridKMeans' time per Lloyd iteration, per round (columns).
+
+    Each fit runs ``1 + kmeans_extra_iterations(n)`` iterations, and its time per
+    iteration is the time from the end of its first iteration to the end of its last,
+    over their number (:func:`iteration_marks`): a fit's fixed costs (validation,
+    scikit-learn's copy and centring of X, the lm users' reports) are outside it.
+    (Until session 34 this was the difference of a long and a one-iteration fit's
+    times: on this virtual machine, the first touch of a fit's fresh memory costs from
+    0.4 to 0.8 s at 1e6 x 50, and which of the two fits paid more made the difference
+    meaningless, once negative.)
+    """
     X = rng.uniform(0, 1, size=(n, n_features))
     init = rng.uniform(0, 1, size=(n_clusters, n_features))
     metadata = {} if tcm_share == 1.0 else {"trust_group": rng.random(n) < tcm_share}
     strategy = "tcm_only" if tcm_share == 1.0 else "hybrid"
+    iterations = 1 + kmeans_extra_iterations(n)
 
-    # copy_x=False: scikit-learn centres X in place (and restores it) instead of
-    # centring a copy. The copy is a fixed cost of each fit, outside the iterations;
-    # at 1e6 x 50 its fresh pages made the one-iteration fit take 0.33 to 1.23 s from
-    # round to round (0.32 s every time without it), and the difference of the minima
-    # meaningless (once, negative). Its iterations are the same.
-    def lloyd(iterations):
-        return lambda: KMeans(n_clusters, init=init, n_init=1, max_iter=iterations, tol=0,
-                              algorithm="lloyd", copy_x=False).fit(X)
+    def lloyd():
+        KMeans(n_clusters, init=init, n_init=1, max_iter=iterations, tol=0,
+               algorithm="lloyd").fit(X)
 
-    def private(iterations):
-        return lambda: HybridKMeans(n_clusters, epsilon=7.0, n_iter=iterations,
-                                    strategy=strategy, bounds=(0, 1), init=init,
-                                    random_state=0).fit(X, **metadata)
+    def private():
+        HybridKMeans(n_clusters, epsilon=7.0, n_iter=iterations, strategy=strategy,
+                     bounds=(0, 1), init=init, random_state=0).fit(X, **metadata)
 
-    extra = kmeans_extra_iterations(n)
-    return interleaved([lloyd(1), lloyd(1 + extra), private(1), private(1 + extra)],
-                       rounds=KMEANS_ROUNDS)
+    times = np.empty((KMEANS_ROUNDS, 2))
+    with iteration_marks() as marks:
+        lloyd()
+        private()
+        for round_ in range(KMEANS_ROUNDS):
+            for column, fit in enumerate((lloyd, private)):
+                time.sleep(SETTLE_SECONDS)
+                marks.clear()
+                fit()
+                if len(marks) < 2:
+                    raise RuntimeError(f"{len(marks)} iterations timed: scikit-learn "
+                                       "converged, or a stamped function changed")
+                times[round_, column] = (marks[-1] - marks[0]) / (len(marks) - 1)
+    return times
 
 
-def per_iteration(times, extra):
-    """(HybridKMeans' and scikit-learn's time per iteration from the minima, ratio of
-    those, ratio from the medians): ``1 + extra`` iterations minus 1, over ``extra``."""
-    low = (times.min(axis=0)[[3, 1]] - times.min(axis=0)[[2, 0]]) / extra
-    middle = (np.median(times, axis=0)[[3, 1]] - np.median(times, axis=0)[[2, 0]]) / extra
-    return low[0], low[0] / low[1], middle[0] / middle[1]
+def per_iteration(times):
+    """(HybridKMeans' time per iteration, the ratio of the two minima, the median of the
+    per-round ratios), from :func:`kmeans_iteration_times`."""
+    low = times.min(axis=0)
+    return low[1], low[1] / low[0], float(np.median(times[:, 1] / times[:, 0]))
 
 
 def spread(times):
-    """The longer fits' spread over the rounds, HybridKMeans' and scikit-learn's:
-    (slowest - quickest) / quickest."""
-    longer = times[:, [3, 1]]
-    return tuple((longer.max(axis=0) - longer.min(axis=0)) / longer.min(axis=0))
+    """The time per iteration's spread over the rounds, HybridKMeans' and
+    scikit-learn's: (slowest - quickest) / quickest."""
+    ours = times[:, [1, 0]]
+    return tuple((ours.max(axis=0) - ours.min(axis=0)) / ours.min(axis=0))
 
 
 def main(n_users=10_000_000):
@@ -329,7 +377,7 @@ def main(n_users=10_000_000):
         ]:
             n = min(n, n_users)
             times = kmeans_iteration_times(n, n_features, n_clusters, share, rng)
-            seconds, low, median = per_iteration(times, kmeans_extra_iterations(n))
+            seconds, low, median = per_iteration(times)
             strategy = "tcm_only" if share == 1.0 else f"hybrid ({share:.0%} tcm)"
             case = f"HybridKMeans {strategy}, per iteration, {n:,} x {n_features}, k={n_clusters}"
             rows.append((case, seconds, low, median, "sklearn KMeans", None, "<= 1.0x"))
