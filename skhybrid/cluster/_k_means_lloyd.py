@@ -32,8 +32,8 @@ _MIN_TASK_VALUES = 2**16
 #: at 1e6 x 50 the pass is bound by memory (the reports as large as the input in
 #: float64). Already private, they may be rounded (post-processing): a report's
 #: rounding error, at most 2**-24 of its magnitude, is negligible beside its Laplace
-#: noise. Measured per hybrid pass at 1e6 points, k=3: 8% quicker at 50 features, 4-5%
-#: at 2 and 10; the reports' memory halved. Their sums are still float64.
+#: noise. Measured per hybrid pass at 1e6 points, k=3: 8-10% quicker at 50 features,
+#: 4-7% at 2 and 10; the reports' memory halved. Their sums are still float64.
 REPORT_DTYPE = np.float32
 #: Local users whose randomized responses are drawn at once (a quarter MiB of draws).
 _DRAWN_AT_ONCE = 2**16
