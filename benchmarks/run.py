@@ -286,7 +286,7 @@ def main(n_users=10_000_000):
     as_shared = np.array(["lm", "tcm"], dtype=object)[is_tcm.view(np.int8)]
     two_levels = np.where(rng.random(n_users) < 0.5, 0.5, 2.0)
     rows = []
-    spreads = []  # K-means: the longer fits' spread over the rounds
+    spreads = []  # K-means: the time per iteration's spread over the rounds
     load_before = os.getloadavg()
 
     def row(case, times, numerator, denominator, baseline, goal, memory=None):
@@ -413,7 +413,7 @@ def main(n_users=10_000_000):
         ratios = ("", "") if np.isnan(low) else (f"{low:.2f}x", f"{median:.2f}x")
         print(f"| {case} | {timing} | {ratios[0]} | {ratios[1]} | {against} | {memory_text} "
               f"| {goal} |")
-    print(f"\nK-means: the longer fits' spread over the {KMEANS_ROUNDS} rounds, "
+    print(f"\nK-means: the time per iteration's spread over the {KMEANS_ROUNDS} rounds, "
           "(slowest - quickest) / quickest:\n")
     print("| case | HybridKMeans | sklearn KMeans |")
     print("| --- | --- | --- |")
