@@ -272,8 +272,8 @@ def per_iteration(times):
 def spread(times):
     """The time per iteration's spread over the rounds, HybridKMeans' and
     scikit-learn's: (slowest - quickest) / quickest."""
-    ours = times[:, [1, 0]]
-    return tuple((ours.max(axis=0) - ours.min(axis=0)) / ours.min(axis=0))
+    columns = times[:, [1, 0]]  # HybridKMeans' first
+    return tuple((columns.max(axis=0) - columns.min(axis=0)) / columns.min(axis=0))
 
 
 def main(n_users=10_000_000):
