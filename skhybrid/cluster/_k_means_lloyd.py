@@ -24,10 +24,17 @@ from ..utils._threads import available_cores, in_parts, run_tasks, single_thread
 #: 2-4% quicker than 8), with at least _MIN_TASK_VALUES values each: a task's Python
 #: call (the kernel's dispatch and scratch arrays, the draws' lock) costs 10-20 us, and
 #: at 1e5 x 2, k=3, a pass of 32 tasks took 337-391 us, of 2 to 8 tasks 245-302 us.
+#: With local users, tasks of at most _TASK_ROWS rows where the values allow fewer:
+#: their draws are made under a lock as each task starts, and the pool's thread starts
+#: its first task some 40 us after the caller's. Measured per hybrid iteration (5% tcm
+#: users): at 1e5 x 2, k=3, 4 tasks 9-13% quicker than 2; at 1e6 x 2, 32 tasks 19%
+#: quicker than 16 (k=3), 13% (k=10). Not for `tcm_only` passes (1-3% slower), nor
+#: more tasks by values: at 1e5 x 10 (8 tasks), 16 were 3-6% slower.
 _CHUNK_ROWS = 131072
 _MIN_TASK_ROWS = 2048
 _TASKS = 32
 _MIN_TASK_VALUES = 2**16
+_TASK_ROWS = 2**15
 #: The lm users' fixed reports are kept in float32: each iteration reads them all, and
 #: at 1e6 x 50 the pass is bound by memory (the reports as large as the input in
 #: float64). Already private, they may be rounded (post-processing): a report's
@@ -111,23 +118,28 @@ class LocalResponses(NamedTuple):
     bits: int = DRAW_BITS
 
 
-def _task_rows(n_rows, n_features):
-    """Rows per task of :func:`lloyd_pass`: a function of the input's shape alone.
+def _task_rows(n_rows, n_features, local=False):
+    """Rows per task of :func:`lloyd_pass`: a function of the input's shape alone (and of
+    whether local users respond in it).
 
     Several tasks per core balance the load when another process holds a core too;
     the partition does not depend on the number of cores, so neither do the local
-    users' draws (made task by task). Up to ``_TASKS`` tasks of at least
-    ``_MIN_TASK_VALUES`` values, as many as a power of two (as many tasks per thread
-    on 2, 4 or 8 cores), of ``_MIN_TASK_ROWS`` to ``_CHUNK_ROWS`` rows.
+    users' draws (made task by task). Up to ``_TASKS`` tasks, as many as a power of
+    two (as many tasks per thread on 2, 4 or 8 cores): those of at least
+    ``_MIN_TASK_VALUES`` values, or, with ``local`` users if that makes more (and more
+    than one), of at most ``_TASK_ROWS`` rows (the power of two above); each of
+    ``_MIN_TASK_ROWS`` to ``_CHUNK_ROWS`` rows.
     """
-    n_tasks = max(1, min(_TASKS, n_rows * n_features // _MIN_TASK_VALUES))
-    n_tasks = 1 << (n_tasks.bit_length() - 1)
+    by_values = max(1, n_rows * n_features // _MIN_TASK_VALUES)
+    by_rows = -(-n_rows // _TASK_ROWS) if local and by_values > 1 else 1
+    n_tasks = max(1 << (by_values.bit_length() - 1), 1 << max(0, (by_rows - 1).bit_length()))
+    n_tasks = min(_TASKS, n_tasks)
     return min(_CHUNK_ROWS, max(_MIN_TASK_ROWS, -(-n_rows // n_tasks)))
 
 
-def _task_bounds(n_rows, n_features):
+def _task_bounds(n_rows, n_features, local=False):
     """The first and last-plus-one rows of each task of :func:`lloyd_pass`."""
-    step = _task_rows(n_rows, n_features)
+    step = _task_rows(n_rows, n_features, local)
     starts = list(range(0, n_rows, step)) or [0]  # one empty task for no rows
     return starts, starts[1:] + [n_rows]
 
@@ -136,7 +148,7 @@ def local_task_counts(rows, n_rows, n_features):
     """The number of local users in each task of :func:`lloyd_pass` over ``n_rows`` rows
     of ``n_features`` (``rows``: which are local, None for all), for
     :class:`LocalResponses`."""
-    starts, stops = _task_bounds(n_rows, n_features)
+    starts, stops = _task_bounds(n_rows, n_features, local=True)
     if rows is None:
         return [stop - start for start, stop in zip(starts, stops)]
     return [int(np.count_nonzero(rows[start:stop])) for start, stop in zip(starts, stops)]
@@ -215,7 +227,7 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
     if local is not None:
         n_groups = n_clusters * local.widths.shape[0]
 
-    starts, stops = _task_bounds(n_samples, n_features)
+    starts, stops = _task_bounds(n_samples, n_features, local=local is not None)
     n_tasks = len(starts)
     # Each task's first local user and its number of local users.
     if local is None:

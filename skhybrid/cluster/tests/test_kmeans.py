@@ -850,7 +850,7 @@ def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster
     if is_local.sum() <= _DRAWN_AT_ONCE:
         words = response_draws(rng, int(is_local.sum()), bits)
     else:
-        step = _task_rows(n, n_features)
+        step = _task_rows(n, n_features, local=True)
         words = np.concatenate([
             response_draws(rng, int(is_local[start:start + step].sum()), bits)
             for start in range(0, n, step)])
@@ -861,6 +861,39 @@ def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster
     expected = np.zeros((2 * k, n_features))
     np.add.at(expected, group, reports.astype(np.float64))
     np.testing.assert_allclose(reported_sums, expected, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("n_rows, n_features", [
+    (1, 1), (5_000, 3), (60_000, 2), (100_000, 2), (100_000, 10), (200_000, 2),
+    (1_000_000, 2), (1_000_000, 50), (10_000_000, 2),
+])
+def test_lloyd_pass_tasks_depend_on_the_shape_and_on_local_users_alone(n_rows, n_features):
+    """The passes' partition: whole tasks of at least _MIN_TASK_ROWS rows (unless one), at
+    most _CHUNK_ROWS; a power of two of them up to _TASKS where rows allow; with local
+    users, a pass that is split at all has tasks of at most _TASK_ROWS rows (up to
+    _TASKS of them) and never fewer tasks than without."""
+    from skhybrid.cluster import _k_means_lloyd as lloyd
+
+    def n_tasks(local):
+        starts, stops = lloyd._task_bounds(n_rows, n_features, local)
+        assert starts[0] == 0 and stops[-1] == n_rows
+        assert all(stop == start for start, stop in zip(starts[1:], stops[:-1]))
+        sizes = np.subtract(stops, starts)
+        if len(sizes) > 1:
+            assert sizes[:-1].min() >= lloyd._MIN_TASK_ROWS
+        assert sizes.max() <= max(lloyd._CHUNK_ROWS, lloyd._MIN_TASK_ROWS)
+        return len(sizes), sizes.max()
+
+    central, central_rows = n_tasks(False)
+    local, local_rows = n_tasks(True)
+    assert local >= central
+    if n_rows <= lloyd._TASKS * lloyd._CHUNK_ROWS:
+        for count in (central, local):
+            assert count & (count - 1) == 0 and count <= lloyd._TASKS
+    if central > 1 and local < lloyd._TASKS:
+        assert local_rows <= lloyd._TASK_ROWS
+    if n_rows * n_features < 2 * lloyd._MIN_TASK_VALUES:
+        assert local == central == 1
 
 
 def test_privatized_rows_centred_in_float64_then_stored_as_the_dtype():
