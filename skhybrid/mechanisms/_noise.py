@@ -268,11 +268,15 @@ def laplace_release(values, sensitivity, epsilon, rng, secure, *, overwrite=Fals
     -------
     released : ndarray of shape values.shape
     """
-    if secure and values.size <= _FEW_DRAWS and _is_scalar(sensitivity) and _is_scalar(epsilon):
-        released = _few_laplace_release(values, float(sensitivity), float(epsilon), rng,
-                                        overwrite=overwrite)
-        if released is not None:
-            return released
+    if secure and _is_scalar(sensitivity) and _is_scalar(epsilon):
+        if values.size <= _FEW_DRAWS:
+            released = _few_laplace_release(values, float(sensitivity), float(epsilon), rng,
+                                            overwrite=overwrite)
+            if released is not None:
+                return released
+        else:
+            return _scalar_laplace_release(values, float(sensitivity), float(epsilon), rng,
+                                           overwrite=overwrite)
     sensitivity = np.asarray(sensitivity, dtype=np.float64)[..., np.newaxis]
     epsilon = np.asarray(epsilon, dtype=np.float64)[..., np.newaxis]
     scale = sensitivity / epsilon
@@ -315,6 +319,21 @@ def _few_laplace_release(values, sensitivity, epsilon, rng, *, overwrite=False):
     if overwrite:
         values[...] = released
         return values
+    return released
+
+
+def _scalar_laplace_release(values, sensitivity, epsilon, rng, *, overwrite=False):
+    """:func:`laplace_release` (secure) with one scalar sensitivity and epsilon: the same
+    step, units, draws and float64 operations, its scale computed once in Python floats
+    (numpy's calls on 0-d arrays cost more than the arithmetic: about 10 us of a
+    release of 33 to 110 coordinates, K-means' per iteration)."""
+    step = grid_step(sensitivity / epsilon)
+    units = _laplace_units(sensitivity, epsilon, step, values.shape[-1])
+    if not units <= MAX_NOISE_UNITS:
+        check_noise_units(units, epsilon)
+    released = _grid_units(values, step, overwrite=overwrite)
+    _add_discrete_laplace(released.reshape(-1), rng, np.float64(units))
+    released *= step
     return released
 
 

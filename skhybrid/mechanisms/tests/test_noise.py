@@ -455,3 +455,32 @@ def test_small_default_releases_read_the_operating_systems_randomness(monkeypatc
     np.testing.assert_array_equal(deferred.random_raw(1), stream[-1:])
     assert requested == [8]
     assert _random.check_random_state(deferred) is deferred
+
+
+@pytest.mark.parametrize("shape", [(33,), (110,), (3, 40), (70_000,)])
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_scalar_laplace_release_equals_the_per_release_arrays_path(shape, overwrite):
+    """More than _FEW_DRAWS coordinates with scalar sensitivity and epsilon: the scale is
+    computed once in Python floats; given as arrays of one value per release (numpy's
+    path), the same generator must give the same released values bit for bit, as must
+    a values array far from zero."""
+    from skhybrid.mechanisms._noise import _FEW_DRAWS, laplace_release
+
+    assert np.prod(shape) > _FEW_DRAWS
+    rng = np.random.default_rng(len(shape))
+    for trial in range(10):
+        magnitude = 10.0 ** rng.uniform(-3, 8)
+        values = rng.uniform(-magnitude, magnitude, shape) + (1e9 if trial == 9 else 0.0)
+        sensitivity, epsilon = 10.0 ** rng.uniform(-12, 1), 10.0 ** rng.uniform(-2, 1)
+        given = values.copy()
+        scalar = laplace_release(given, sensitivity, epsilon, np.random.default_rng(trial),
+                                 True, overwrite=overwrite)
+        rows = values.reshape((-1, shape[-1]))
+        arrays = laplace_release(rows.copy(), np.full(rows.shape[0], sensitivity),
+                                 np.full(rows.shape[0], epsilon),
+                                 np.random.default_rng(trial), True)
+        np.testing.assert_array_equal(scalar.reshape(rows.shape), arrays)
+        assert scalar.shape == values.shape and scalar.dtype == np.float64
+        assert (scalar is given) == overwrite
+        if not overwrite:
+            np.testing.assert_array_equal(given, values)
