@@ -10,7 +10,7 @@ one iteration on one chunk of a Dask input.
 """
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import NamedTuple
 
@@ -66,6 +66,10 @@ class _ClusterMeans:
 
 def _cluster_means(midpoint, centred_sums, sizes, sum_variance):
     present = sizes >= 1.0
+    if present.all():  # the usual case: the same quotients, without the NaN rows' np.where
+        divisor = sizes[:, np.newaxis]
+        return _ClusterMeans(midpoint + centred_sums / divisor, sizes, present,
+                             sum_variance / (divisor * divisor))
     # Absent clusters (a private size below 1, possibly <= 0) get NaN: divided by 1
     # instead, and the quotient replaced (np.where; boolean indexing costs 4x on k x d).
     divisor = np.where(present, sizes, 1.0)[:, np.newaxis]
@@ -114,20 +118,46 @@ def _add_statistics(parts):
 
 
 
-def _release_central(statistics, lower, upper, mechanism, rng):
+class _CentralConstants(NamedTuple):
+    """What :func:`_release_central` derives from the bounds alone: a fit's, computed once
+    (:func:`_central_constants`).
+
+    midpoint : ndarray of shape (n_features,)
+    weights : ndarray of shape (n_features,)
+        Each feature's noise weight (:func:`feature_noise_weights`).
+    variance_factor : ndarray of shape (n_features,)
+        ``weights**2 + (ranges / 2)**2``: a mean's noise variance per unit of the
+        mechanism's (see :func:`_release_central`).
+    """
+
+    midpoint: np.ndarray
+    weights: np.ndarray
+    variance_factor: np.ndarray
+
+
+def _central_constants(lower, upper):
+    """The :class:`_CentralConstants` of the bounds."""
+    ranges = upper - lower
+    weights = feature_noise_weights(ranges)
+    return _CentralConstants(lower + ranges / 2.0, weights, weights**2 + (ranges / 2.0) ** 2)
+
+
+def _release_central(statistics, lower, upper, mechanism, rng, constants=None):
     """The curator's tcm release of one iteration (Algorithm 1, lines 9-10): noise drawn once.
 
     All clusters' counts and centred sums go through ``mechanism`` in one vector (the
     sums converted from exact fixed point to the values' units, the rounding of which
     the mechanism's sensitivity accounts for); a cluster's mean is the middle of the box
     plus its noisy centred sum over its noisy count, added after the noise.
+    ``constants``: the bounds' :func:`_central_constants`, if computed already.
     """
     counts, code_sums = statistics
     k, n_features = code_sums.shape
-    ranges = upper - lower
+    if constants is None:
+        constants = _central_constants(lower, upper)
+    midpoint, weights, variance_factor = constants
     sums = centred_sums(code_sums, lower, upper, n_users=int(counts.max(initial=0)))
     # Each feature's sums divided by its noise weight (see central_iteration_sensitivity).
-    weights = feature_noise_weights(ranges)
     if n_features > 1:
         sums = sums / weights
     released = mechanism.randomise(
@@ -139,11 +169,45 @@ def _release_central(statistics, lower, upper, mechanism, rng):
     # The mean's error is (Y_sum - mu Y_count) / count, with mu the centred mean: both
     # noises, the count's times |mu| <= half the range.
     noise = mechanism.variance(released.size)
-    sum_variance = np.broadcast_to(noise * (weights**2 + (ranges / 2.0) ** 2), (k, n_features))
-    return _cluster_means(lower + ranges / 2.0, noisy_sums, noisy_counts, sum_variance)
+    sum_variance = np.broadcast_to(noise * variance_factor, (k, n_features))
+    return _cluster_means(midpoint, noisy_sums, noisy_counts, sum_variance)
 
 
-def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance):
+class _ResponseConstants(NamedTuple):
+    """What :func:`_demix_local` derives from the privacy levels, k and the reports' noise
+    alone: a fit's, computed once per number of clusters (:func:`_response_constants`).
+    Each of shape (n_levels, 1) but ``second_moment``.
+
+    other : the drawn probability of each other cluster;
+    gain : ``keep - other``;
+    outside, inside : ``other (1 - other) / gain^2`` and
+        ``(keep (1 - other)^2 + (1 - keep) other^2) / gain^2``;
+    second_moment : ndarray of shape (n_levels, n_features)
+        ``report_variance + ranges**2``.
+    """
+
+    other: np.ndarray
+    gain: np.ndarray
+    outside: np.ndarray
+    inside: np.ndarray
+    second_moment: np.ndarray
+
+
+def _response_constants(release_epsilon, k, ranges, report_variance):
+    """The :class:`_ResponseConstants` of the levels' ``release_epsilon`` and k clusters."""
+    keep, other = randomized_response_drawn_probabilities(release_epsilon, k,
+                                                          response_bits(release_epsilon, k))
+    keep, other = keep[:, np.newaxis], other[:, np.newaxis]
+    gain = keep - other
+    return _ResponseConstants(
+        other, gain, other * (1.0 - other) / gain**2,
+        (keep * (1.0 - other) ** 2 + (1.0 - keep) * other**2) / gain**2,
+        report_variance + ranges**2,
+    )
+
+
+def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance,
+                 constants=None):
     """The curator's lm cluster means of one iteration, de-mixed from the randomized response.
 
     A report lands in its true cluster with probability ``keep`` and in each other one
@@ -157,14 +221,14 @@ def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance)
     with ``T`` the sum of all reports; solving gives unbiased sizes ``N_j`` and sums
     ``S_j``. (Algorithm 1 divides the reported sum by the reported count, which pulls
     every centre towards the overall mean by the share of reports from other clusters.)
-    Post-processing: no noise is drawn here.
+    Post-processing: no noise is drawn here. ``constants``: the fit's
+    :func:`_response_constants`, if computed already.
     """
     counts, sums, n_users, report_totals = statistics
-    k = counts.shape[1]
-    keep, other = randomized_response_drawn_probabilities(release_epsilon, k,
-                                                          response_bits(release_epsilon, k))
-    keep, other = keep[:, np.newaxis], other[:, np.newaxis]
-    gain = keep - other
+    if constants is None:
+        constants = _response_constants(release_epsilon, counts.shape[1], ranges,
+                                        report_variance)
+    other, gain, outside, inside_moment, second_moment = constants
     n_users = n_users[:, np.newaxis]
     sizes = (counts - other * n_users) / gain
     demixed = (sums - other[..., np.newaxis] * report_totals[:, np.newaxis, :]) / gain[
@@ -174,13 +238,9 @@ def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance)
     # over all users, with w_ij = (1[report_i = j] - other) / gain of second moment
     # other (1 - other) / gain^2 outside cluster j and
     # (keep (1 - other)^2 + (1 - keep) other^2) / gain^2 inside it; E[(x + Y - mu)^2]
-    # is the report's noise variance plus at most range^2.
+    # is the report's noise variance plus at most range^2 (``second_moment``).
     inside = np.clip(sizes, 0.0, n_users)
-    spread = (
-        (n_users - inside) * other * (1.0 - other)
-        + inside * (keep * (1.0 - other) ** 2 + (1.0 - keep) * other**2)
-    ) / gain**2
-    second_moment = report_variance + ranges**2
+    spread = (n_users - inside) * outside + inside * inside_moment
     sum_variance = np.einsum("lk,ld->kd", spread, second_moment)
     return _cluster_means(midpoint, demixed.sum(axis=0), sizes.sum(axis=0), sum_variance)
 
@@ -268,7 +328,9 @@ class _LocalClustering:
         self._release_epsilon = release_epsilon
         self._report_variance = report_variance
         self._level = level
-        self._task_counts = None  # the local users of each task of a pass, counted once
+        # n_clusters -> the responses' bits and the local users of each task of a pass,
+        # the same in every iteration
+        self._passes = {}
         self._n_users, self._report_totals = cluster_sums(
             centred_reports, 0.0,
             np.zeros(centred_reports.shape[0], np.int8) if level is None else level,
@@ -290,11 +352,12 @@ class _LocalClustering:
         # Each device's nearest centre from its clipped value, sent through randomized
         # response (Algorithm 1, line 7), and its report added to the reported cluster's
         # sums, in one pass over the users (with the tcm users' code sums for ``central``).
-        if self._task_counts is None:
-            self._task_counts = local_task_counts(self._rows, *self._values.shape)
-        bits = response_bits(self._release_epsilon, k)
+        if k not in self._passes:  # the same in every iteration
+            self._passes[k] = (response_bits(self._release_epsilon, k),
+                               local_task_counts(self._rows, *self._values.shape))
+        bits, task_counts = self._passes[k]
         local = LocalResponses(self._rows, self._reports, self._level,
-                               self._response_widths(k, bits), self._task_counts, bits)
+                               self._response_widths(k, bits), task_counts, bits)
         bounds = self._bounds if central is None else central
         _, counts, code_sums, (reported, sums) = lloyd_pass(
             self._values, centres - self._midpoint, origin=self._midpoint, bounds=bounds,
@@ -336,6 +399,19 @@ def _merge_cluster_means(tcm, lm, previous, lower, upper):
     centres : ndarray of shape (n_clusters, n_features)
     weight : ndarray of shape (n_clusters, n_features)
     """
+    if tcm is not None and lm is not None and tcm.present.all() and lm.present.all():
+        # The usual case, every cluster with both groups' means: the same weights and
+        # centres as below, without the masks' indexing.
+        n_tcm, n_lm = tcm.sizes[:, np.newaxis], lm.sizes[:, np.newaxis]
+        n = n_tcm + n_lm
+        weight = pwh_weight_unchecked(n, n_tcm / n, tcm.noise_variance,
+                                      n_lm * lm.noise_variance)
+        merged = weight * tcm.means + (1.0 - weight) * lm.means
+        return merged.clip(lower, upper), weight
+    only = tcm if lm is None else lm if tcm is None else None
+    if only is not None and only.present.all():
+        # One group, with every cluster's mean: its means (weight 1 for tcm, 0 for lm).
+        return only.means.clip(lower, upper), np.full(previous.shape, float(lm is None))
     absent = np.zeros(previous.shape[0], dtype=bool)
     has_tcm = tcm.present if tcm is not None else absent
     has_lm = lm.present if lm is not None else absent
@@ -385,14 +461,25 @@ class _FitPlan:
     release_epsilon: np.ndarray = None
     report_variance: np.ndarray = None
     group_levels: tuple = (0, 0)
+    #: What the iterations derive from the above alone, computed once (:meth:`_derived`).
+    _cache: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+
+    def _derived(self, key, compute):
+        """``compute()``, computed at the first call for ``key`` (read-only arrays)."""
+        value = self._cache.get(key)
+        if value is None:
+            value = self._cache[key] = compute()
+            for array in value if isinstance(value, tuple) else (value,):
+                array.flags.writeable = False
+        return value
 
     @property
     def midpoint(self):
-        return (self.lower + self.upper) / 2.0
+        return self._derived("midpoint", lambda: (self.lower + self.upper) / 2.0)
 
     @property
     def ranges(self):
-        return self.upper - self.lower
+        return self._derived("ranges", lambda: self.upper - self.lower)
 
     @property
     def local_noise(self):
@@ -400,12 +487,16 @@ class _FitPlan:
         return {"mechanism": "laplace", "delta": 0.0, "lower": self.lower, "upper": self.upper}
 
     def release_central(self, statistics, rng):
-        return _release_central(statistics, self.lower, self.upper, self.central, rng)
+        constants = self._derived("central", lambda: _central_constants(self.lower, self.upper))
+        return _release_central(statistics, self.lower, self.upper, self.central, rng,
+                                constants)
 
     def demix_local(self, statistics):
-        return _demix_local(
-            statistics, self.midpoint, self.ranges, self.release_epsilon, self.report_variance
-        )
+        k = statistics.counts.shape[1]
+        constants = self._derived(("local", k), lambda: _response_constants(
+            self.release_epsilon, k, self.ranges, self.report_variance))
+        return _demix_local(statistics, self.midpoint, self.ranges, self.release_epsilon,
+                            self.report_variance, constants)
 
 
 class _ChunkClustering:

@@ -373,6 +373,43 @@ def test_merge_of_empty_clusters_uses_the_group_present_or_keeps_the_centre():
     assert np.all(np.isnan(weight[2]))
 
 
+@pytest.mark.parametrize("group", ["tcm", "lm"])
+def test_merge_of_one_group_takes_its_clipped_means(group):
+    """One group alone (tcm_only, full_lm): its means, clipped to the bounds, weight 1 for
+    tcm and 0 for lm; a cluster without its mean keeps the previous centre."""
+    nan = np.nan
+    means = _means([[0.2, 1.4], [-0.3, 0.6]], [40, 10], np.full((2, 2), 1e-3))
+    previous = np.array([[0.5, 0.5], [0.4, 0.3]])
+    pair = (means, None) if group == "tcm" else (None, means)
+    centres, weight = _merge_cluster_means(*pair, previous, np.zeros(2), np.ones(2))
+    np.testing.assert_array_equal(centres, [[0.2, 1.0], [0.0, 0.6]])
+    np.testing.assert_array_equal(weight, np.full((2, 2), 1.0 if group == "tcm" else 0.0))
+    partial = _means([[0.2, 1.4], [nan, nan]], [40, 0.5], np.full((2, 2), 1e-3))
+    pair = (partial, None) if group == "tcm" else (None, partial)
+    centres, weight = _merge_cluster_means(*pair, previous, np.zeros(2), np.ones(2))
+    np.testing.assert_array_equal(centres, [[0.2, 1.0], [0.4, 0.3]])
+    assert np.all(np.isnan(weight[1]))
+
+
+@pytest.mark.parametrize("sizes", [[40.0, 10.0, 3.0], [40.0, 0.5, -2.0]])
+def test_cluster_means_divide_by_the_private_sizes_of_at_least_one(sizes):
+    """A cluster of private size at least 1: the midpoint plus its centred sum over its
+    size, with the sum's noise variance over the size squared; below 1, NaN."""
+    from skhybrid.cluster._k_means_statistics import _cluster_means
+
+    sizes = np.array(sizes)
+    centred = np.array([[4.0, -2.0], [1.0, 0.5], [3.0, 3.0]])
+    variance = np.array([[2.0, 1.0], [0.5, 0.5], [1.0, 1.0]])
+    means = _cluster_means(np.array([0.5, 1.5]), centred, sizes, variance)
+    present = sizes >= 1
+    np.testing.assert_array_equal(means.present, present)
+    np.testing.assert_allclose(means.means[present],
+                               [0.5, 1.5] + centred[present] / sizes[present, None], rtol=1e-15)
+    np.testing.assert_allclose(means.noise_variance[present],
+                               variance[present] / sizes[present, None] ** 2, rtol=1e-15)
+    assert np.all(np.isnan(means.means[~present])) and np.all(np.isnan(means.noise_variance[~present]))
+
+
 # -- the algorithm ------------------------------------------------------------------------------
 
 
