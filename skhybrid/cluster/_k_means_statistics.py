@@ -66,16 +66,16 @@ class _ClusterMeans:
 
 def _cluster_means(midpoint, centred_sums, sizes, sum_variance):
     present = sizes >= 1.0
-    if present.all():  # the usual case: the same quotients, without the NaN rows' np.where
-        divisor = sizes[:, np.newaxis]
-        return _ClusterMeans(midpoint + centred_sums / divisor, sizes, present,
-                             sum_variance / (divisor * divisor))
+    everywhere = present.all()  # the usual case: no NaN rows to mask
     # Absent clusters (a private size below 1, possibly <= 0) get NaN: divided by 1
     # instead, and the quotient replaced (np.where; boolean indexing costs 4x on k x d).
-    divisor = np.where(present, sizes, 1.0)[:, np.newaxis]
-    kept = present[:, np.newaxis]
-    means = np.where(kept, midpoint + centred_sums / divisor, np.nan)
-    variance = np.where(kept, sum_variance / (divisor * divisor), np.nan)
+    divisor = (sizes if everywhere else np.where(present, sizes, 1.0))[:, np.newaxis]
+    means = midpoint + centred_sums / divisor
+    variance = sum_variance / (divisor * divisor)
+    if not everywhere:
+        kept = present[:, np.newaxis]
+        means = np.where(kept, means, np.nan)
+        variance = np.where(kept, variance, np.nan)
     return _ClusterMeans(means, sizes, present, variance)
 
 
@@ -382,6 +382,16 @@ class _LocalClustering:
         )
 
 
+def _pwh_cluster_weight(tcm, lm, clusters):
+    """Def. 5.3's weight of the tcm mean of ``clusters`` (present in both groups)."""
+    n_tcm, n_lm = tcm.sizes[clusters, np.newaxis], lm.sizes[clusters, np.newaxis]
+    n = n_tcm + n_lm
+    # Sizes of at least 1 in both groups (present) and finite noise variances: in the
+    # range pwh_weight checks.
+    return pwh_weight_unchecked(n, n_tcm / n, tcm.noise_variance[clusters],
+                                n_lm * lm.noise_variance[clusters])
+
+
 def _merge_cluster_means(tcm, lm, previous, lower, upper):
     """Algorithm 1, lines 13-15: each cluster's PWH combination of the two groups' means.
 
@@ -402,12 +412,8 @@ def _merge_cluster_means(tcm, lm, previous, lower, upper):
     if tcm is not None and lm is not None and tcm.present.all() and lm.present.all():
         # The usual case, every cluster with both groups' means: the same weights and
         # centres as below, without the masks' indexing.
-        n_tcm, n_lm = tcm.sizes[:, np.newaxis], lm.sizes[:, np.newaxis]
-        n = n_tcm + n_lm
-        weight = pwh_weight_unchecked(n, n_tcm / n, tcm.noise_variance,
-                                      n_lm * lm.noise_variance)
-        merged = weight * tcm.means + (1.0 - weight) * lm.means
-        return merged.clip(lower, upper), weight
+        weight = _pwh_cluster_weight(tcm, lm, slice(None))
+        return (weight * tcm.means + (1.0 - weight) * lm.means).clip(lower, upper), weight
     only = tcm if lm is None else lm if tcm is None else None
     if only is not None and only.present.all():
         # One group, with every cluster's mean: its means (weight 1 for tcm, 0 for lm).
@@ -419,13 +425,7 @@ def _merge_cluster_means(tcm, lm, previous, lower, upper):
     weight = np.broadcast_to(weight[:, np.newaxis], previous.shape).copy()
     both = has_tcm & has_lm
     if both.any():
-        n_tcm = tcm.sizes[both, np.newaxis]
-        n_lm = lm.sizes[both, np.newaxis]
-        n = n_tcm + n_lm
-        # Sizes of at least 1 in both groups (present) and finite noise variances: in
-        # the range pwh_weight checks.
-        weight[both] = pwh_weight_unchecked(n, n_tcm / n, tcm.noise_variance[both],
-                                            n_lm * lm.noise_variance[both])
+        weight[both] = _pwh_cluster_weight(tcm, lm, both)
     missing = np.zeros_like(previous)
     tcm_means = np.where(has_tcm[:, np.newaxis], tcm.means, 0.0) if tcm is not None else missing
     lm_means = np.where(has_lm[:, np.newaxis], lm.means, 0.0) if lm is not None else missing

@@ -302,10 +302,7 @@ def _few_laplace_release(values, sensitivity, epsilon, rng, *, overwrite=False):
     (``round(values / step)``, the draws added, times the step). None, before any
     draw, when a value is not finite.
     """
-    step = grid_step(sensitivity / epsilon)
-    units = _laplace_units(sensitivity, epsilon, step, values.shape[-1])
-    if not units <= MAX_NOISE_UNITS:
-        check_noise_units(units, epsilon)
+    step, units = _scalar_grid(sensitivity, epsilon, values.shape[-1])
     try:
         # round() is numpy's round half to even, here to an exact int.
         grid = [round(value / step) for value in values.ravel().tolist()]
@@ -327,14 +324,22 @@ def _scalar_laplace_release(values, sensitivity, epsilon, rng, *, overwrite=Fals
     step, units, draws and float64 operations, its scale computed once in Python floats
     (numpy's calls on 0-d arrays cost more than the arithmetic: about 10 us of a
     release of 33 to 110 coordinates, K-means' per iteration)."""
-    step = grid_step(sensitivity / epsilon)
-    units = _laplace_units(sensitivity, epsilon, step, values.shape[-1])
-    if not units <= MAX_NOISE_UNITS:
-        check_noise_units(units, epsilon)
+    step, units = _scalar_grid(sensitivity, epsilon, values.shape[-1])
     released = _grid_units(values, step, overwrite=overwrite)
     _add_discrete_laplace(released.reshape(-1), rng, np.float64(units))
     released *= step
     return released
+
+
+def _scalar_grid(sensitivity, epsilon, n_coordinates):
+    """The grid step and the noise's units of a secure Laplace release of one scalar
+    sensitivity and epsilon, in Python floats; refused (``check_noise_units``) if too
+    wide to draw exactly."""
+    step = grid_step(sensitivity / epsilon)
+    units = _laplace_units(sensitivity, epsilon, step, n_coordinates)
+    if not units <= MAX_NOISE_UNITS:
+        check_noise_units(units, epsilon)
+    return step, units
 
 
 def _grid_units(values, step, *, overwrite=False):
