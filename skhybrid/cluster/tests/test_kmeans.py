@@ -921,7 +921,7 @@ def test_lloyd_pass_tasks_depend_on_the_shape_and_on_local_users_alone(n_rows, n
         assert sizes.max() <= max(lloyd._CHUNK_ROWS, lloyd._MIN_TASK_ROWS)
         return len(sizes), sizes.max()
 
-    central, central_rows = n_tasks(False)
+    central, _ = n_tasks(False)
     local, local_rows = n_tasks(True)
     assert local >= central
     if n_rows <= lloyd._TASKS * lloyd._CHUNK_ROWS:
