@@ -35,6 +35,7 @@ from ._k_means_lloyd import (
     LocalResponses,
     centred_code_sums,
     cluster_sums,
+    draw_buffer,
     lloyd_pass,
     local_task_counts,
 )
@@ -353,11 +354,12 @@ class _LocalClustering:
         # response (Algorithm 1, line 7), and its report added to the reported cluster's
         # sums, in one pass over the users (with the tcm users' code sums for ``central``).
         if k not in self._passes:  # the same in every iteration
-            self._passes[k] = (response_bits(self._release_epsilon, k),
-                               local_task_counts(self._rows, *self._values.shape))
-        bits, task_counts = self._passes[k]
+            bits = response_bits(self._release_epsilon, k)
+            self._passes[k] = (bits, local_task_counts(self._rows, *self._values.shape),
+                               draw_buffer(self._reports.shape[0], bits))
+        bits, task_counts, buffer = self._passes[k]
         local = LocalResponses(self._rows, self._reports, self._level,
-                               self._response_widths(k, bits), task_counts, bits)
+                               self._response_widths(k, bits), task_counts, bits, buffer)
         bounds = self._bounds if central is None else central
         _, counts, code_sums, (reported, sums) = lloyd_pass(
             self._values, centres - self._midpoint, origin=self._midpoint, bounds=bounds,

@@ -37,6 +37,9 @@ Labels compare distances with ``<`` only, so the first minimum is kept on ties, 
 import numba
 import numpy as np
 
+# numba's cache of a kernel is keyed on this file's source: a change to the functions of
+# _compiled_tasks that lloyd_tasks inlines must come with a change here.
+from ._compiled_tasks import finish_task, take_task, wait_until_above
 from ._responses import respond
 
 #: numba's options: release the GIL, cache the machine code, no bounds checks (the
@@ -765,6 +768,81 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
                     sums[label, feature] += np.int64(fixed_point_code(
                         X[span_first + row, feature], lower[feature], upper[feature],
                         scale[feature]))
+
+
+@numba.njit(**_OPTIONS)
+def lloyd_tasks(state, starts, stops, first_local, drawn, X, origin, scaled_centres, norms,
+                lower, upper, scale, labels, counts, sums, is_local, level, widths, draws,
+                reports, local_counts, local_sums):
+    """One thread's share of a pass of :func:`nearest_centre_sums`: tasks taken in turn.
+
+    Each thread of the pass runs this call; it takes the next task from ``state``
+    (:mod:`skhybrid.utils._compiled_tasks`) until none is left, runs
+    :func:`nearest_centre_sums` over the task's rows into the task's own arrays and
+    counts it done. A task's local users wait for their draws to be published
+    (``drawn``) where the caller makes them while the pass runs. The arguments are those
+    of :func:`nearest_centre_sums`, and:
+
+    Parameters
+    ----------
+    state : ndarray of int64
+        The shared state (:func:`~skhybrid.utils._compiled_tasks.new_state`).
+    starts, stops : ndarray of int64 of shape (n_tasks,)
+        Each task's rows.
+    first_local : ndarray of int64 of shape (n_tasks + 1,)
+        The first local user of each task (and their number, last).
+    drawn : ndarray of int64 of shape (1,) or None
+        The number of tasks whose draws are made, in task order, raised as the caller
+        makes them (None: all were made before the call).
+    counts, sums, local_counts, local_sums : ndarray of shape (n_tasks, stride)
+        Each task's arrays of :func:`nearest_centre_sums`, flat in one row (padded:
+        :class:`~skhybrid.cluster._k_means_lloyd._TaskArrays`); ``sums`` and the local
+        ones may be None.
+    """
+    n_tasks = starts.shape[0]
+    n_features = X.shape[1]
+    n_clusters = scaled_centres.shape[1]
+    while True:
+        task = take_task(state)
+        if task < 0 or task >= n_tasks:
+            break
+        first, last = first_local[task], first_local[task + 1]
+        if drawn is not None and last > first and not wait_until_above(drawn, task, state):
+            break
+        failed = False
+        try:
+            task_counts = counts[task, :n_clusters]
+            if reports is None:
+                if sums is None:
+                    nearest_centre_sums(X, starts[task], stops[task], origin, scaled_centres,
+                                        norms, lower, upper, scale, labels, task_counts, None)
+                else:
+                    nearest_centre_sums(X, starts[task], stops[task], origin, scaled_centres,
+                                        norms, lower, upper, scale, labels, task_counts,
+                                        sums[task, :n_clusters * n_features].reshape(
+                                            (n_clusters, n_features)))
+            else:
+                n_groups = n_clusters * widths.shape[0]
+                task_level = None if level is None else level[first:]
+                task_draws = None if draws is None else draws[first:last]
+                task_local_counts = local_counts[task, :n_groups]
+                task_local_sums = local_sums[task, :n_groups * n_features].reshape(
+                    (n_groups, n_features))
+                if sums is None:
+                    nearest_centre_sums(X, starts[task], stops[task], origin, scaled_centres,
+                                        norms, lower, upper, scale, labels, task_counts, None,
+                                        is_local, task_level, widths, task_draws,
+                                        reports[first:], task_local_counts, task_local_sums)
+                else:
+                    nearest_centre_sums(X, starts[task], stops[task], origin, scaled_centres,
+                                        norms, lower, upper, scale, labels, task_counts,
+                                        sums[task, :n_clusters * n_features].reshape(
+                                            (n_clusters, n_features)),
+                                        is_local, task_level, widths, task_draws,
+                                        reports[first:], task_local_counts, task_local_sums)
+        except Exception:  # noqa: BLE001 (the caller raises; the task counts as done)
+            failed = True
+        finish_task(state, failed)
 
 
 @numba.njit(**_OPTIONS)

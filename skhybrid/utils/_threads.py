@@ -1,7 +1,6 @@
 """Threads: the cores this process may use, and BLAS kept to one thread inside parallel work."""
 
 import ctypes
-import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -92,15 +91,14 @@ def cores_apart():
     judges them to share data (``wake_affine``), and a thread woken there waits for
     that core while the other cores idle: measured on the 2-core CI machine, one pass
     in two or three of HybridKMeans at 1e6 x 10 ran both of its threads on one core
-    (11-13 ms instead of 7.5) and stayed there to its end. Both ways: the caller wakes
-    the pool's threads, and a thread waiting for the lock of the local users' draws
-    is woken by the one that held it. So, for the duration of a call of
-    :func:`run_tasks`, the caller is kept on the core it runs on (its own set of
+    (11-13 ms instead of 7.5) and stayed there to its end (the caller wakes the pool's
+    threads). So, for the duration of a call of
+    :func:`run_compiled_tasks`, the caller is kept on the core it runs on (its own set of
     cores is given back on exit) and each of the pool's threads on the caller's other
     cores (one set for all: the scheduler still spreads them and moves them off a
     busy core). A pool thread's set changes only when the caller has moved to another
     core (one system call per thread then). Only a placement: which thread computes
-    what does not change (see :func:`run_tasks`). No effect where the platform has no
+    what does not change (see :func:`run_compiled_tasks`). No effect where the platform has no
     ``sched_getcpu`` or ``sched_setaffinity``, where the caller may run on one core
     only, or while another thread is in such a call (two callers kept on the core they
     were on could share it).
@@ -151,42 +149,60 @@ def _kept_apart():
                 pass
 
 
-def run_tasks(function, n_tasks, n_threads):
-    """``[function(0), ..., function(n_tasks - 1)]``, computed by ``n_threads`` threads.
+def run_compiled_tasks(worker, args, n_tasks, n_threads, prepare=None):
+    """Run a compiled task loop on ``n_threads`` threads: ``worker(state, *args)``.
 
-    The calling thread and ``n_threads - 1`` threads of :func:`shared_pool` each take
-    the next task not yet taken, in order, until none is left: the tasks start in order
-    (a task may wait for one started before it), the load balances when a core is busy
-    with other work, and no thread waits idle for the others to be scheduled.
-    ``function`` should release the GIL (a compiled kernel does).
+    ``worker`` is a compiled function (nogil) that takes tasks from the shared
+    ``state`` until none is left and counts each done, as
+    :func:`~skhybrid.utils._kernels.lloyd_tasks` does
+    (:mod:`skhybrid.utils._compiled_tasks`).
+    ``n_threads - 1`` threads of :func:`shared_pool` run it with the caller, which then
+    spins in compiled code until every task is done (at most
+    ``_compiled_tasks.WAIT_SPINS`` pauses, then it blocks on the threads' futures):
+    no thread needs the GIL between tasks or to learn that the pass has ended. A
+    thread of the pool that has not started by then (the pool busy with other work) is
+    not waited for.
+
+    ``prepare()``, if given, runs on the calling thread after the pool's threads are
+    started and before the caller takes tasks (the Lloyd pass's draws, published as
+    they are made). If it raises, or the caller's own call does, the threads stop
+    taking tasks, are waited for, and the error is raised.
+
+    Raises
+    ------
+    RuntimeError
+        A task raised in compiled code.
     """
-    results = [None] * n_tasks
-    next_task = itertools.count()
+    from . import _compiled_tasks as tasks  # numba: imported at first use
 
-    def work():
-        for task in next_task:  # next() on a count is atomic under the GIL
-            if task >= n_tasks:
-                return
-            results[task] = function(task)
-
+    state = tasks.new_state()
     n_helpers = min(n_threads, n_tasks) - 1
-    if not n_helpers:
-        work()
-        return results
-    pool = shared_pool()
-    # Called from the pool's own threads (nested): they are placed already.
-    placed = threading.get_native_id() in _pool["threads"]
-    with nullcontext() if placed else cores_apart():
-        helpers = [pool.submit(work) for _ in range(n_helpers)]
-        try:
-            work()
-        finally:
-            # Every task is taken: a helper not started yet (the pool busy with other
-            # work, or this call made from one of its threads) is not waited for.
+    if n_helpers <= 0:
+        if prepare is not None:
+            prepare()
+        worker(state, *args)
+    else:
+        pool = shared_pool()
+        placed = threading.get_native_id() in _pool["threads"]
+        with nullcontext() if placed else cores_apart():
+            helpers = [pool.submit(worker, state, *args) for _ in range(n_helpers)]
+            finished = False
+            try:
+                if prepare is not None:
+                    prepare()
+                worker(state, *args)
+                finished = tasks.wait_for_tasks(state, n_tasks, tasks.WAIT_SPINS)
+            finally:
+                if not finished:  # an error, or a thread slow to end its last task
+                    state[tasks.ABORT] = 1
+                    for helper in helpers:
+                        if not helper.cancel():
+                            helper.exception()  # waits; the caller's error, if any, stands
             for helper in helpers:
-                if not helper.cancel():
-                    helper.result()
-    return results
+                if helper.done() and not helper.cancelled() and helper.exception() is not None:
+                    raise helper.exception()
+    if state[tasks.FAILED]:
+        raise RuntimeError("a task of a compiled pass raised (out of memory?)")
 
 
 @lru_cache(maxsize=1)

@@ -853,12 +853,15 @@ def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster
     """One pass gives the central rows' exact code sums and, for the local rows, the sums
     of their reports by privacy level and reported cluster, where each reported cluster
     is the randomized response of the row's nearest centre (from the draws of
-    ``response_draws``, at once for a few users, else task by task in row order)."""
+    ``response_draws``, at once for a few users, else in chunks of tasks in row order,
+    into a buffer reused by a fit's passes or not)."""
     from skhybrid.cluster._k_means_lloyd import (
         _DRAWN_AT_ONCE,
         LocalResponses,
-        _task_rows,
+        _draw_chunks,
+        draw_buffer,
         lloyd_pass,
+        local_task_counts,
     )
     from skhybrid.mechanisms._randomized_response import (
         randomized_response_widths,
@@ -872,10 +875,19 @@ def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster
     k = centres.shape[0]
     lower, upper = np.zeros(n_features), np.ones(n_features)
     widths = randomized_response_widths(release_epsilon, k, bits)
+    buffer = draw_buffer(int(is_local.sum()), bits)
+    assert (buffer is None) == (is_local.sum() <= _DRAWN_AT_ONCE)
     local = LocalResponses(is_local, reports, level, widths, bits=bits)
     labels, counts, sums, (reported_counts, reported_sums) = lloyd_pass(
         X, centres, bounds=(lower, upper), labels=True, code_sums=True, local=local,
         rng=np.random.default_rng(3))
+    # With a buffer (as a fit's passes share one), and again into it: the same pass.
+    for _ in range(2):
+        again = lloyd_pass(X, centres, bounds=(lower, upper), labels=True, code_sums=True,
+                           local=local._replace(draw_buffer=buffer),
+                           rng=np.random.default_rng(3))
+        for got, expected in zip(again[3], (reported_counts, reported_sums)):
+            np.testing.assert_array_equal(got, expected)
 
     np.testing.assert_array_equal(labels, nearest_centre(np.clip(X, lower, upper), centres))
     central = ~is_local
@@ -887,10 +899,10 @@ def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster
     if is_local.sum() <= _DRAWN_AT_ONCE:
         words = response_draws(rng, int(is_local.sum()), bits)
     else:
-        step = _task_rows(n, n_features, local=True)
+        first_local = np.cumsum([0, *local_task_counts(is_local, n, n_features)])
         words = np.concatenate([
-            response_draws(rng, int(is_local[start:start + step].sum()), bits)
-            for start in range(0, n, step)])
+            response_draws(rng, int(first_local[stop] - first_local[start]), bits)
+            for start, stop in _draw_chunks(np.diff(first_local).tolist())])
     assert words.dtype == (np.uint16 if bits == 16 else np.uint32)
     reported = respond(labels[is_local], words, widths[level], k)
     group = level * k + reported
@@ -931,6 +943,27 @@ def test_lloyd_pass_tasks_depend_on_the_shape_and_on_local_users_alone(n_rows, n
         assert local_rows <= lloyd._TASK_ROWS
     if n_rows * n_features < 2 * lloyd._MIN_TASK_VALUES:
         assert local == central == 1
+
+
+@pytest.mark.parametrize("n_local", [[5], [10, 10, 10], [30_000] * 32, [1_000] * 32,
+                                     [0, 70_000, 0, 3], [40_000] * 5])
+def test_draw_chunks_cover_the_tasks_in_order_doubling_within_the_draws_at_once(n_local):
+    """The chunks of a pass's draws: every task once, in order; one task first; each
+    chunk at most twice the last, and of at most _DRAWN_AT_ONCE users unless a single
+    task; as large as those rules allow."""
+    from skhybrid.cluster._k_means_lloyd import _DRAWN_AT_ONCE, _draw_chunks
+
+    chunks = _draw_chunks(n_local)
+    assert chunks[0] == (0, 1) and chunks[-1][1] == len(n_local)
+    assert all(stop == start for (_, stop), (start, _) in zip(chunks, chunks[1:]))
+    previous = 1
+    for start, stop in chunks[1:]:
+        users = sum(n_local[start:stop])
+        assert stop - start <= 2 * previous
+        assert users <= _DRAWN_AT_ONCE or stop - start == 1
+        grown = stop < len(n_local) and stop - start < 2 * previous
+        assert not (grown and users + n_local[stop] <= _DRAWN_AT_ONCE)  # stopped early
+        previous = stop - start
 
 
 def test_privatized_rows_centred_in_float64_then_stored_as_the_dtype():

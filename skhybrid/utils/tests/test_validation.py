@@ -434,27 +434,99 @@ def test_in_parts_covers_the_rows_once_in_order(monkeypatch):
         assert all(stop == start for (_, stop), (start, _) in zip(parts, parts[1:]))
 
 
+def _compiled_worker():
+    """A compiled task loop as run_compiled_tasks takes them: task ``t`` writes ``t * t``
+    (after waiting for ``drawn[0] > t`` where given); the task ``fail_at`` raises."""
+    import numba
+
+    from skhybrid.utils._compiled_tasks import finish_task, take_task, wait_until_above
+
+    @numba.njit(nogil=True)
+    def worker(state, drawn, fail_at, out):
+        while True:
+            task = take_task(state)
+            if task < 0 or task >= out.shape[0]:
+                break
+            if drawn is not None and not wait_until_above(drawn, task, state):
+                break
+            failed = False
+            try:
+                if task == fail_at:
+                    raise ValueError("task failed")
+                total = 0
+                for step in range(20_000):  # some work, so that the threads overlap
+                    total += step % 7
+                out[task] = task * task + total * 0
+            except Exception:  # noqa: BLE001
+                failed = True
+            finish_task(state, failed)
+
+    return worker
+
+
 @pytest.mark.parametrize("n_threads", [1, 2, 3])
-def test_run_tasks_runs_each_task_once_each_after_the_previous_started(n_threads):
-    import threading
+@pytest.mark.parametrize("published", [False, True])
+def test_run_compiled_tasks_runs_each_task_once(n_threads, published):
+    """Every task runs once, whatever the threads; with ``prepare`` publishing the tasks'
+    inputs one by one (as the Lloyd pass's draws), each waits for its own."""
     import time
 
     from skhybrid.utils import _threads
+    from skhybrid.utils._compiled_tasks import publish
 
-    threads = set()
-    done = [threading.Event() for _ in range(12)]
+    worker = _compiled_worker()
+    out = np.full(12, -1, dtype=np.int64)
+    drawn = np.zeros(1, dtype=np.int64) if published else None
 
-    def task(index):
-        # As the Lloyd pass's draws: a task may wait for the one before it, which has
-        # been taken by a thread already (else this would wait forever).
-        assert index == 0 or done[index - 1].wait(timeout=10)
-        threads.add(threading.get_ident())
-        done[index].set()
-        time.sleep(0.002)  # releases the GIL, as a compiled kernel does
-        return index * index
+    def prepare():
+        for task in range(12):
+            time.sleep(0.001)
+            publish(drawn, task + 1)
 
-    assert _threads.run_tasks(task, 12, n_threads) == [index * index for index in range(12)]
-    assert threading.get_ident() in threads and len(threads) <= n_threads
+    _threads.run_compiled_tasks(worker, (drawn, -1, out), 12, n_threads,
+                                prepare if published else None)
+    np.testing.assert_array_equal(out, np.arange(12) ** 2)
+
+
+def test_run_compiled_tasks_raises_when_a_task_raised_after_every_task_ended():
+    from skhybrid.utils import _threads
+
+    out = np.full(8, -1, dtype=np.int64)
+    with pytest.raises(RuntimeError, match="a task of a compiled pass raised"):
+        _threads.run_compiled_tasks(_compiled_worker(), (None, 3, out), 8, 2)
+    expected = np.arange(8) ** 2
+    expected[3] = -1
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_run_compiled_tasks_stops_the_threads_when_prepare_raises():
+    # The pool's thread waits for inputs that never come: the caller's error stops it
+    # (else it would wait forever), and the error is raised once it has stopped.
+    import threading
+
+    from skhybrid.utils import _threads
+
+    out = np.full(8, -1, dtype=np.int64)
+    drawn = np.zeros(1, dtype=np.int64)
+    errors = []
+
+    def prepare():
+        raise KeyError("no draws")
+
+    def call():
+        try:
+            _threads.run_compiled_tasks(_compiled_worker(), (drawn, -1, out), 8, 2, prepare)
+        except KeyError as error:
+            errors.append(error)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive() and len(errors) == 1
+    assert (out == -1).all()
+    # The pool is free again.
+    _threads.run_compiled_tasks(_compiled_worker(), (None, -1, out), 8, 2)
+    np.testing.assert_array_equal(out, np.arange(8) ** 2)
 
 
 def _linux_cores():
@@ -467,35 +539,29 @@ def _linux_cores():
 
 
 @pytest.mark.skipif(not _linux_cores(), reason="needs sched_getcpu and two cores (Linux)")
-def test_run_tasks_keeps_the_pools_threads_off_the_callers_core():
+def test_run_compiled_tasks_keeps_the_pools_threads_off_the_callers_core():
     # Linux can wake a helper on the caller's core, where it waits while another core
-    # idles (wake_affine): for the call, the caller stays on its core and the helpers
-    # run on the others; the caller's own set of cores is given back.
+    # idles (wake_affine): for the call, the caller stays on its core and the pool's
+    # threads are kept on the others; the caller's own set of cores is given back.
     import os
-    import threading
-    import time
 
     from skhybrid.utils import _threads
 
     before = os.sched_getaffinity(0)
+    out = np.zeros(8, dtype=np.int64)
     for _ in range(3):
         seen = []
 
-        def task(index):
-            seen.append((threading.get_native_id(), _threads._current_cpu(),
-                         os.sched_getaffinity(0)))
-            time.sleep(0.002)  # releases the GIL, as a compiled kernel does
-            return index
+        def prepare():
+            seen.append((_threads._current_cpu(), os.sched_getaffinity(0)))
 
-        assert _threads.run_tasks(task, 8, 2) == list(range(8))
-        me = threading.get_native_id()
-        callers = [(cpu, cores) for thread, cpu, cores in seen if thread == me]
-        helpers = [(cpu, cores) for thread, cpu, cores in seen if thread != me]
-        assert callers and helpers
-        (caller_cpu, _), = set((cpu, frozenset(cores)) for cpu, cores in callers)
-        assert all(cores == {caller_cpu} for _, cores in callers)
-        assert all(cores == before - {caller_cpu} and cpu != caller_cpu
-                   for cpu, cores in helpers)
+        _threads.run_compiled_tasks(_compiled_worker(), (None, -1, out), 8, 2, prepare)
+        (cpu, cores), = seen
+        assert cores == {cpu}
+        helpers = _threads._pool["threads"]
+        assert helpers and all(placed == before - {cpu} for placed in helpers.values())
+        for native_id in helpers:
+            assert os.sched_getaffinity(native_id) == before - {cpu}
         assert os.sched_getaffinity(0) == before
 
 
@@ -532,30 +598,22 @@ def test_a_second_concurrent_caller_is_left_where_it_is():
     assert os.sched_getaffinity(0) == before
 
 
-def test_run_tasks_called_from_the_pools_threads_finishes():
+def test_run_compiled_tasks_called_from_the_pools_threads_finishes():
     # Helpers that cannot start (the pool's threads all busy in the calls) are not
     # waited for: the calling threads take every task.
     from skhybrid.utils import _threads
 
-    def outer(index):
-        return _threads.run_tasks(lambda inner: index * 10 + inner, 4, 2)
+    worker = _compiled_worker()
 
+    def outer():
+        out = np.full(6, -1, dtype=np.int64)
+        _threads.run_compiled_tasks(worker, (None, -1, out), 6, 2)
+        return out.tolist()
+
+    outer()  # compiled once, before the threads call it
     pool = _threads.shared_pool()
-    calls = [pool.submit(_threads.run_tasks, outer, 3, 2) for _ in range(4)]
-    assert all(call.result(timeout=30) == [[10 * i + j for j in range(4)] for i in range(3)]
-               for call in calls)
-
-
-def test_run_tasks_raises_a_tasks_error_after_every_thread_stopped():
-    from skhybrid.utils import _threads
-
-    def task(index):
-        if index == 3:
-            raise ValueError("task 3")
-        return index
-
-    with pytest.raises(ValueError, match="task 3"):
-        _threads.run_tasks(task, 8, 2)
+    calls = [pool.submit(outer) for _ in range(4)]
+    assert all(call.result(timeout=60) == [i * i for i in range(6)] for call in calls)
 
 
 @pytest.mark.parametrize("name", ["trust_group", "epsilon"])
