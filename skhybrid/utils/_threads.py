@@ -93,8 +93,8 @@ def cores_apart():
     in two or three of HybridKMeans at 1e6 x 10 ran both of its threads on one core
     (11-13 ms instead of 7.5) and stayed there to its end (the caller wakes the pool's
     threads). So, for the duration of a call of
-    :func:`run_compiled_tasks`, the caller is kept on the core it runs on (its own set of
-    cores is given back on exit) and each of the pool's threads on the caller's other
+    :func:`run_compiled_tasks` (HybridKMeans: of its iterations), the caller is kept on
+    the core it runs on (its own set of cores is given back on exit) and each of the pool's threads on the caller's other
     cores (one set for all: the scheduler still spreads them and moves them off a
     busy core). A pool thread's set changes only when the caller has moved to another
     core (one system call per thread then). Only a placement: which thread computes

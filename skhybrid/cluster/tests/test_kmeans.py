@@ -1066,3 +1066,39 @@ def test_fused_pass_over_no_rows_gives_zero_sums():
     np.testing.assert_array_equal(sums, np.zeros((3, 2)))
     np.testing.assert_array_equal(reported, np.zeros(3))
     np.testing.assert_array_equal(report_sums, np.zeros((3, 2)))
+
+
+def _two_linux_cores():
+    import os
+
+    from skhybrid.utils import _threads
+
+    return hasattr(os, "sched_setaffinity") and _threads._current_cpu() is not None and len(
+        os.sched_getaffinity(0)) >= 2
+
+
+@pytest.mark.skipif(not _two_linux_cores(), reason="needs sched_getcpu and two cores (Linux)")
+def test_fit_keeps_the_caller_on_its_core_for_its_iterations(monkeypatch):
+    """The threads are placed once per fit (cores_apart around the iterations, not at
+    every pass): the caller stays on one core through them, and its cores are given
+    back after the fit."""
+    import os
+
+    from skhybrid.cluster import _kmeans
+
+    seen = []
+    merge = _kmeans._merge_cluster_means
+
+    def recording(*args, **kwargs):
+        seen.append(os.sched_getaffinity(0))
+        return merge(*args, **kwargs)
+
+    monkeypatch.setattr(_kmeans, "_merge_cluster_means", recording)
+    before = os.sched_getaffinity(0)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (200_000, 2))  # large enough for the pool's thread
+    HybridKMeans(3, n_iter=3, bounds=(0.0, 1.0), random_state=0).fit(
+        X, trust_group=rng.random(200_000) < 0.1)
+    assert len(seen) == 3 and len({frozenset(cores) for cores in seen}) == 1
+    assert len(seen[0]) == 1
+    assert os.sched_getaffinity(0) == before
