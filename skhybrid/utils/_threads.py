@@ -47,8 +47,9 @@ def shared_pool():
     between calls; tasks must not wait on each other (they all share this pool).
     """
     if "pool" not in _pool:
-        _pool["threads"] = {}  # native thread id -> the CPUs it is kept on (or None)
-        _pool["apart"] = None  # the CPUs a new thread of the pool starts on
+        # Kept if set already: a pool started inside cores_apart places its threads.
+        _pool.setdefault("threads", {})  # native thread id -> the CPUs it is kept on
+        _pool.setdefault("apart", None)  # the CPUs a new thread of the pool starts on
         _pool["pool"] = ThreadPoolExecutor(available_cores(), thread_name_prefix="skhybrid",
                                            initializer=_thread_started)
     return _pool["pool"]
@@ -103,6 +104,8 @@ def cores_apart():
     only, or while another thread is in such a call (two callers kept on the core they
     were on could share it).
     """
+    # Counted before the caller is kept on one core (the count is kept for the process).
+    available_cores()
     with _callers_lock:
         alone = not _callers
         _callers.append(threading.get_ident())  # once per call: calls may nest

@@ -566,6 +566,45 @@ def test_run_compiled_tasks_keeps_the_pools_threads_off_the_callers_core():
 
 
 @pytest.mark.skipif(not _linux_cores(), reason="needs sched_getcpu and two cores (Linux)")
+def test_cores_are_counted_before_the_caller_is_kept_on_one():
+    # HybridKMeans keeps its caller on one core for a fit: a first count made inside
+    # (kept for the process) would have made every later pass single-threaded.
+    import os
+
+    from skhybrid.utils import _threads
+
+    before = len(os.sched_getaffinity(0))
+    _threads.available_cores.cache_clear()
+    try:
+        with _threads.cores_apart():
+            assert len(os.sched_getaffinity(0)) == 1
+            assert _threads.available_cores() == before
+    finally:
+        _threads.available_cores.cache_clear()
+
+
+@pytest.mark.skipif(not _linux_cores(), reason="needs sched_getcpu and two cores (Linux)")
+def test_a_pool_started_inside_cores_apart_places_its_threads(monkeypatch):
+    import os
+
+    from skhybrid.utils import _threads
+
+    before = os.sched_getaffinity(0)
+    monkeypatch.setattr(_threads, "_pool", {})  # a new pool, started below
+    out = np.zeros(8, dtype=np.int64)
+    try:
+        with _threads.cores_apart():
+            cpu = _threads._current_cpu()
+            _threads.run_compiled_tasks(_compiled_worker(), (None, -1, out), 8, 2)
+            threads = dict(_threads._pool["threads"])
+        assert threads and all(os.sched_getaffinity(native_id) == before - {cpu}
+                               for native_id in threads)
+    finally:
+        _threads._pool["pool"].shutdown(wait=True)
+    np.testing.assert_array_equal(out, np.arange(8) ** 2)
+
+
+@pytest.mark.skipif(not _linux_cores(), reason="needs sched_getcpu and two cores (Linux)")
 def test_a_second_concurrent_caller_is_left_where_it_is():
     # Two callers kept on the cores they were on could share one core to their end.
     import os
