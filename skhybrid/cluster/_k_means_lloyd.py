@@ -238,100 +238,135 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
         ``(n_levels * n_clusters,)`` and ``(n_levels * n_clusters, n_features)``, in
         float64 (cluster ``j`` of level ``l`` at ``l * n_clusters + j``).
     """
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    n_samples, n_features = X.shape
-    if local is not None:
-        local = local._replace(reports=np.ascontiguousarray(local.reports, dtype=REPORT_DTYPE))
-    centres = np.asarray(centres, dtype=np.float64)
-    n_clusters = centres.shape[0]
-    scaled = np.ascontiguousarray(-2.0 * centres.T)
-    norms = np.einsum("kd,kd->k", centres, centres)
-    origin = per_feature(0.0 if origin is None else origin, n_features)
-    if bounds is None:
-        if code_sums:
-            raise ValueError("code_sums needs the bounds of the fixed-point grid")
-        lower, upper = per_feature(-np.inf, n_features), per_feature(np.inf, n_features)
-        scale = np.zeros(n_features)
-    else:
-        lower, upper, scale = _bounds_and_scale(*bounds, n_features)
-    label_array = np.empty(n_samples, dtype=np.intp) if labels else None
-    n_groups = 0
-    if local is not None:
-        n_groups = n_clusters * local.widths.shape[0]
+    return LloydPasses(X, origin=origin, bounds=bounds, code_sums=code_sums,
+                       local=local).run(centres, labels=labels, rng=rng)
 
-    starts, stops = _task_bounds(n_samples, n_features, local=local is not None)
-    n_tasks = len(starts)
-    # Each task's first local user and its number of local users.
-    if local is None:
-        n_local = [0] * n_tasks
-    elif local.task_counts is not None:
-        n_local = local.task_counts
-    else:
-        n_local = local_task_counts(local.rows, n_samples, n_features)
-    first_local = np.zeros(n_tasks + 1, dtype=np.int64)
-    np.cumsum(n_local, out=first_local[1:])
-    total_local = int(first_local[-1])
 
-    # The draws come from the caller's generator in an order that does not depend on the
-    # threads: up to _DRAWN_AT_ONCE local users, at once (the draws of one randomized
-    # response of them all), before the pass; beyond, by the caller while the pool's
-    # threads compute: the first task's, then the others' (each published when made;
-    # a task's local users wait for theirs).
-    draws = drawn = None
-    if local is not None and n_clusters > 1 and total_local > 0:
-        if total_local <= _DRAWN_AT_ONCE:
-            draws = response_draws(rng, total_local, local.bits)
+class LloydPasses:
+    """The passes of :func:`lloyd_pass` over one input, as a fit makes one per iteration.
+
+    What does not change between iterations is computed once: the input's layout, the
+    bounds' fixed-point grid, the tasks and their local users, the draws' chunks and a
+    buffer for them (measured: 33 us of Python per pass at 1e5 x 2, 7% of a hybrid
+    iteration, most of it set-up). Holds the users' values (and the local users'
+    reports) only for the fit's duration, as the fit's own objects do.
+
+    Parameters
+    ----------
+    X, origin, bounds, code_sums, local
+        As in :func:`lloyd_pass`.
+    """
+
+    def __init__(self, X, *, origin=None, bounds=None, code_sums=False, local=None):
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        n_samples, n_features = X.shape
+        self._X = X
+        self._origin = per_feature(0.0 if origin is None else origin, n_features)
+        if bounds is None:
+            if code_sums:
+                raise ValueError("code_sums needs the bounds of the fixed-point grid")
+            self._grid = (per_feature(-np.inf, n_features), per_feature(np.inf, n_features),
+                          np.zeros(n_features))
         else:
-            draws = local.draw_buffer
-            if draws is None or draws.shape != (total_local,):
-                draws = draw_buffer(total_local, local.bits)
-            drawn = np.zeros(1, dtype=np.int64)  # the tasks whose draws are made
+            self._grid = _bounds_and_scale(*bounds, n_features)
+        self._code_sums = code_sums
+        starts, stops = _task_bounds(n_samples, n_features, local=local is not None)
+        self._tasks = (np.asarray(starts, dtype=np.int64), np.asarray(stops, dtype=np.int64))
+        n_tasks = len(starts)
+        # Each task's first local user and its number of local users.
+        if local is None:
+            n_local = [0] * n_tasks
+        else:
+            local = local._replace(
+                reports=np.ascontiguousarray(local.reports, dtype=REPORT_DTYPE))
+            n_local = local.task_counts
+            if n_local is None:
+                n_local = local_task_counts(local.rows, n_samples, n_features)
+        self._local = local
+        self._first_local = np.zeros(n_tasks + 1, dtype=np.int64)
+        np.cumsum(n_local, out=self._first_local[1:])
+        self._total_local = int(self._first_local[-1])
+        self._draw_chunks = _draw_chunks(n_local)
+        self._draws = None
+        if local is not None and self._total_local > _DRAWN_AT_ONCE:
+            self._draws = local.draw_buffer
+            if self._draws is None or self._draws.shape != (self._total_local,):
+                self._draws = draw_buffer(self._total_local, local.bits)
+        self._workers = max(min(available_cores(), X.size // _ELEMENTS_PER_WORKER), 1)
 
-    # numba: imported at first use.
-    from ..utils._compiled_tasks import publish
-    from ..utils._kernels import _COLUMN_FEATURES, lloyd_tasks
+    def run(self, centres, *, labels=False, rng=None):
+        """One pass: :func:`lloyd_pass`'s results for these ``centres`` (in the
+        coordinates of ``X - origin``) and this iteration's ``rng``."""
+        X, local = self._X, self._local
+        n_samples, n_features = X.shape
+        centres = np.asarray(centres, dtype=np.float64)
+        n_clusters = centres.shape[0]
+        scaled = np.ascontiguousarray(-2.0 * centres.T)
+        norms = np.einsum("kd,kd->k", centres, centres)
+        label_array = np.empty(n_samples, dtype=np.intp) if labels else None
+        n_tasks = len(self._tasks[0])
+        first_local, total_local = self._first_local, self._total_local
 
-    def draw():
-        # The tasks' draws in chunks of 1, 1, 2, 4, ... tasks (of at most
-        # _DRAWN_AT_ONCE users where a task has fewer), each published when made: the
-        # pool's threads start on the first tasks at once, and a call per task costs
-        # 3-4 us more each, on the caller's way to its first task.
-        for start_task, stop_task in _draw_chunks(n_local):
-            first, last = first_local[start_task], first_local[stop_task]
-            if last > first:
-                draws[first:last] = response_draws(rng, int(last - first), local.bits)
-            publish(drawn, stop_task)
+        # The draws come from the caller's generator in an order that does not depend
+        # on the threads: up to _DRAWN_AT_ONCE local users, at once (the draws of one
+        # randomized response of them all), before the pass; beyond, by the caller
+        # while the pool's threads compute: the first task's, then the others' (each
+        # published when made; a task's local users wait for theirs).
+        draws = drawn = None
+        if local is not None and n_clusters > 1 and total_local > 0:
+            if total_local <= _DRAWN_AT_ONCE:
+                draws = response_draws(rng, total_local, local.bits)
+            else:
+                draws = self._draws
+                drawn = np.zeros(1, dtype=np.int64)  # the tasks whose draws are made
 
-    # Each task adds into its own zeroed arrays, summed at the end.
-    counts = _TaskArrays(n_tasks, (n_clusters,), np.int64)
-    sums = _TaskArrays(n_tasks, (n_clusters, n_features), np.int64) if code_sums else None
-    local_arrays = [None] * 7
-    if local is not None:
-        local_counts = _TaskArrays(n_tasks, (n_groups,), np.float64)
-        local_sums = _TaskArrays(n_tasks, (n_groups, n_features), np.float64)
-        local_arrays = [local.rows, local.level, local.widths, draws, local.reports,
-                        local_counts.rows, local_sums.rows]
-    args = (np.asarray(starts, dtype=np.int64), np.asarray(stops, dtype=np.int64),
-            first_local, drawn, X, origin, scaled, norms, lower, upper, scale, label_array,
-            counts.rows, None if sums is None else sums.rows, *local_arrays)
+        # numba: imported at first use.
+        from ..utils._compiled_tasks import publish
+        from ..utils._kernels import _COLUMN_FEATURES, lloyd_tasks
 
-    workers = max(min(available_cores(), X.size // _ELEMENTS_PER_WORKER), 1)
-    prepare = draw if drawn is not None else None
-    if n_features <= _COLUMN_FEATURES:  # no BLAS product: the distances by compiled loops
-        run_compiled_tasks(lloyd_tasks, args, n_tasks, workers, prepare)
-    else:
-        # One BLAS thread per block: for products this small BLAS threads cost more than
-        # they save, and on busy cores their spin-waiting can slow a product a hundredfold.
-        with single_threaded_blas():
-            run_compiled_tasks(lloyd_tasks, args, n_tasks, workers, prepare)
-    totals = None
-    if code_sums:
-        counts, sums = counts.total(), sums.total()
-    else:
-        counts = None
-    if local is not None:
-        totals = (local_counts.total(), local_sums.total())
-    return label_array, counts, sums, totals
+        def draw():
+            # The tasks' draws in chunks of 1, 2, 4, ... tasks (of at most
+            # _DRAWN_AT_ONCE users where a task has fewer), each published when made:
+            # the pool's threads start on the first tasks at once, and a call per task
+            # costs 3-4 us more each, on the caller's way to its first task.
+            for start_task, stop_task in self._draw_chunks:
+                first, last = first_local[start_task], first_local[stop_task]
+                if last > first:
+                    draws[first:last] = response_draws(rng, int(last - first), local.bits)
+                publish(drawn, stop_task)
+
+        # Each task adds into its own zeroed arrays, summed at the end.
+        counts = _TaskArrays(n_tasks, (n_clusters,), np.int64)
+        sums = (_TaskArrays(n_tasks, (n_clusters, n_features), np.int64) if self._code_sums
+                else None)
+        local_arrays = [None] * 7
+        if local is not None:
+            n_groups = n_clusters * local.widths.shape[0]
+            local_counts = _TaskArrays(n_tasks, (n_groups,), np.float64)
+            local_sums = _TaskArrays(n_tasks, (n_groups, n_features), np.float64)
+            local_arrays = [local.rows, local.level, local.widths, draws, local.reports,
+                            local_counts.rows, local_sums.rows]
+        args = (*self._tasks, first_local, drawn, X, self._origin, scaled, norms,
+                *self._grid, label_array, counts.rows, None if sums is None else sums.rows,
+                *local_arrays)
+
+        prepare = draw if drawn is not None else None
+        if n_features <= _COLUMN_FEATURES:  # no BLAS product: the distances by loops
+            run_compiled_tasks(lloyd_tasks, args, n_tasks, self._workers, prepare)
+        else:
+            # One BLAS thread per block: for products this small BLAS threads cost more
+            # than they save, and on busy cores their spin-waiting can slow a product a
+            # hundredfold.
+            with single_threaded_blas():
+                run_compiled_tasks(lloyd_tasks, args, n_tasks, self._workers, prepare)
+        totals = None
+        if self._code_sums:
+            counts, sums = counts.total(), sums.total()
+        else:
+            counts = None
+        if local is not None:
+            totals = (local_counts.total(), local_sums.total())
+        return label_array, counts, sums, totals
 
 
 class _TaskArrays:

@@ -32,6 +32,7 @@ from ..utils._validation import (
 )
 from ._k_means_lloyd import (
     REPORT_DTYPE,
+    LloydPasses,
     LocalResponses,
     centred_code_sums,
     cluster_sums,
@@ -271,14 +272,16 @@ class _CentralClustering:
         # by block; it only picks each user's cluster, from their own value.
         self._midpoint = (lower + upper) / 2.0
         self._mechanism = mechanism
+        self._passes = None  # the passes' set-up, made at the first iteration
 
     def statistics(self, centres):
         """Each cluster's count and centred sum: :class:`_CentralStatistics`."""
         # The exact code sums per cluster in one pass over the users, the codes computed
         # on the way (no copy of the users' values is kept, no label array written).
-        _, counts, code_sums, _ = lloyd_pass(
-            self._values, centres - self._midpoint, origin=self._midpoint,
-            bounds=(self._lower, self._upper), code_sums=True)
+        if self._passes is None:
+            self._passes = LloydPasses(self._values, origin=self._midpoint,
+                                       bounds=(self._lower, self._upper), code_sums=True)
+        _, counts, code_sums, _ = self._passes.run(centres - self._midpoint)
         return _CentralStatistics(counts, centred_code_sums(code_sums, counts))
 
     def estimate(self, centres, rng):
@@ -329,8 +332,8 @@ class _LocalClustering:
         self._release_epsilon = release_epsilon
         self._report_variance = report_variance
         self._level = level
-        # n_clusters -> the responses' bits and the local users of each task of a pass,
-        # the same in every iteration
+        # (n_clusters, without central) -> the passes' set-up (the responses' bits and widths,
+        # the local users of each task, the draws' buffer), the same in every iteration
         self._passes = {}
         self._n_users, self._report_totals = cluster_sums(
             centred_reports, 0.0,
@@ -353,17 +356,19 @@ class _LocalClustering:
         # Each device's nearest centre from its clipped value, sent through randomized
         # response (Algorithm 1, line 7), and its report added to the reported cluster's
         # sums, in one pass over the users (with the tcm users' code sums for ``central``).
-        if k not in self._passes:  # the same in every iteration
+        key = (k, central is None)  # a fit's ``central`` is the same in every iteration
+        if key not in self._passes:
             bits = response_bits(self._release_epsilon, k)
-            self._passes[k] = (bits, local_task_counts(self._rows, *self._values.shape),
-                               draw_buffer(self._reports.shape[0], bits))
-        bits, task_counts, buffer = self._passes[k]
-        local = LocalResponses(self._rows, self._reports, self._level,
-                               self._response_widths(k, bits), task_counts, bits, buffer)
-        bounds = self._bounds if central is None else central
-        _, counts, code_sums, (reported, sums) = lloyd_pass(
-            self._values, centres - self._midpoint, origin=self._midpoint, bounds=bounds,
-            code_sums=central is not None, local=local, rng=rng)
+            local = LocalResponses(
+                self._rows, self._reports, self._level, self._response_widths(k, bits),
+                local_task_counts(self._rows, *self._values.shape), bits,
+                draw_buffer(self._reports.shape[0], bits))
+            self._passes[key] = LloydPasses(
+                self._values, origin=self._midpoint,
+                bounds=self._bounds if central is None else central,
+                code_sums=central is not None, local=local)
+        _, counts, code_sums, (reported, sums) = self._passes[key].run(
+            centres - self._midpoint, rng=rng)
         statistics = _LocalStatistics(reported.reshape(n_levels, k),
                                       sums.reshape(n_levels, k, n_features), self._n_users,
                                       self._report_totals)

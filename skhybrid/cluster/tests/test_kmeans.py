@@ -81,21 +81,21 @@ class _Ledger:
             return privatized_rows(values, rows, epsilon=epsilon, lower=lower, upper=upper,
                                    **kwargs)
 
-        original_response = _LocalClustering._response_widths
+        original_statistics = _LocalClustering.statistics
 
-        def recording_response(clustering, k, bits):
+        def recording_statistics(clustering, centres, rng, **kwargs):
             # One iteration's randomized responses: every local user at their level's
-            # epsilon (the compiled pass draws one response per local user from these).
+            # epsilon (the compiled pass draws one response per local user).
             n_local = clustering._reports.shape[0]
             level = np.zeros(n_local, int) if clustering._level is None else clustering._level
             for index, step in enumerate(clustering._release_epsilon):
                 if np.any(level == index):
                     ledger._charge(int(np.count_nonzero(level == index)), step)
-            return original_response(clustering, k, bits)
+            return original_statistics(clustering, centres, rng, **kwargs)
 
         monkeypatch.setattr(budget_module, "LaplaceMechanism", RecordingLaplace)
         monkeypatch.setattr(statistics_module, "privatized_rows", recording_privatized_rows)
-        monkeypatch.setattr(_LocalClustering, "_response_widths", recording_response)
+        monkeypatch.setattr(_LocalClustering, "statistics", recording_statistics)
 
     def _charge(self, n_rows, epsilon):
         # A local release covers the tcm users, the lm users or everyone, in row order.
