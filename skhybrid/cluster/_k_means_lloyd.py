@@ -6,9 +6,7 @@ responses, which their devices compute from their own nearest centre
 :mod:`skhybrid.cluster._k_means_statistics`.
 """
 
-import itertools
 import math
-import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -30,7 +28,9 @@ from ..utils._threads import (available_cores, in_parts, run_compiled_tasks,
 #: its first task some 40 us after the caller's. Measured per hybrid iteration (5% tcm
 #: users): at 1e5 x 2, k=3, 4 tasks 9-13% quicker than 2; at 1e6 x 2, 32 tasks 19%
 #: quicker than 16 (k=3), 13% (k=10). Not for `tcm_only` passes (1-3% slower), nor
-#: more tasks by values: at 1e5 x 10 (8 tasks), 16 were 3-6% slower.
+#: more tasks by values: at 1e5 x 10 (8 tasks), 16 were 3-6% slower. (Measured with
+#: session 35's Python call per task; since session 36 each thread runs its tasks in
+#: one compiled loop, and tasks of 2**13 or 2**14 rows were 1-8% slower than these.)
 _CHUNK_ROWS = 131072
 _MIN_TASK_ROWS = 2048
 _TASKS = 32
@@ -138,7 +138,7 @@ def _task_rows(n_rows, n_features, local=False):
 
     Several tasks per core balance the load when another process holds a core too;
     the partition does not depend on the number of cores, so neither do the local
-    users' draws (made task by task). Up to ``_TASKS`` tasks, as many as a power of
+    users' draws (made by whole tasks). Up to ``_TASKS`` tasks, as many as a power of
     two (as many tasks per thread on 2, 4 or 8 cores): those of at least
     ``_MIN_TASK_VALUES`` values, or, with ``local`` users if that makes more (and more
     than one), of at most ``_TASK_ROWS`` rows (the power of two above); each of
@@ -160,10 +160,10 @@ def _task_bounds(n_rows, n_features, local=False):
 
 def _draw_chunks(n_local):
     """The tasks whose lm users' draws :func:`lloyd_pass` makes in one call, in order,
-    given each task's number of local users: one task, then twice as many as the last
-    chunk, while a chunk stays within ``_DRAWN_AT_ONCE`` users (one task at least):
-    ``[(0, 1), (1, 2), (2, 4), (4, 8), ...]``. A function of the counts alone, so the
-    draws do not depend on the threads."""
+    given each task's number of local users: one task, then up to twice as many as the
+    last chunk, while a chunk stays within ``_DRAWN_AT_ONCE`` users (one task at least):
+    ``[(0, 1), (1, 3), (3, 7), ...]`` where tasks are small. A function of the counts
+    alone, so the draws do not depend on the threads."""
     chunks, start, size = [], 0, 1
     while start < len(n_local):
         stop = start + 1
@@ -224,8 +224,9 @@ def lloyd_pass(X, centres, *, origin=None, bounds=None, labels=False, code_sums=
         The local users, if any.
     rng : numpy.random.Generator, default=None
         The local users' randomness of this iteration (with ``local``): the draws of
-        :func:`~skhybrid.mechanisms._randomized_response.response_draws`, task by task
-        in row order.
+        :func:`~skhybrid.mechanisms._randomized_response.response_draws`, at once for
+        up to ``_DRAWN_AT_ONCE`` local users, else in chunks of whole tasks in row
+        order (:func:`_draw_chunks`).
 
     Returns
     -------

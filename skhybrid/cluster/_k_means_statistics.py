@@ -37,7 +37,6 @@ from ._k_means_lloyd import (
     centred_code_sums,
     cluster_sums,
     draw_buffer,
-    lloyd_pass,
     local_task_counts,
 )
 

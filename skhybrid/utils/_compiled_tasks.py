@@ -161,7 +161,7 @@ def wait_until_above(counter, value, state):
 
 @numba.njit(**_OPTIONS)
 def wait_for_tasks(state, n_tasks, spins):
-    """Spin until ``n_tasks`` tasks are done; False after ``spins`` pauses."""
+    """Spin until ``n_tasks`` tasks are done; False after ``spins`` turns."""
     for count in range(spins):
         if _load_acquire(state, DONE) >= n_tasks:
             return True

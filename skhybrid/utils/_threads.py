@@ -93,16 +93,16 @@ def cores_apart():
     that core while the other cores idle: measured on the 2-core CI machine, one pass
     in two or three of HybridKMeans at 1e6 x 10 ran both of its threads on one core
     (11-13 ms instead of 7.5) and stayed there to its end (the caller wakes the pool's
-    threads). So, for the duration of a call of
-    :func:`run_compiled_tasks` (HybridKMeans: of its iterations), the caller is kept on
-    the core it runs on (its own set of cores is given back on exit) and each of the pool's threads on the caller's other
-    cores (one set for all: the scheduler still spreads them and moves them off a
-    busy core). A pool thread's set changes only when the caller has moved to another
-    core (one system call per thread then). Only a placement: which thread computes
-    what does not change (see :func:`run_compiled_tasks`). No effect where the platform has no
-    ``sched_getcpu`` or ``sched_setaffinity``, where the caller may run on one core
-    only, or while another thread is in such a call (two callers kept on the core they
-    were on could share it).
+    threads). So, for the duration of a call of :func:`run_compiled_tasks` (for
+    HybridKMeans, of a fit's iterations), the caller is kept on the core it runs on
+    (its own set of cores is given back on exit) and each of the pool's threads on the
+    caller's other cores (one set for all: the scheduler still spreads them and moves
+    them off a busy core). A pool thread's set changes only when the caller has moved
+    to another core (one system call per thread then). Only a placement: which thread
+    computes what does not change (see :func:`run_compiled_tasks`). No effect where the
+    platform has no ``sched_getcpu`` or ``sched_setaffinity``, where the caller may run
+    on one core only, or while another thread is in such a call (two callers kept on
+    the core they were on could share it).
     """
     # Counted before the caller is kept on one core (the count is kept for the process).
     available_cores()
@@ -197,10 +197,12 @@ def run_compiled_tasks(worker, args, n_tasks, n_threads, prepare=None):
                 finished = tasks.wait_for_tasks(state, n_tasks, tasks.WAIT_SPINS)
             finally:
                 if not finished:  # an error, or a thread slow to end its last task
-                    state[tasks.ABORT] = 1
-                    for helper in helpers:
-                        if not helper.cancel():
-                            helper.exception()  # waits; the caller's error, if any, stands
+                    state[tasks.ABORT] = 1  # no more tasks taken, no more waiting
+                for helper in helpers:
+                    # A thread not started yet is not needed (every task is taken);
+                    # one started is waited for unless every task is done.
+                    if not helper.cancel() and not finished:
+                        helper.exception()  # waits; the caller's error, if any, stands
             for helper in helpers:
                 if helper.done() and not helper.cancelled() and helper.exception() is not None:
                     raise helper.exception()
