@@ -331,8 +331,9 @@ class _LocalClustering:
         self._release_epsilon = release_epsilon
         self._report_variance = report_variance
         self._level = level
-        # (n_clusters, without central) -> the passes' set-up (the responses' bits and widths,
-        # the local users of each task, the draws' buffer), the same in every iteration
+        # (n_clusters, without central) -> the passes' set-up (the responses' bits and
+        # widths, the local users of each task, the draws' buffer), the same in every
+        # iteration
         self._passes = {}
         self._n_users, self._report_totals = cluster_sums(
             centred_reports, 0.0,
