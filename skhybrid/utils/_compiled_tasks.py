@@ -89,14 +89,19 @@ def _store_release(typingctx, array, index, value):
     return types.void(array, index, value), codegen
 
 
+def _call(builder, name, return_type):
+    """Emit a call of the function ``name`` (no arguments)."""
+    function = cgutils.get_or_insert_function(builder.module,
+                                              ir.FunctionType(return_type, []), name)
+    builder.call(function, [])
+
+
 @intrinsic
 def _pause(typingctx):
     """A spin-wait hint to the core (x86's ``pause``; nothing elsewhere)."""
     def codegen(context, builder, signature, args):
         if _X86:
-            function = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse2.pause")
-            builder.call(function, [])
+            _call(builder, "llvm.x86.sse2.pause", ir.VoidType())
         return context.get_dummy_value()
     return types.void(), codegen
 
@@ -107,13 +112,9 @@ def _yield_core(typingctx):
     a pause only)."""
     def codegen(context, builder, signature, args):
         if _POSIX:
-            function = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(ir.IntType(32), []), "sched_yield")
-            builder.call(function, [])
+            _call(builder, "sched_yield", ir.IntType(32))
         elif _X86:
-            function = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse2.pause")
-            builder.call(function, [])
+            _call(builder, "llvm.x86.sse2.pause", ir.VoidType())
         return context.get_dummy_value()
     return types.void(), codegen
 

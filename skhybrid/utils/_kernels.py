@@ -812,34 +812,20 @@ def lloyd_tasks(state, starts, stops, first_local, drawn, X, origin, scaled_cent
         failed = False
         try:
             task_counts = counts[task, :n_clusters]
+            task_sums = (None if sums is None else
+                         sums[task, :n_clusters * n_features].reshape((n_clusters, n_features)))
             if reports is None:
-                if sums is None:
-                    nearest_centre_sums(X, starts[task], stops[task], origin, scaled_centres,
-                                        norms, lower, upper, scale, labels, task_counts, None)
-                else:
-                    nearest_centre_sums(X, starts[task], stops[task], origin, scaled_centres,
-                                        norms, lower, upper, scale, labels, task_counts,
-                                        sums[task, :n_clusters * n_features].reshape(
-                                            (n_clusters, n_features)))
+                nearest_centre_sums(X, starts[task], stops[task], origin, scaled_centres, norms,
+                                    lower, upper, scale, labels, task_counts, task_sums)
             else:
                 n_groups = n_clusters * widths.shape[0]
-                task_level = None if level is None else level[first:]
-                task_draws = None if draws is None else draws[first:last]
-                task_local_counts = local_counts[task, :n_groups]
-                task_local_sums = local_sums[task, :n_groups * n_features].reshape(
-                    (n_groups, n_features))
-                if sums is None:
-                    nearest_centre_sums(X, starts[task], stops[task], origin, scaled_centres,
-                                        norms, lower, upper, scale, labels, task_counts, None,
-                                        is_local, task_level, widths, task_draws,
-                                        reports[first:], task_local_counts, task_local_sums)
-                else:
-                    nearest_centre_sums(X, starts[task], stops[task], origin, scaled_centres,
-                                        norms, lower, upper, scale, labels, task_counts,
-                                        sums[task, :n_clusters * n_features].reshape(
-                                            (n_clusters, n_features)),
-                                        is_local, task_level, widths, task_draws,
-                                        reports[first:], task_local_counts, task_local_sums)
+                nearest_centre_sums(
+                    X, starts[task], stops[task], origin, scaled_centres, norms, lower, upper,
+                    scale, labels, task_counts, task_sums, is_local,
+                    None if level is None else level[first:], widths,
+                    None if draws is None else draws[first:last], reports[first:],
+                    local_counts[task, :n_groups],
+                    local_sums[task, :n_groups * n_features].reshape((n_groups, n_features)))
         except Exception:  # noqa: BLE001 (the caller raises; the task counts as done)
             failed = True
         finish_task(state, failed)
