@@ -109,10 +109,6 @@ class LocalResponses(NamedTuple):
     bits : int, default=32
         The bits of each response's draw, those of ``widths``' grid (32 or 16:
         :func:`~skhybrid.mechanisms._randomized_response.response_bits`).
-    draw_buffer : ndarray of shape (n_local,) or None
-        Where a pass writes its draws (:func:`draw_buffer`), reused by every iteration
-        of a fit (None: a new array per pass; its pages are then faulted in each time:
-        measured, 3% of a pass at 1e6 x 10).
     """
 
     rows: np.ndarray
@@ -121,15 +117,6 @@ class LocalResponses(NamedTuple):
     widths: np.ndarray
     task_counts: list = None
     bits: int = DRAW_BITS
-    draw_buffer: np.ndarray = None
-
-
-def draw_buffer(n_local, bits):
-    """An array for the draws of ``n_local`` local users of ``bits`` bits each, for
-    :class:`LocalResponses` (None where a pass makes its draws at once)."""
-    if n_local <= _DRAWN_AT_ONCE:
-        return None
-    return np.empty(n_local, dtype=np.uint16 if bits == SHORT_DRAW_BITS else np.uint32)
 
 
 def _task_rows(n_rows, n_features, local=False):
@@ -247,8 +234,8 @@ class LloydPasses:
     """The passes of :func:`lloyd_pass` over one input, as a fit makes one per iteration.
 
     What does not change between iterations is computed once: the input's layout, the
-    bounds' fixed-point grid, the tasks and their local users, the draws' chunks and a
-    buffer for them (measured: 33 us of Python per pass at 1e5 x 2, 7% of a hybrid
+    bounds' fixed-point grid, the tasks and their local users, the draws' chunks and an
+    array for them (measured: 33 us of Python per pass at 1e5 x 2, 7% of a hybrid
     iteration, most of it set-up). Holds the users' values (and the local users'
     reports) only for the fit's duration, as the fit's own objects do.
 
@@ -288,11 +275,10 @@ class LloydPasses:
         np.cumsum(n_local, out=self._first_local[1:])
         self._total_local = int(self._first_local[-1])
         self._draw_chunks = _draw_chunks(n_local)
-        self._draws = None
+        self._draws = None  # the passes' draws where they are made during the pass
         if local is not None and self._total_local > _DRAWN_AT_ONCE:
-            self._draws = local.draw_buffer
-            if self._draws is None or self._draws.shape != (self._total_local,):
-                self._draws = draw_buffer(self._total_local, local.bits)
+            self._draws = np.empty(self._total_local, dtype=np.uint16
+                                   if local.bits == SHORT_DRAW_BITS else np.uint32)
         self._workers = max(min(available_cores(), X.size // _ELEMENTS_PER_WORKER), 1)
 
     def run(self, centres, *, labels=False, rng=None):

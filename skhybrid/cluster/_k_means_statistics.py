@@ -36,7 +36,6 @@ from ._k_means_lloyd import (
     LocalResponses,
     centred_code_sums,
     cluster_sums,
-    draw_buffer,
     local_task_counts,
 )
 
@@ -332,7 +331,7 @@ class _LocalClustering:
         self._report_variance = report_variance
         self._level = level
         # (n_clusters, without central) -> the passes' set-up (the responses' bits and
-        # widths, the local users of each task, the draws' buffer), the same in every
+        # widths, the local users of each task, the draws' array), the same in every
         # iteration
         self._passes = {}
         self._n_users, self._report_totals = cluster_sums(
@@ -361,8 +360,7 @@ class _LocalClustering:
             bits = response_bits(self._release_epsilon, k)
             local = LocalResponses(
                 self._rows, self._reports, self._level, self._response_widths(k, bits),
-                local_task_counts(self._rows, *self._values.shape), bits,
-                draw_buffer(self._reports.shape[0], bits))
+                local_task_counts(self._rows, *self._values.shape), bits)
             self._passes[key] = LloydPasses(
                 self._values, origin=self._midpoint,
                 bounds=self._bounds if central is None else central,

@@ -854,12 +854,12 @@ def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster
     of their reports by privacy level and reported cluster, where each reported cluster
     is the randomized response of the row's nearest centre (from the draws of
     ``response_draws``, at once for a few users, else in chunks of tasks in row order,
-    into a buffer reused by a fit's passes or not)."""
+    into an array a fit's passes share)."""
     from skhybrid.cluster._k_means_lloyd import (
         _DRAWN_AT_ONCE,
+        LloydPasses,
         LocalResponses,
         _draw_chunks,
-        draw_buffer,
         lloyd_pass,
         local_task_counts,
     )
@@ -875,17 +875,14 @@ def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster
     k = centres.shape[0]
     lower, upper = np.zeros(n_features), np.ones(n_features)
     widths = randomized_response_widths(release_epsilon, k, bits)
-    buffer = draw_buffer(int(is_local.sum()), bits)
-    assert (buffer is None) == (is_local.sum() <= _DRAWN_AT_ONCE)
     local = LocalResponses(is_local, reports, level, widths, bits=bits)
     labels, counts, sums, (reported_counts, reported_sums) = lloyd_pass(
         X, centres, bounds=(lower, upper), labels=True, code_sums=True, local=local,
         rng=np.random.default_rng(3))
-    # With a buffer (as a fit's passes share one), and again into it: the same pass.
+    # A fit's passes set up once (their draws into one array): the same pass, twice.
+    passes = LloydPasses(X, bounds=(lower, upper), code_sums=True, local=local)
     for _ in range(2):
-        again = lloyd_pass(X, centres, bounds=(lower, upper), labels=True, code_sums=True,
-                           local=local._replace(draw_buffer=buffer),
-                           rng=np.random.default_rng(3))
+        again = passes.run(centres, labels=True, rng=np.random.default_rng(3))
         for got, expected in zip(again[3], (reported_counts, reported_sums)):
             np.testing.assert_array_equal(got, expected)
 
