@@ -297,8 +297,8 @@ class LloydPasses:
         # The draws come from the caller's generator in an order that does not depend
         # on the threads: up to _DRAWN_AT_ONCE local users, at once (the draws of one
         # randomized response of them all), before the pass; beyond, by the caller
-        # while the pool's threads compute: the first task's, then the others' (each
-        # published when made; a task's local users wait for theirs).
+        # while the pool's threads compute (draw(), below; a task's local users wait
+        # for theirs).
         draws = drawn = None
         if local is not None and n_clusters > 1 and total_local > 0:
             if total_local <= _DRAWN_AT_ONCE:
@@ -371,12 +371,10 @@ class _TaskArrays:
         stride = -(-self._size // 8) * 8 + 8  # whole lines of 8-byte values, and one more
         self._rows = np.zeros((n_tasks, stride), dtype=dtype)
 
-    def __getitem__(self, task):
-        return self._rows[task, :self._size].reshape(self._shape)
-
     @property
     def rows(self):
-        """The tasks' arrays, flat in the rows of one C-contiguous array (padded)."""
+        """The tasks' arrays, flat in the rows of one C-contiguous array (padded): task
+        ``t``'s is ``rows[t, :size]`` (:func:`~skhybrid.utils._kernels.lloyd_tasks`)."""
         return self._rows
 
     def total(self):

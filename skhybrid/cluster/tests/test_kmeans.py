@@ -40,6 +40,7 @@ from skhybrid.mean import EmptyGroupWarning
 from skhybrid.mechanisms import LaplaceMechanism
 from skhybrid.theory._hybrid import pwh_weight
 from skhybrid.utils._sums import centred_sums
+from skhybrid.utils.tests.test_validation import _linux_cores
 
 STRATEGIES = ["hybrid", "tcm_only", "full_lm"]
 CORNERS = np.array([[0.25, 0.25], [0.25, 0.75], [0.75, 0.25], [0.75, 0.75]])
@@ -1065,16 +1066,7 @@ def test_fused_pass_over_no_rows_gives_zero_sums():
     np.testing.assert_array_equal(report_sums, np.zeros((3, 2)))
 
 
-def _two_linux_cores():
-    import os
-
-    from skhybrid.utils import _threads
-
-    return hasattr(os, "sched_setaffinity") and _threads._current_cpu() is not None and len(
-        os.sched_getaffinity(0)) >= 2
-
-
-@pytest.mark.skipif(not _two_linux_cores(), reason="needs sched_getcpu and two cores (Linux)")
+@pytest.mark.skipif(not _linux_cores(), reason="needs sched_getcpu and two cores (Linux)")
 def test_fit_keeps_the_caller_on_its_core_for_its_iterations(monkeypatch):
     """The threads are placed once per fit (cores_apart around the iterations, not at
     every pass): the caller stays on one core through them, and its cores are given
