@@ -7,6 +7,7 @@ responses, which their devices compute from their own nearest centre
 """
 
 import math
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -14,8 +15,7 @@ import numpy as np
 from ..mechanisms._randomized_response import response_draws
 from ..utils._responses import DRAW_BITS, SHORT_DRAW_BITS
 from ..utils._sums import FIXED_POINT_BITS, _bounds_and_scale, per_feature
-from ..utils._threads import (available_cores, in_parts, run_compiled_tasks,
-                              single_threaded_blas)
+from ..utils._threads import CompiledTasks, available_cores, in_parts, single_threaded_blas
 
 #: Rows per task of the nearest-centre search, at most and at least, and the number of
 #: tasks aimed at in between (tasks balance the load over the threads: the threads'
@@ -234,10 +234,13 @@ class LloydPasses:
     """The passes of :func:`lloyd_pass` over one input, as a fit makes one per iteration.
 
     What does not change between iterations is computed once: the input's layout, the
-    bounds' fixed-point grid, the tasks and their local users, the draws' chunks and an
-    array for them (measured: 33 us of Python per pass at 1e5 x 2, 7% of a hybrid
-    iteration, most of it set-up). Holds the users' values (and the local users'
-    reports) only for the fit's duration, as the fit's own objects do.
+    bounds' fixed-point grid, the tasks and their local users, the draws' chunks, and
+    the passes' arrays (measured: 33 us of Python per pass at 1e5 x 2, 7% of a hybrid
+    iteration, most of it set-up), which each pass rewrites: so the passes' threads
+    (:class:`~skhybrid.utils._threads.CompiledTasks`) can be kept between passes, inside
+    :func:`~skhybrid.utils._threads.kept_threads` (a fit's iterations). Holds the
+    users' values (and the local users' reports) only for the fit's duration, as the
+    fit's own objects do.
 
     Parameters
     ----------
@@ -259,7 +262,8 @@ class LloydPasses:
             self._grid = _bounds_and_scale(*bounds, n_features)
         self._code_sums = code_sums
         starts, stops = _task_bounds(n_samples, n_features, local=local is not None)
-        self._tasks = (np.asarray(starts, dtype=np.int64), np.asarray(stops, dtype=np.int64))
+        self._starts = np.asarray(starts, dtype=np.int64)
+        self._stops = np.asarray(stops, dtype=np.int64)
         n_tasks = len(starts)
         # Each task's first local user and its number of local users.
         if local is None:
@@ -275,43 +279,76 @@ class LloydPasses:
         np.cumsum(n_local, out=self._first_local[1:])
         self._total_local = int(self._first_local[-1])
         self._draw_chunks = _draw_chunks(n_local)
-        self._draws = None  # the passes' draws where they are made during the pass
-        if local is not None and self._total_local > _DRAWN_AT_ONCE:
-            self._draws = np.empty(self._total_local, dtype=np.uint16
-                                   if local.bits == SHORT_DRAW_BITS else np.uint32)
         self._workers = max(min(available_cores(), X.size // _ELEMENTS_PER_WORKER), 1)
+        self._arrays = None  # the passes' arrays (_PassArrays), made at the first pass
+        self._tasks = None  # the passes' threads (CompiledTasks), started at the first
+
+    def _pass_arrays(self, n_clusters):
+        """The arrays of the passes for ``n_clusters`` centres, made once: each pass
+        writes its centres and zeroes the task arrays (the threads kept between passes
+        read the same arrays)."""
+        if self._arrays is not None and self._arrays.scaled.shape[1] == n_clusters:
+            return self._arrays
+        if self._tasks is not None:
+            self._tasks.close()
+            self._tasks = None
+        local, n_tasks = self._local, len(self._starts)
+        n_features = self._X.shape[1]
+        draws = drawn = None
+        if local is not None and n_clusters > 1 and self._total_local > 0:
+            draws = np.empty(self._total_local, dtype=np.uint16
+                             if local.bits == SHORT_DRAW_BITS else np.uint32)
+            if self._total_local > _DRAWN_AT_ONCE:
+                drawn = np.zeros(1, dtype=np.int64)  # see lloyd_tasks
+        counts = _TaskArrays(n_tasks, (n_clusters,), np.int64)
+        sums = (_TaskArrays(n_tasks, (n_clusters, n_features), np.int64) if self._code_sums
+                else None)
+        local_counts = local_sums = None
+        if local is not None:
+            n_groups = n_clusters * local.widths.shape[0]
+            local_counts = _TaskArrays(n_tasks, (n_groups,), np.float64)
+            local_sums = _TaskArrays(n_tasks, (n_groups, n_features), np.float64)
+        self._arrays = _PassArrays(np.empty((n_features, n_clusters)), np.empty(n_clusters),
+                                   draws, drawn, counts, sums, local_counts, local_sums)
+        return self._arrays
+
+    def _arguments(self, arrays, labels, drawn):
+        """:func:`~skhybrid.utils._kernels.lloyd_tasks`' arguments after its first two."""
+        local = self._local
+        local_arrays = [None] * 7
+        if local is not None:
+            local_arrays = [local.rows, local.level, local.widths, arrays.draws, local.reports,
+                            arrays.local_counts.rows, arrays.local_sums.rows]
+        return (self._starts, self._stops, self._first_local, drawn, self._X, self._origin,
+                arrays.scaled, arrays.norms, *self._grid, labels, arrays.counts.rows,
+                None if arrays.sums is None else arrays.sums.rows, *local_arrays)
 
     def run(self, centres, *, labels=False, rng=None):
         """One pass: :func:`lloyd_pass`'s results for these ``centres`` (in the
         coordinates of ``X - origin``) and this iteration's ``rng``."""
         X, local = self._X, self._local
-        n_samples, n_features = X.shape
         centres = np.asarray(centres, dtype=np.float64)
-        n_clusters = centres.shape[0]
-        scaled = np.ascontiguousarray(-2.0 * centres.T)
-        norms = np.einsum("kd,kd->k", centres, centres)
-        label_array = np.empty(n_samples, dtype=np.intp) if labels else None
-        n_tasks = len(self._tasks[0])
-        first_local, total_local = self._first_local, self._total_local
+        arrays = self._pass_arrays(centres.shape[0])
+        np.multiply(centres.T, -2.0, out=arrays.scaled)
+        np.einsum("kd,kd->k", centres, centres, out=arrays.norms)
+        for task_arrays in arrays[4:]:
+            if task_arrays is not None:
+                task_arrays.zero()
+        first_local, draws = self._first_local, arrays.draws
+
+        # numba: imported at first use.
+        from ..utils._compiled_tasks import publish
+        from ..utils._kernels import _COLUMN_FEATURES, lloyd_tasks
 
         # The draws come from the caller's generator in an order that does not depend
         # on the threads: up to _DRAWN_AT_ONCE local users, at once (the draws of one
         # randomized response of them all), before the pass; beyond, by the caller
         # while the pool's threads compute (draw(), below; a task's local users wait
         # for theirs).
-        draws = drawn = None
-        if local is not None and n_clusters > 1 and total_local > 0:
-            if total_local <= _DRAWN_AT_ONCE:
-                draws = response_draws(rng, total_local, local.bits)
-            else:
-                draws = self._draws
-                drawn = np.zeros(1, dtype=np.int64)  # the tasks whose draws are made
+        if draws is not None and arrays.drawn is None:
+            draws[:] = response_draws(rng, self._total_local, local.bits)
 
-        # numba: imported at first use.
-        from ..utils._compiled_tasks import publish
-        from ..utils._kernels import _COLUMN_FEATURES, lloyd_tasks
-
-        def draw():
+        def draw(first_task, drawn):
             # The tasks' draws in chunks of 1, 2, 4, ... tasks (of at most
             # _DRAWN_AT_ONCE users where a task has fewer), each published when made:
             # the pool's threads start on the first tasks at once, and a call per task
@@ -320,40 +357,54 @@ class LloydPasses:
                 first, last = first_local[start_task], first_local[stop_task]
                 if last > first:
                     draws[first:last] = response_draws(rng, int(last - first), local.bits)
-                publish(drawn, stop_task)
+                publish(drawn, first_task + stop_task)
 
-        # Each task adds into its own zeroed arrays, summed at the end.
-        counts = _TaskArrays(n_tasks, (n_clusters,), np.int64)
-        sums = (_TaskArrays(n_tasks, (n_clusters, n_features), np.int64) if self._code_sums
-                else None)
-        local_arrays = [None] * 7
-        if local is not None:
-            n_groups = n_clusters * local.widths.shape[0]
-            local_counts = _TaskArrays(n_tasks, (n_groups,), np.float64)
-            local_sums = _TaskArrays(n_tasks, (n_groups, n_features), np.float64)
-            local_arrays = [local.rows, local.level, local.widths, draws, local.reports,
-                            local_counts.rows, local_sums.rows]
-        args = (*self._tasks, first_local, drawn, X, self._origin, scaled, norms,
-                *self._grid, label_array, counts.rows, None if sums is None else sums.rows,
-                *local_arrays)
-
-        prepare = draw if drawn is not None else None
-        if n_features <= _COLUMN_FEATURES:  # no BLAS product: the distances by loops
-            run_compiled_tasks(lloyd_tasks, args, n_tasks, self._workers, prepare)
+        if labels:  # a pass of its own, with its own label array and counter of draws
+            label_array = np.empty(X.shape[0], dtype=np.intp)
+            drawn = None if arrays.drawn is None else np.zeros(1, dtype=np.int64)
+            tasks = CompiledTasks(lloyd_tasks, self._arguments(arrays, label_array, drawn),
+                                  len(self._starts), self._workers)
         else:
-            # One BLAS thread per block: for products this small BLAS threads cost more
-            # than they save, and on busy cores their spin-waiting can slow a product a
-            # hundredfold.
-            with single_threaded_blas():
-                run_compiled_tasks(lloyd_tasks, args, n_tasks, self._workers, prepare)
-        totals = None
+            label_array, drawn = None, arrays.drawn
+            if self._tasks is None or self._tasks.closed:
+                self._tasks = CompiledTasks(lloyd_tasks, self._arguments(arrays, None, drawn),
+                                            len(self._starts), self._workers)
+            tasks = self._tasks
+        prepare = None if drawn is None else partial(draw, drawn=drawn)
+        try:
+            if X.shape[1] <= _COLUMN_FEATURES:  # no BLAS product: the distances by loops
+                tasks.run(prepare)
+            else:
+                # One BLAS thread per block: for products this small BLAS threads cost
+                # more than they save, and on busy cores their spin-waiting can slow a
+                # product a hundredfold.
+                with single_threaded_blas():
+                    tasks.run(prepare)
+        finally:
+            if labels:
+                tasks.close()
+        counts = sums = totals = None
         if self._code_sums:
-            counts, sums = counts.total(), sums.total()
-        else:
-            counts = None
+            counts, sums = arrays.counts.total(), arrays.sums.total()
         if local is not None:
-            totals = (local_counts.total(), local_sums.total())
+            totals = (arrays.local_counts.total(), arrays.local_sums.total())
         return label_array, counts, sums, totals
+
+
+class _PassArrays(NamedTuple):
+    """The arrays of :class:`LloydPasses`' passes (see
+    :func:`~skhybrid.utils._kernels.lloyd_tasks`): the centres' ``scaled`` and ``norms``,
+    the local users' ``draws`` and the counter ``drawn`` (None where not needed), and the
+    task arrays (:class:`_TaskArrays`; ``sums`` and the local ones may be None)."""
+
+    scaled: np.ndarray
+    norms: np.ndarray
+    draws: np.ndarray
+    drawn: np.ndarray
+    counts: "_TaskArrays"
+    sums: "_TaskArrays"
+    local_counts: "_TaskArrays"
+    local_sums: "_TaskArrays"
 
 
 class _TaskArrays:
@@ -376,6 +427,9 @@ class _TaskArrays:
         """The tasks' arrays, flat in the rows of one C-contiguous array (padded): task
         ``t``'s is ``rows[t, :size]`` (:func:`~skhybrid.utils._kernels.lloyd_tasks`)."""
         return self._rows
+
+    def zero(self):
+        self._rows.fill(0)
 
     def total(self):
         return self._rows[:, :self._size].sum(axis=0).reshape(self._shape)

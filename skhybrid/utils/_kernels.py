@@ -39,7 +39,8 @@ import numpy as np
 
 # numba's cache of a kernel is keyed on this file's source: a change to the functions of
 # _compiled_tasks that lloyd_tasks inlines must come with a change here.
-from ._compiled_tasks import finish_task, take_task, wait_until_above
+from ._compiled_tasks import (current_pass, finish_task, next_pass, take_task,
+                              wait_until_above)
 from ._responses import respond
 
 #: numba's options: release the GIL, cache the machine code, no bounds checks (the
@@ -771,29 +772,35 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
 
 
 @numba.njit(**_OPTIONS)
-def lloyd_tasks(state, starts, stops, first_local, drawn, X, origin, scaled_centres, norms,
-                lower, upper, scale, labels, counts, sums, is_local, level, widths, draws,
-                reports, local_counts, local_sums):
-    """One thread's share of a pass of :func:`nearest_centre_sums`: tasks taken in turn.
+def lloyd_tasks(state, linger, starts, stops, first_local, drawn, X, origin, scaled_centres,
+                norms, lower, upper, scale, labels, counts, sums, is_local, level, widths,
+                draws, reports, local_counts, local_sums):
+    """One thread's share of passes of :func:`nearest_centre_sums`: tasks taken in turn.
 
-    Each thread of the pass runs this call; it takes the next task from ``state``
-    (:mod:`skhybrid.utils._compiled_tasks`) until none is left, runs
+    Each thread of a pass runs this call; it takes the next task of the current pass
+    from ``state`` (:mod:`skhybrid.utils._compiled_tasks`) until none is left, runs
     :func:`nearest_centre_sums` over the task's rows into the task's own arrays and
-    counts it done. A task's local users wait for their draws to be published
-    (``drawn``) where the caller makes them while the pass runs. The arguments are those
-    of :func:`nearest_centre_sums`, and:
+    counts it done; then a thread of the pool waits up to ``linger`` turns for the
+    next pass (the caller, ``linger`` = ``CALLER``, returns). A task's local users wait
+    for their draws to be published (``drawn``) where the caller makes them while the
+    pass runs. The arguments are those of :func:`nearest_centre_sums` (the same arrays
+    in every pass: the caller writes each pass's centres and zeroes the task arrays
+    before it), and:
 
     Parameters
     ----------
     state : ndarray of int64
         The shared state (:func:`~skhybrid.utils._compiled_tasks.new_state`).
+    linger : int
+        See :func:`~skhybrid.utils._compiled_tasks.next_pass`.
     starts, stops : ndarray of int64 of shape (n_tasks,)
         Each task's rows.
     first_local : ndarray of int64 of shape (n_tasks + 1,)
         The first local user of each task (and their number, last).
     drawn : ndarray of int64 of shape (1,) or None
-        The number of tasks whose draws are made, in task order, raised as the caller
-        makes them (None: all were made before the call).
+        The tickets of the tasks whose draws are made (the pass's first task's plus
+        their number, in task order), raised as the caller makes them (None: all were
+        made before the pass).
     counts, sums, local_counts, local_sums : ndarray of shape (n_tasks, stride)
         Each task's arrays of :func:`nearest_centre_sums`, flat in one row (padded:
         :class:`~skhybrid.cluster._k_means_lloyd._TaskArrays`); ``sums`` and the local
@@ -802,33 +809,41 @@ def lloyd_tasks(state, starts, stops, first_local, drawn, X, origin, scaled_cent
     n_tasks = starts.shape[0]
     n_features = X.shape[1]
     n_clusters = scaled_centres.shape[1]
-    while True:
-        task = take_task(state)
-        if task < 0 or task >= n_tasks:
-            break
-        first, last = first_local[task], first_local[task + 1]
-        if drawn is not None and last > first and not wait_until_above(drawn, task, state):
-            break
-        failed = False
-        try:
-            task_counts = counts[task, :n_clusters]
-            task_sums = (None if sums is None else
-                         sums[task, :n_clusters * n_features].reshape((n_clusters, n_features)))
-            if reports is None:
-                nearest_centre_sums(X, starts[task], stops[task], origin, scaled_centres, norms,
-                                    lower, upper, scale, labels, task_counts, task_sums)
-            else:
-                n_groups = n_clusters * widths.shape[0]
-                nearest_centre_sums(
-                    X, starts[task], stops[task], origin, scaled_centres, norms, lower, upper,
-                    scale, labels, task_counts, task_sums, is_local,
-                    None if level is None else level[first:], widths,
-                    None if draws is None else draws[first:last], reports[first:],
-                    local_counts[task, :n_groups],
-                    local_sums[task, :n_groups * n_features].reshape((n_groups, n_features)))
-        except Exception:  # noqa: BLE001 (the caller raises; the task counts as done)
-            failed = True
-        finish_task(state, failed)
+    current = current_pass(state)
+    while current > 0:
+        first_ticket = (current - 1) * n_tasks
+        while True:
+            task = take_task(state, current)
+            if task < 0:
+                break
+            first, last = first_local[task], first_local[task + 1]
+            if (drawn is not None and last > first
+                    and not wait_until_above(drawn, first_ticket + task, state)):
+                break
+            failed = False
+            try:
+                task_counts = counts[task, :n_clusters]
+                task_sums = (None if sums is None else
+                             sums[task, :n_clusters * n_features].reshape((n_clusters,
+                                                                           n_features)))
+                if reports is None:
+                    nearest_centre_sums(X, starts[task], stops[task], origin, scaled_centres,
+                                        norms, lower, upper, scale, labels, task_counts,
+                                        task_sums)
+                else:
+                    n_groups = n_clusters * widths.shape[0]
+                    nearest_centre_sums(
+                        X, starts[task], stops[task], origin, scaled_centres, norms, lower,
+                        upper, scale, labels, task_counts, task_sums, is_local,
+                        None if level is None else level[first:], widths,
+                        None if draws is None else draws[first:last], reports[first:],
+                        local_counts[task, :n_groups],
+                        local_sums[task, :n_groups * n_features].reshape((n_groups,
+                                                                          n_features)))
+            except Exception:  # noqa: BLE001 (the caller raises; the task counts as done)
+                failed = True
+            finish_task(state, failed)
+        current = next_pass(state, current, linger)
 
 
 @numba.njit(**_OPTIONS)

@@ -1091,3 +1091,31 @@ def test_fit_keeps_the_caller_on_its_core_for_its_iterations(monkeypatch):
     assert len(seen) == 3 and len({frozenset(cores) for cores in seen}) == 1
     assert len(seen[0]) == 1
     assert os.sched_getaffinity(0) == before
+
+
+@pytest.mark.parametrize("strategy", ["hybrid", "tcm_only"])
+def test_fit_keeps_its_pass_threads_between_iterations(strategy, monkeypatch):
+    """A fit's passes share the pool's thread (kept_threads around the iterations): one
+    submission to the pool per fit, not one per pass, and the thread returns to the
+    pool when the fit ends."""
+    import time
+
+    from skhybrid.utils import _threads
+
+    if _threads.available_cores() < 2:
+        pytest.skip("needs two cores")
+    pool = _threads.shared_pool()
+    submitted = []
+    submit = pool.submit
+    monkeypatch.setattr(pool, "submit",
+                        lambda *args: submitted.append(submit(*args)) or submitted[-1])
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (200_000, 2))  # large enough for the pool's thread
+    trust_group = rng.random(200_000) < 0.1 if strategy == "hybrid" else None  # all tcm
+    HybridKMeans(3, n_iter=4, strategy=strategy, bounds=(0.0, 1.0), random_state=0).fit(
+        X, trust_group=trust_group)
+    assert len(submitted) == 1
+    deadline = time.monotonic() + 10
+    while not submitted[0].done() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert submitted[0].done() and submitted[0].exception() is None

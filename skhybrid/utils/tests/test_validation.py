@@ -435,33 +435,59 @@ def test_in_parts_covers_the_rows_once_in_order(monkeypatch):
 
 
 def _compiled_worker():
-    """A compiled task loop as run_compiled_tasks takes them: task ``t`` writes ``t * t``
-    (after waiting for ``drawn[0] > t`` where given); the task ``fail_at`` raises."""
+    """A compiled task loop as CompiledTasks runs it: task ``t`` of a pass adds
+    ``t * t + 1`` to ``out[t]`` (after waiting for ``drawn[0]`` to pass its ticket,
+    where given); the task ``fail_at`` raises."""
     import numba
 
-    from skhybrid.utils._compiled_tasks import finish_task, take_task, wait_until_above
+    from skhybrid.utils._compiled_tasks import (current_pass, finish_task, next_pass,
+                                                take_task, wait_until_above)
 
     @numba.njit(nogil=True)
-    def worker(state, drawn, fail_at, out):
-        while True:
-            task = take_task(state)
-            if task < 0 or task >= out.shape[0]:
-                break
-            if drawn is not None and not wait_until_above(drawn, task, state):
-                break
-            failed = False
-            try:
-                if task == fail_at:
-                    raise ValueError("task failed")
-                total = 0
-                for step in range(20_000):  # some work, so that the threads overlap
-                    total += step % 7
-                out[task] = task * task + total * 0
-            except Exception:  # noqa: BLE001
-                failed = True
-            finish_task(state, failed)
+    def worker(state, linger, drawn, fail_at, out):
+        current = current_pass(state)
+        while current > 0:
+            first_ticket = (current - 1) * out.shape[0]
+            while True:
+                task = take_task(state, current)
+                if task < 0:
+                    break
+                if drawn is not None and not wait_until_above(drawn, first_ticket + task,
+                                                              state):
+                    break
+                failed = False
+                try:
+                    if task == fail_at:
+                        raise ValueError("task failed")
+                    total = 0
+                    for step in range(20_000):  # some work, so that the threads overlap
+                        total += step % 7
+                    out[task] += task * task + 1 + total * 0
+                except Exception:  # noqa: BLE001
+                    failed = True
+                finish_task(state, failed)
+            current = next_pass(state, current, linger)
 
     return worker
+
+
+def _squares(n_tasks, n_passes=1):
+    return n_passes * (np.arange(n_tasks) ** 2 + 1)
+
+
+def _publisher(drawn, n_tasks):
+    """A ``prepare`` that publishes a pass's inputs task by task, as the Lloyd pass's
+    draws."""
+    import time
+
+    from skhybrid.utils._compiled_tasks import publish
+
+    def prepare(first_task):
+        for task in range(n_tasks):
+            time.sleep(0.001)
+            publish(drawn, first_task + task + 1)
+
+    return prepare
 
 
 @pytest.mark.parametrize("n_threads", [1, 2, 3])
@@ -469,33 +495,137 @@ def _compiled_worker():
 def test_run_compiled_tasks_runs_each_task_once(n_threads, published):
     """Every task runs once, whatever the threads; with ``prepare`` publishing the tasks'
     inputs one by one (as the Lloyd pass's draws), each waits for its own."""
+    from skhybrid.utils import _threads
+
+    out = np.zeros(12, dtype=np.int64)
+    drawn = np.zeros(1, dtype=np.int64) if published else None
+    _threads.run_compiled_tasks(_compiled_worker(), (drawn, -1, out), 12, n_threads,
+                                _publisher(drawn, 12) if published else None)
+    np.testing.assert_array_equal(out, _squares(12))
+
+
+@pytest.mark.parametrize("n_threads", [2, 3])
+@pytest.mark.parametrize("published", [False, True])
+def test_kept_threads_run_each_task_of_every_pass_once_without_a_new_submission(
+        n_threads, published, monkeypatch):
+    """Inside kept_threads the pool's threads wait for the next pass: the passes run
+    every task once each (the inputs published per pass, on tickets counted over the
+    passes), and no pass after the first submits a thread to the pool."""
+    from skhybrid.utils import _threads
+
+    pool = _threads.shared_pool()
+    submitted = []
+    submit = pool.submit
+    monkeypatch.setattr(pool, "submit", lambda *args: submitted.append(1) or submit(*args))
+    out = np.zeros(12, dtype=np.int64)
+    drawn = np.zeros(1, dtype=np.int64) if published else None
+    with _threads.kept_threads():
+        tasks = _threads.CompiledTasks(_compiled_worker(), (drawn, -1, out), 12, n_threads)
+        for _ in range(5):
+            tasks.run(_publisher(drawn, 12) if published else None)
+    assert tasks.closed
+    np.testing.assert_array_equal(out, _squares(12, 5))
+    assert len(submitted) == n_threads - 1
+
+
+def test_a_kept_thread_that_stopped_waiting_is_replaced(monkeypatch):
+    # A thread of the pool waits a bounded time for the next pass, then returns to the
+    # pool: the next pass submits another, and still runs each task once.
+    import time
+
+    from skhybrid.utils import _compiled_tasks, _threads
+
+    monkeypatch.setattr(_compiled_tasks, "WAIT_SPINS", 8)
+    pool = _threads.shared_pool()
+    submitted = []
+    submit = pool.submit
+    monkeypatch.setattr(pool, "submit", lambda *args: submitted.append(1) or submit(*args))
+    out = np.zeros(8, dtype=np.int64)
+    with _threads.kept_threads():
+        tasks = _threads.CompiledTasks(_compiled_worker(), (None, -1, out), 8, 2)
+        for _ in range(4):
+            tasks.run()
+            time.sleep(0.05)  # far longer than 8 turns of a spin wait
+            assert int(tasks._state[_compiled_tasks.LIVE]) == 0
+    np.testing.assert_array_equal(out, _squares(8, 4))
+    assert len(submitted) == 4
+
+
+@pytest.mark.parametrize("drop", [False, True])
+def test_kept_threads_stop_when_the_passes_end_or_are_dropped(drop):
+    """The threads waiting for a next pass return to the pool on leaving kept_threads,
+    or when their passes are dropped unclosed."""
+    import gc
     import time
 
     from skhybrid.utils import _threads
-    from skhybrid.utils._compiled_tasks import publish
 
-    worker = _compiled_worker()
-    out = np.full(12, -1, dtype=np.int64)
-    drawn = np.zeros(1, dtype=np.int64) if published else None
+    out = np.zeros(8, dtype=np.int64)
+    with _threads.kept_threads():
+        tasks = _threads.CompiledTasks(_compiled_worker(), (None, -1, out), 8, 2)
+        tasks.run()
+        futures = list(tasks._futures)
+        assert futures and not any(future.done() for future in futures)
+        if drop:
+            _threads._kept[__import__("threading").get_ident()].clear()
+            del tasks
+            gc.collect()
+            deadline = time.monotonic() + 10
+            while not all(future.done() for future in futures) and time.monotonic() < deadline:
+                time.sleep(0.001)
+            assert all(future.done() for future in futures)
+    for future in futures:
+        future.result(timeout=10)
 
-    def prepare():
-        for task in range(12):
-            time.sleep(0.001)
-            publish(drawn, task + 1)
 
-    _threads.run_compiled_tasks(worker, (drawn, -1, out), 12, n_threads,
-                                prepare if published else None)
-    np.testing.assert_array_equal(out, np.arange(12) ** 2)
+def test_take_task_takes_tickets_of_its_own_pass_only():
+    """A thread late from a pass cannot take a task of the next: each ticket is taken
+    within its pass (compare and swap), never skipped, never twice."""
+    import numba
+
+    from skhybrid.utils import _compiled_tasks as tasks
+
+    take = numba.njit(lambda state, current: tasks.take_task(state, current))
+    state = tasks.new_state(3)
+    assert tasks.start_pass(state, 0) == 0
+    assert [take(state, 1) for _ in range(4)] == [0, 1, 2, -1]
+    tasks.start_pass(state, 0)
+    assert take(state, 1) == -1  # late from pass 1
+    assert [take(state, 2) for _ in range(4)] == [0, 1, 2, -1]
+    assert int(state[tasks.NEXT_TASK]) == 6
+    tasks.stop(state)
+    tasks.start_pass(state, 0)
+    assert take(state, 3) == -1  # stopped
+
+
+def test_next_pass_leaves_or_stays_for_a_pass_published_meanwhile():
+    """A thread of the pool leaves (counted off LIVE) after ``linger`` turns without a
+    pass; one that sees a newer pass takes it; the caller always returns. start_pass
+    asks for the threads missing from LIVE."""
+    import numba
+
+    from skhybrid.utils import _compiled_tasks as tasks
+
+    after = numba.njit(lambda state, current, linger: tasks.next_pass(state, current, linger))
+    state = tasks.new_state(4)
+    assert tasks.start_pass(state, 2) == 2 and int(state[tasks.LIVE]) == 2
+    assert tasks.start_pass(state, 2) == 0  # both still counted
+    assert after(state, 1, tasks.CALLER) == 0 and int(state[tasks.LIVE]) == 2
+    assert after(state, 1, 0) == 2 and int(state[tasks.LIVE]) == 2  # pass 2 is there
+    assert after(state, 2, 16) == 0 and int(state[tasks.LIVE]) == 1  # none came: leaves
+    assert tasks.start_pass(state, 2) == 1 and int(state[tasks.LIVE]) == 2
+    tasks.stop(state)
+    assert after(state, 3, 16) == 0 and int(state[tasks.LIVE]) == 1
 
 
 def test_run_compiled_tasks_raises_when_a_task_raised_after_every_task_ended():
     from skhybrid.utils import _threads
 
-    out = np.full(8, -1, dtype=np.int64)
+    out = np.zeros(8, dtype=np.int64)
     with pytest.raises(RuntimeError, match="a task of a compiled pass raised"):
         _threads.run_compiled_tasks(_compiled_worker(), (None, 3, out), 8, 2)
-    expected = np.arange(8) ** 2
-    expected[3] = -1
+    expected = _squares(8)
+    expected[3] = 0
     np.testing.assert_array_equal(out, expected)
 
 
@@ -506,11 +636,11 @@ def test_run_compiled_tasks_stops_the_threads_when_prepare_raises():
 
     from skhybrid.utils import _threads
 
-    out = np.full(8, -1, dtype=np.int64)
+    out = np.zeros(8, dtype=np.int64)
     drawn = np.zeros(1, dtype=np.int64)
     errors = []
 
-    def prepare():
+    def prepare(first_task):
         raise KeyError("no draws")
 
     def call():
@@ -523,10 +653,10 @@ def test_run_compiled_tasks_stops_the_threads_when_prepare_raises():
     thread.start()
     thread.join(timeout=60)
     assert not thread.is_alive() and len(errors) == 1
-    assert (out == -1).all()
+    assert (out == 0).all()
     # The pool is free again.
     _threads.run_compiled_tasks(_compiled_worker(), (None, -1, out), 8, 2)
-    np.testing.assert_array_equal(out, np.arange(8) ** 2)
+    np.testing.assert_array_equal(out, _squares(8))
 
 
 def _linux_cores():
@@ -552,7 +682,7 @@ def test_run_compiled_tasks_keeps_the_pools_threads_off_the_callers_core():
     for _ in range(3):
         seen = []
 
-        def prepare():
+        def prepare(first_task):
             seen.append((_threads._current_cpu(), os.sched_getaffinity(0)))
 
         _threads.run_compiled_tasks(_compiled_worker(), (None, -1, out), 8, 2, prepare)
@@ -601,7 +731,7 @@ def test_a_pool_started_inside_cores_apart_places_its_threads(monkeypatch):
                                for native_id in threads)
     finally:
         _threads._pool["pool"].shutdown(wait=True)
-    np.testing.assert_array_equal(out, np.arange(8) ** 2)
+    np.testing.assert_array_equal(out, _squares(8))
 
 
 @pytest.mark.skipif(not _linux_cores(), reason="needs sched_getcpu and two cores (Linux)")
@@ -645,14 +775,14 @@ def test_run_compiled_tasks_called_from_the_pools_threads_finishes():
     worker = _compiled_worker()
 
     def outer():
-        out = np.full(6, -1, dtype=np.int64)
+        out = np.zeros(6, dtype=np.int64)
         _threads.run_compiled_tasks(worker, (None, -1, out), 6, 2)
         return out.tolist()
 
     outer()  # compiled once, before the threads call it
     pool = _threads.shared_pool()
     calls = [pool.submit(outer) for _ in range(4)]
-    assert all(call.result(timeout=60) == [i * i for i in range(6)] for call in calls)
+    assert all(call.result(timeout=60) == _squares(6).tolist() for call in calls)
 
 
 @pytest.mark.parametrize("name", ["trust_group", "epsilon"])
