@@ -282,6 +282,7 @@ class LloydPasses:
         self._workers = max(min(available_cores(), X.size // _ELEMENTS_PER_WORKER), 1)
         self._arrays = None  # the passes' arrays (_PassArrays), made at the first pass
         self._tasks = None  # the passes' threads (CompiledTasks), started at the first
+        self._rng = None  # the current pass's generator (its draws)
 
     def _pass_arrays(self, n_clusters):
         """The arrays of the passes for ``n_clusters`` centres, made once: each pass
@@ -334,30 +335,16 @@ class LloydPasses:
         for task_arrays in arrays[4:]:
             if task_arrays is not None:
                 task_arrays.zero()
-        first_local, draws = self._first_local, arrays.draws
-
-        # numba: imported at first use.
-        from ..utils._compiled_tasks import publish
-        from ..utils._kernels import _COLUMN_FEATURES, lloyd_tasks
-
         # The draws come from the caller's generator in an order that does not depend
         # on the threads: up to _DRAWN_AT_ONCE local users, at once (the draws of one
         # randomized response of them all), before the pass; beyond, by the caller
-        # while the pool's threads compute (draw(), below; a task's local users wait
+        # while the pool's threads compute (_draw, below; a task's local users wait
         # for theirs).
-        if draws is not None and arrays.drawn is None:
-            draws[:] = response_draws(rng, self._total_local, local.bits)
-
-        def draw(first_task, drawn):
-            # The tasks' draws in chunks of 1, 2, 4, ... tasks (of at most
-            # _DRAWN_AT_ONCE users where a task has fewer), each published when made:
-            # the pool's threads start on the first tasks at once, and a call per task
-            # costs 3-4 us more each, on the caller's way to its first task.
-            for start_task, stop_task in self._draw_chunks:
-                first, last = first_local[start_task], first_local[stop_task]
-                if last > first:
-                    draws[first:last] = response_draws(rng, int(last - first), local.bits)
-                publish(drawn, first_task + stop_task)
+        if arrays.draws is not None and arrays.drawn is None:
+            arrays.draws[:] = response_draws(rng, self._total_local, local.bits)
+        self._rng = rng
+        # numba: imported at first use.
+        from ..utils._kernels import _COLUMN_FEATURES, lloyd_tasks
 
         if labels:  # a pass of its own, with its own label array and counter of draws
             label_array = np.empty(X.shape[0], dtype=np.intp)
@@ -370,7 +357,7 @@ class LloydPasses:
                 self._tasks = CompiledTasks(lloyd_tasks, self._arguments(arrays, None, drawn),
                                             len(self._starts), self._workers)
             tasks = self._tasks
-        prepare = None if drawn is None else partial(draw, drawn=drawn)
+        prepare = None if drawn is None else partial(self._draw, drawn=drawn)
         try:
             if X.shape[1] <= _COLUMN_FEATURES:  # no BLAS product: the distances by loops
                 tasks.run(prepare)
@@ -381,6 +368,7 @@ class LloydPasses:
                 with single_threaded_blas():
                     tasks.run(prepare)
         finally:
+            self._rng = None
             if labels:
                 tasks.close()
         counts = sums = totals = None
@@ -389,6 +377,23 @@ class LloydPasses:
         if local is not None:
             totals = (arrays.local_counts.total(), arrays.local_sums.total())
         return label_array, counts, sums, totals
+
+
+    def _draw(self, first_task, drawn):
+        """The pass's draws, made by the caller while the pool's threads compute: the
+        tasks' draws in chunks of 1, 2, 4, ... tasks (of at most _DRAWN_AT_ONCE users
+        where a task has fewer), each published when made (the tickets of the tasks
+        drawn, see :func:`~skhybrid.utils._kernels.lloyd_tasks`): the pool's threads
+        start on the first tasks at once, and a call per task costs 3-4 us more each,
+        on the caller's way to its first task."""
+        from ..utils._compiled_tasks import publish
+
+        first_local, draws, bits = self._first_local, self._arrays.draws, self._local.bits
+        for start_task, stop_task in self._draw_chunks:
+            first, last = first_local[start_task], first_local[stop_task]
+            if last > first:
+                draws[first:last] = response_draws(self._rng, int(last - first), bits)
+            publish(drawn, first_task + stop_task)
 
 
 class _PassArrays(NamedTuple):

@@ -233,7 +233,9 @@ class CompiledTasks:
             self._call(prepare, first_task)
         else:
             pool = shared_pool()
-            placed = threading.get_native_id() in _pool["threads"]
+            # Placed already: a thread of the pool, or a caller inside cores_apart.
+            placed = (threading.get_native_id() in _pool["threads"]
+                      or threading.get_ident() in _callers)
             with nullcontext() if placed else cores_apart():
                 self._passes += 1
                 missing = tasks.start_pass(state, self._helpers)
