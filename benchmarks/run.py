@@ -191,7 +191,7 @@ def iteration_marks():
     """While in it, the end of every Lloyd iteration is time-stamped in the list yielded:
     scikit-learn's (each call of ``lloyd_iter_chunked_dense`` that updates the centres:
     not the E-step it reruns after its last iteration) and HybridKMeans' (each merge of
-    its groups' cluster means, ``_merge_cluster_means``, the last step of an iteration).
+    its groups' cluster means into new centres, ``_next_centres``, the last step of an iteration).
 
     Both are module globals the fits look up at each call, so the fits run unchanged;
     the stamp adds under a microsecond per iteration.
@@ -210,14 +210,14 @@ def iteration_marks():
             return result
         return call
 
-    originals = theirs.lloyd_iter_chunked_dense, ours._merge_cluster_means
+    originals = theirs.lloyd_iter_chunked_dense, ours._next_centres
     theirs.lloyd_iter_chunked_dense = marked(
         originals[0], lambda kwargs: kwargs.get("update_centers", True))
-    ours._merge_cluster_means = marked(originals[1])
+    ours._next_centres = marked(originals[1])
     try:
         yield marks
     finally:
-        theirs.lloyd_iter_chunked_dense, ours._merge_cluster_means = originals
+        theirs.lloyd_iter_chunked_dense, ours._next_centres = originals
 
 
 def kmeans_iteration_times(n, n_features, n_clusters, tcm_share, rng):

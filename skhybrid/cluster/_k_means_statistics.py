@@ -24,7 +24,6 @@ from ..mechanisms._randomized_response import (
     randomized_response_widths,
     response_bits,
 )
-from ..theory._hybrid import pwh_weight_unchecked
 from ..utils._sums import centred_sums
 from ..utils._validation import (
     check_trust_group,
@@ -65,18 +64,13 @@ class _ClusterMeans:
 
 
 def _cluster_means(midpoint, centred_sums, sizes, sum_variance):
-    present = sizes >= 1.0
-    everywhere = present.all()  # the usual case: no NaN rows to mask
-    # Absent clusters (a private size below 1, possibly <= 0) get NaN: divided by 1
-    # instead, and the quotient replaced (np.where; boolean indexing costs 4x on k x d).
-    divisor = (sizes if everywhere else np.where(present, sizes, 1.0))[:, np.newaxis]
-    means = midpoint + centred_sums / divisor
-    variance = sum_variance / (divisor * divisor)
-    if not everywhere:
-        kept = present[:, np.newaxis]
-        means = np.where(kept, means, np.nan)
-        variance = np.where(kept, variance, np.nan)
-    return _ClusterMeans(means, sizes, present, variance)
+    """:class:`_ClusterMeans` from centred sums, private sizes and the sums' noise
+    variance (:func:`~skhybrid.cluster._k_means_curator.cluster_means`)."""
+    from ._k_means_curator import cluster_means  # numba: imported at first use
+
+    means, variance = np.empty(centred_sums.shape), np.empty(centred_sums.shape)
+    cluster_means(midpoint, centred_sums, sizes, sum_variance, means, variance)
+    return _ClusterMeans(means, sizes, sizes >= 1.0, variance)
 
 
 class _CentralStatistics(NamedTuple):
@@ -148,29 +142,41 @@ def _release_central(statistics, lower, upper, mechanism, rng, constants=None):
     All clusters' counts and centred sums go through ``mechanism`` in one vector (the
     sums converted from exact fixed point to the values' units, the rounding of which
     the mechanism's sensitivity accounts for); a cluster's mean is the middle of the box
-    plus its noisy centred sum over its noisy count, added after the noise.
+    plus its noisy centred sum over its noisy count, added after the noise
+    (:func:`~skhybrid.cluster._k_means_curator.central_means`).
     ``constants``: the bounds' :func:`_central_constants`, if computed already.
     """
-    counts, code_sums = statistics
-    k, n_features = code_sums.shape
     if constants is None:
         constants = _central_constants(lower, upper)
-    midpoint, weights, variance_factor = constants
+    released = _released_central(statistics, lower, upper, mechanism, rng, constants)
+    k, n_features = statistics.sums.shape
+    from ._k_means_curator import central_means  # numba: imported at first use
+
+    means, variance = np.empty((k, n_features)), np.empty((k, n_features))
+    central_means(constants.midpoint, released, constants.weights,
+                  _central_variance(mechanism, released.size, constants), means, variance)
+    sizes = released[:k]
+    return _ClusterMeans(means, sizes, sizes >= 1.0, variance)
+
+
+def _released_central(statistics, lower, upper, mechanism, rng, constants):
+    """The tcm release of :func:`_release_central`: the noisy counts, then the noisy
+    centred sums, each feature's divided by its noise weight (see
+    central_iteration_sensitivity), row by row."""
+    counts, code_sums = statistics
     sums = centred_sums(code_sums, lower, upper, n_users=int(counts.max(initial=0)))
-    # Each feature's sums divided by its noise weight (see central_iteration_sensitivity).
-    if n_features > 1:
-        sums = sums / weights
-    released = mechanism.randomise(
-        np.concatenate([counts.astype(np.float64), sums.ravel()]), random_state=rng
-    )
-    noisy_counts, noisy_sums = released[:k], released[k:].reshape(k, n_features)
-    if n_features > 1:
-        noisy_sums = noisy_sums * weights
-    # The mean's error is (Y_sum - mu Y_count) / count, with mu the centred mean: both
-    # noises, the count's times |mu| <= half the range.
-    noise = mechanism.variance(released.size)
-    sum_variance = np.broadcast_to(noise * variance_factor, (k, n_features))
-    return _cluster_means(midpoint, noisy_sums, noisy_counts, sum_variance)
+    if code_sums.shape[1] > 1:
+        sums = sums / constants.weights
+    return mechanism.randomise(np.concatenate([counts.astype(np.float64), sums.ravel()]),
+                               random_state=rng)
+
+
+def _central_variance(mechanism, n_coordinates, constants):
+    """The noise variance of a tcm cluster's centred sum, per feature.
+
+    The mean's error is (Y_sum - mu Y_count) / count, with mu the centred mean: both
+    noises, the count's times |mu| <= half the range."""
+    return mechanism.variance(n_coordinates) * constants.variance_factor
 
 
 class _ResponseConstants(NamedTuple):
@@ -224,27 +230,21 @@ def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance,
     Post-processing: no noise is drawn here. ``constants``: the fit's
     :func:`_response_constants`, if computed already.
     """
-    counts, sums, n_users, report_totals = statistics
     if constants is None:
-        constants = _response_constants(release_epsilon, counts.shape[1], ranges,
+        constants = _response_constants(release_epsilon, statistics.counts.shape[1], ranges,
                                         report_variance)
-    other, gain, outside, inside_moment, second_moment = constants
-    n_users = n_users[:, np.newaxis]
-    sizes = (counts - other * n_users) / gain
-    demixed = (sums - other[..., np.newaxis] * report_totals[:, np.newaxis, :]) / gain[
-        ..., np.newaxis
-    ]
+    from ._k_means_curator import demixed_sums  # numba: imported at first use
+
     # The mean's error is (S_j - mu_j N_j) / N_j = sum_i (x_i + Y_i - mu_j) w_ij / N_j
     # over all users, with w_ij = (1[report_i = j] - other) / gain of second moment
     # other (1 - other) / gain^2 outside cluster j and
     # (keep (1 - other)^2 + (1 - keep) other^2) / gain^2 inside it; E[(x + Y - mu)^2]
     # is the report's noise variance plus at most range^2 (``second_moment``).
-    inside = np.clip(sizes, 0.0, n_users)
-    spread = (n_users - inside) * outside + inside * inside_moment
-    sum_variance = np.einsum("lk,ld->kd", spread, second_moment)
-    return _cluster_means(midpoint, demixed.sum(axis=0), sizes.sum(axis=0), sum_variance)
-
-
+    k, n_features = statistics.sums.shape[1:]
+    sizes, centred = np.empty(k), np.empty((k, n_features))
+    sum_variance = np.empty((k, n_features))
+    demixed_sums(*statistics, *constants, sizes, centred, sum_variance)
+    return _cluster_means(midpoint, centred, sizes, sum_variance)
 
 
 class _CentralClustering:
@@ -387,16 +387,6 @@ class _LocalClustering:
         )
 
 
-def _pwh_cluster_weight(tcm, lm, clusters):
-    """Def. 5.3's weight of the tcm mean of ``clusters`` (present in both groups)."""
-    n_tcm, n_lm = tcm.sizes[clusters, np.newaxis], lm.sizes[clusters, np.newaxis]
-    n = n_tcm + n_lm
-    # Sizes of at least 1 in both groups (present) and finite noise variances: in the
-    # range pwh_weight checks.
-    return pwh_weight_unchecked(n, n_tcm / n, tcm.noise_variance[clusters],
-                                n_lm * lm.noise_variance[clusters])
-
-
 def _merge_cluster_means(tcm, lm, previous, lower, upper):
     """Algorithm 1, lines 13-15: each cluster's PWH combination of the two groups' means.
 
@@ -407,37 +397,48 @@ def _merge_cluster_means(tcm, lm, previous, lower, upper):
     noise. A cluster with one group's estimate takes it (weight 1 or 0); a cluster with
     neither keeps its previous centre (weight NaN). The centres are then clipped to the
     bounds: post-processing that only brings them closer to the clusters' true means,
-    which lie in the box.
+    which lie in the box (:func:`~skhybrid.cluster._k_means_curator.merged_centres`).
 
     Returns
     -------
     centres : ndarray of shape (n_clusters, n_features)
     weight : ndarray of shape (n_clusters, n_features)
     """
-    if tcm is not None and lm is not None and tcm.present.all() and lm.present.all():
-        # The usual case, every cluster with both groups' means: the same weights and
-        # centres as below, without the masks' indexing.
-        weight = _pwh_cluster_weight(tcm, lm, slice(None))
-        return (weight * tcm.means + (1.0 - weight) * lm.means).clip(lower, upper), weight
-    only = tcm if lm is None else lm if tcm is None else None
-    if only is not None and only.present.all():
-        # One group, with every cluster's mean: its means (weight 1 for tcm, 0 for lm).
-        return only.means.clip(lower, upper), np.full(previous.shape, float(lm is None))
-    absent = np.zeros(previous.shape[0], dtype=bool)
-    has_tcm = tcm.present if tcm is not None else absent
-    has_lm = lm.present if lm is not None else absent
-    weight = np.where(has_tcm, 1.0, np.where(has_lm, 0.0, np.nan))
-    weight = np.broadcast_to(weight[:, np.newaxis], previous.shape).copy()
-    both = has_tcm & has_lm
-    if both.any():
-        weight[both] = _pwh_cluster_weight(tcm, lm, both)
-    missing = np.zeros_like(previous)
-    tcm_means = np.where(has_tcm[:, np.newaxis], tcm.means, 0.0) if tcm is not None else missing
-    lm_means = np.where(has_lm[:, np.newaxis], lm.means, 0.0) if lm is not None else missing
-    merged = weight * tcm_means + (1.0 - weight) * lm_means
-    centres = np.where((has_tcm | has_lm)[:, np.newaxis], merged, previous)
-    return centres.clip(lower, upper), weight
+    from ._k_means_curator import merged_centres  # numba: imported at first use
 
+    centres, weight = np.empty(previous.shape), np.empty(previous.shape)
+    empty = _ClusterMeans(np.empty((0, previous.shape[1])), np.empty(0), None, None)
+    tcm_means, lm_means = tcm or empty, lm or empty
+    merged_centres(tcm is not None, tcm_means.means, tcm_means.sizes,
+                   tcm_means.noise_variance if tcm is not None else tcm_means.means,
+                   lm is not None, lm_means.means, lm_means.sizes,
+                   lm_means.noise_variance if lm is not None else lm_means.means,
+                   previous, lower, upper, centres, weight)
+    return centres, weight
+
+
+def _next_centres(plan, central, local, previous, rng):
+    """One iteration's new centres and their tcm weights from its statistics (either may
+    be None): :func:`_release_central`, :func:`_demix_local` and
+    :func:`_merge_cluster_means` in one compiled call
+    (:func:`~skhybrid.cluster._k_means_curator.iteration_centres`), the release's noise
+    drawn from ``rng``."""
+    from ._k_means_curator import iteration_centres  # numba: imported at first use
+
+    constants = plan.central_constants
+    released = central_variance = None
+    if central is not None:
+        released = _released_central(central, plan.lower, plan.upper, plan.central, rng,
+                                     constants)
+        central_variance = plan.central_variance(released.size)
+    local_arrays = (None,) * 9
+    if local is not None:
+        local_arrays = (*local, *plan.response_constants(local.counts.shape[1]))
+    centres, weight = np.empty(previous.shape), np.empty(previous.shape)
+    iteration_centres(plan.lower, plan.upper, constants.midpoint, released, constants.weights,
+                      central_variance, plan.midpoint, *local_arrays, previous, centres,
+                      weight)
+    return centres, weight
 
 
 @dataclass(frozen=True)
@@ -491,17 +492,28 @@ class _FitPlan:
         """The lm report's randomizer: Laplace noise on values clipped to the bounds."""
         return {"mechanism": "laplace", "delta": 0.0, "lower": self.lower, "upper": self.upper}
 
+    @property
+    def central_constants(self):
+        return self._derived("central", lambda: _central_constants(self.lower, self.upper))
+
+    def central_variance(self, n_coordinates):
+        """:func:`_central_variance` of the tcm release of ``n_coordinates`` values."""
+        return self._derived(("central variance", n_coordinates), lambda: _central_variance(
+            self.central, n_coordinates, self.central_constants))
+
+    def response_constants(self, k):
+        """The levels' :func:`_response_constants` for ``k`` clusters."""
+        return self._derived(("local", k), lambda: _response_constants(
+            self.release_epsilon, k, self.ranges, self.report_variance))
+
     def release_central(self, statistics, rng):
-        constants = self._derived("central", lambda: _central_constants(self.lower, self.upper))
         return _release_central(statistics, self.lower, self.upper, self.central, rng,
-                                constants)
+                                self.central_constants)
 
     def demix_local(self, statistics):
-        k = statistics.counts.shape[1]
-        constants = self._derived(("local", k), lambda: _response_constants(
-            self.release_epsilon, k, self.ranges, self.report_variance))
         return _demix_local(statistics, self.midpoint, self.ranges, self.release_epsilon,
-                            self.report_variance, constants)
+                            self.report_variance,
+                            self.response_constants(statistics.counts.shape[1]))
 
 
 class _ChunkClustering:

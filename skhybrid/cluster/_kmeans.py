@@ -90,7 +90,7 @@ from ._k_means_statistics import (
     _chunk_statistics,
     _ChunkClustering,
     _FitPlan,
-    _merge_cluster_means,
+    _next_centres,
 )
 
 _STRATEGIES = ("hybrid", "tcm_only", "full_lm")
@@ -361,9 +361,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedP
         with nullcontext() if in_dask else iteration_threads():
             for iteration in range(self.n_iter):
                 central, local = statistics(centres, iteration)
-                tcm = plan.release_central(central, rng) if central is not None else None
-                lm = plan.demix_local(local) if local is not None else None
-                centres, weight = _merge_cluster_means(tcm, lm, centres, lower, upper)
+                centres, weight = _next_centres(plan, central, local, centres, rng)
 
         self.cluster_centers_ = centres
         self.n_iter_ = self.n_iter

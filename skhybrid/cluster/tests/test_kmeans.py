@@ -392,6 +392,57 @@ def test_merge_of_one_group_takes_its_clipped_means(group):
     assert np.all(np.isnan(weight[1]))
 
 
+@pytest.mark.parametrize("groups", ["both", "tcm", "lm"])
+@pytest.mark.parametrize("n_features", [1, 3])
+@pytest.mark.parametrize("n_levels", [1, 2])
+def test_an_iterations_compiled_centres_are_its_release_demixing_and_merge(
+        groups, n_features, n_levels):
+    """_next_centres (one compiled call per iteration) gives, bit for bit, the centres
+    and weights of _release_central, _demix_local and _merge_cluster_means called in
+    turn, absent clusters included (a tcm cluster of one user, lm counts that de-mix
+    below 1), over bounds of other widths per feature and several privacy levels."""
+    from skhybrid.cluster._k_means_statistics import (
+        _CentralStatistics,
+        _demix_local,
+        _FitPlan,
+        _LocalStatistics,
+        _next_centres,
+        _release_central,
+    )
+
+    k, rng = 4, np.random.default_rng(n_features * 10 + n_levels)
+    lower = np.linspace(-1.0, 0.3, n_features)
+    upper = lower + np.linspace(0.7, 3.0, n_features)
+    mechanism = central_iteration_mechanism(upper - lower, 3, 2.0)
+    levels = np.array([0.4, 1.3][:n_levels])
+    plan = _FitPlan(lower, upper, central=mechanism, local_groups=(False, True),
+                    release_epsilon=levels, report_variance=rng.uniform(0.5, 2.0,
+                                                                        (n_levels, n_features)))
+    counts = np.array([900, 1, 400, 700])
+    central = _CentralStatistics(counts, rng.integers(-2**40, 2**40, (k, n_features)))
+    n_users = np.full(n_levels, 5000.0)
+    reported = rng.uniform(2000, 2500, (n_levels, k))
+    reported[:, 2] = 0.0  # de-mixes to a negative size: absent
+    local = _LocalStatistics(reported, rng.normal(0, 50, (n_levels, k, n_features)), n_users,
+                             rng.normal(0, 100, (n_levels, n_features)))
+    central = central if groups != "lm" else None
+    local = local if groups != "tcm" else None
+    previous = rng.uniform(0, 1, (k, n_features))
+    for seed in range(100):  # a release whose cluster of one user is absent (size < 1)
+        tcm = (_release_central(central, lower, upper, mechanism, np.random.default_rng(seed))
+               if central is not None else None)
+        if tcm is None or not tcm.present[1]:
+            break
+    lm = (_demix_local(local, plan.midpoint, plan.ranges, levels, plan.report_variance)
+          if local is not None else None)
+    expected = _merge_cluster_means(tcm, lm, previous, lower, upper)
+    centres, weight = _next_centres(plan, central, local, previous, np.random.default_rng(seed))
+    np.testing.assert_array_equal(centres, expected[0])
+    np.testing.assert_array_equal(weight, expected[1])
+    assert tcm is None or tcm.present.tolist() == [True, False, True, True]
+    assert lm is None or lm.present.tolist() == [True, True, False, True]
+
+
 @pytest.mark.parametrize("sizes", [[40.0, 10.0, 3.0], [40.0, 0.5, -2.0]])
 def test_cluster_means_divide_by_the_private_sizes_of_at_least_one(sizes):
     """A cluster of private size at least 1: the midpoint plus its centred sum over its
@@ -1076,13 +1127,13 @@ def test_fit_keeps_the_caller_on_its_core_for_its_iterations(monkeypatch):
     from skhybrid.cluster import _kmeans
 
     seen = []
-    merge = _kmeans._merge_cluster_means
+    next_centres = _kmeans._next_centres
 
     def recording(*args, **kwargs):
         seen.append(os.sched_getaffinity(0))
-        return merge(*args, **kwargs)
+        return next_centres(*args, **kwargs)
 
-    monkeypatch.setattr(_kmeans, "_merge_cluster_means", recording)
+    monkeypatch.setattr(_kmeans, "_next_centres", recording)
     before = os.sched_getaffinity(0)
     rng = np.random.default_rng(0)
     X = rng.uniform(0, 1, (200_000, 2))  # large enough for the pool's thread
