@@ -18,24 +18,26 @@ import types
 import numba
 import numpy as np
 
-from ..theory import _hybrid
+from ..theory._hybrid import pwh_weight_unchecked
 
 _OPTIONS = {"cache": True, "boundscheck": False}
 
 
-def _compiled_pwh_weight():
-    # Def. 5.3's weight as theory._hybrid computes it (pwh_weight_unchecked and the
-    # denominator it calls), compiled inline: the formula stays in that one function.
-    # numba's cache of the kernels below is keyed on this file's source: a change to
-    # those two functions must come with a change here.
-    denominator = numba.njit(inline="always")(_hybrid._pwh_denominator)
-    function = _hybrid.pwh_weight_unchecked
-    names = dict(function.__globals__, _pwh_denominator=denominator)
+def _inline(function):
+    """``function`` compiled to be inlined, with the Python functions it calls compiled
+    alike: so that a formula stays in its one function (here, Def. 5.3's weight as
+    :func:`~skhybrid.theory._hybrid.pwh_weight_unchecked` computes it). numba's cache
+    of the kernels below is keyed on this file's source: a change to such a function
+    must come with a change here."""
+    names = dict(function.__globals__)
+    for name in function.__code__.co_names:
+        if isinstance(names.get(name), types.FunctionType):
+            names[name] = _inline(names[name])
     return numba.njit(inline="always")(
         types.FunctionType(function.__code__, names, function.__name__))
 
 
-_pwh_weight = _compiled_pwh_weight()
+_pwh_weight = _inline(pwh_weight_unchecked)
 
 
 @numba.njit(inline="always", **_OPTIONS)
