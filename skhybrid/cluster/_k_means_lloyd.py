@@ -283,6 +283,7 @@ class LloydPasses:
         self._arrays = None  # the passes' arrays (_PassArrays), made at the first pass
         self._tasks = None  # the passes' threads (CompiledTasks), started at the first
         self._rng = None  # the current pass's generator (its draws)
+        self._dirty = False  # whether the task arrays may hold a pass's values
 
     def _pass_arrays(self, n_clusters):
         """The arrays of the passes for ``n_clusters`` centres, made once: each pass
@@ -332,9 +333,11 @@ class LloydPasses:
         arrays = self._pass_arrays(centres.shape[0])
         np.multiply(centres.T, -2.0, out=arrays.scaled)
         np.einsum("kd,kd->k", centres, centres, out=arrays.norms)
-        for task_arrays in arrays[4:]:
-            if task_arrays is not None:
-                task_arrays.zero()
+        if self._dirty:  # a pass that raised left its task arrays as they were
+            for task_arrays in arrays[4:]:
+                if task_arrays is not None:
+                    task_arrays.rows.fill(0)
+        self._dirty = True
         # The draws come from the caller's generator in an order that does not depend
         # on the threads: up to _DRAWN_AT_ONCE local users, at once (the draws of one
         # randomized response of them all), before the pass; beyond, by the caller
@@ -344,7 +347,7 @@ class LloydPasses:
             arrays.draws[:] = response_draws(rng, self._total_local, local.bits)
         self._rng = rng
         # numba: imported at first use.
-        from ..utils._kernels import _COLUMN_FEATURES, lloyd_tasks
+        from ..utils._kernels import _COLUMN_FEATURES, lloyd_tasks, task_totals
 
         if labels:  # a pass of its own, with its own label array and counter of draws
             label_array = np.empty(X.shape[0], dtype=np.intp)
@@ -371,12 +374,21 @@ class LloydPasses:
             self._rng = None
             if labels:
                 tasks.close()
-        counts = sums = totals = None
-        if self._code_sums:
-            counts, sums = arrays.counts.total(), arrays.sums.total()
+        # The totals, and the task arrays zeroed for the next pass.
+        counts = np.empty(arrays.counts.shape, dtype=np.int64)
+        sums = local_counts = local_sums = None
+        if arrays.sums is not None:
+            sums = np.empty(arrays.sums.shape, dtype=np.int64)
         if local is not None:
-            totals = (arrays.local_counts.total(), arrays.local_sums.total())
-        return label_array, counts, sums, totals
+            local_counts = np.empty(arrays.local_counts.shape)
+            local_sums = np.empty(arrays.local_sums.shape)
+        task_totals(*(None if task_arrays is None else task_arrays.rows
+                      for task_arrays in arrays[4:]),
+                    counts, None if sums is None else sums.reshape(-1), local_counts,
+                    None if local_sums is None else local_sums.reshape(-1))
+        self._dirty = False
+        totals = None if local is None else (local_counts, local_sums)
+        return label_array, counts if self._code_sums else None, sums, totals
 
 
     def _draw(self, first_task, drawn):
@@ -413,12 +425,12 @@ class _PassArrays(NamedTuple):
 
 
 class _TaskArrays:
-    """Zeroed arrays of one shape, one per task of :func:`lloyd_pass`, and their total.
+    """Zeroed arrays of one shape, one per task of :func:`lloyd_pass`.
 
     One allocation whose rows are padded so that no two tasks' arrays share a 64-byte
     cache line: threads adding into neighbouring ones would pass the line back and
-    forth (measured: a pass at 1e6 x 2 ran at half speed on two cores). The total adds
-    the tasks' arrays in an order fixed by the tasks (a reduction over the first axis):
+    forth (measured: a pass at 1e6 x 2 ran at half speed on two cores). Their total
+    (:func:`~skhybrid.utils._kernels.task_totals`) adds the tasks' arrays in task order:
     integer totals are exact, and float totals are the same whatever the threads.
     """
 
@@ -433,11 +445,10 @@ class _TaskArrays:
         ``t``'s is ``rows[t, :size]`` (:func:`~skhybrid.utils._kernels.lloyd_tasks`)."""
         return self._rows
 
-    def zero(self):
-        self._rows.fill(0)
-
-    def total(self):
-        return self._rows[:, :self._size].sum(axis=0).reshape(self._shape)
+    @property
+    def shape(self):
+        """The shape of one task's array (and of the total)."""
+        return self._shape
 
 
 def cluster_sums(values, origin, labels, n_clusters):

@@ -846,6 +846,37 @@ def lloyd_tasks(state, linger, starts, stops, first_local, drawn, X, origin, sca
         current = next_pass(state, current, linger)
 
 
+@numba.njit(inline="always", **_OPTIONS)
+def _total_and_zero(rows, total):
+    """``total`` (flat) = the sum of the first ``total.size`` values of ``rows``' rows, in
+    row order; the rows zeroed."""
+    size = total.shape[0]
+    for index in range(size):
+        total[index] = rows[0, index]
+    for row in range(1, rows.shape[0]):
+        for index in range(size):
+            total[index] += rows[row, index]
+    rows[:, :] = 0
+
+
+@numba.njit(**_OPTIONS)
+def task_totals(counts_rows, sums_rows, local_counts_rows, local_sums_rows, counts, sums,
+                local_counts, local_sums):
+    """A pass's totals of its tasks' arrays (:func:`lloyd_tasks`), into ``counts``,
+    ``sums``, ``local_counts`` and ``local_sums`` (flat), the tasks' arrays zeroed for
+    the next pass: one call for the four (measured: 8-10 us of numpy's sums and fills
+    per pass at 1e5 x 2). The tasks are added in task order: the integer totals are
+    exact, and the float ones the same whatever the threads (numpy's ``sum(axis=0)``
+    adds the rows in the same order, but for a single column, which it adds pairwise).
+    An array and its rows may be None together."""
+    _total_and_zero(counts_rows, counts)
+    if sums is not None:
+        _total_and_zero(sums_rows, sums)
+    if local_counts is not None:
+        _total_and_zero(local_counts_rows, local_counts)
+        _total_and_zero(local_sums_rows, local_sums)
+
+
 @numba.njit(**_OPTIONS)
 def grouped_row_sums(values, origin, labels, counts, sums):
     """``counts[g] += 1`` and ``sums[g] += values[i] - origin`` for each row ``i`` of group ``g``.

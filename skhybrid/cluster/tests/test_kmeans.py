@@ -1102,6 +1102,51 @@ def test_fused_pass_responses_pass_the_audit_and_fail_it_at_1_4_times_the_epsilo
     assert not failed.passed, str(failed)
 
 
+def test_task_totals_add_the_tasks_in_order_and_zero_them():
+    """The pass's totals: the tasks' integer arrays added exactly, the float ones in task
+    order (as numpy's sum over the first axis), each task's row zeroed for the next."""
+    from skhybrid.utils._kernels import task_totals
+
+    rng = np.random.default_rng(0)
+    rows = [rng.integers(-2**50, 2**50, (7, 8)), rng.integers(-2**40, 2**40, (7, 16)),
+            rng.normal(0, 1e6, (7, 8)), rng.normal(0, 1, (7, 24))]
+    sizes = [3, 9, 6, 18]
+    expected = [part[:, :size].sum(axis=0) for part, size in zip(rows, sizes)]
+    totals = [np.empty(size, dtype=part.dtype) for part, size in zip(rows, sizes)]
+    task_totals(*rows, *totals)
+    for total, want, part in zip(totals, expected, rows):
+        np.testing.assert_array_equal(total, want)
+        assert not part.any()
+    task_totals(rows[0], None, None, None, totals[0], None, None, None)  # counts alone
+    assert not totals[0].any()
+
+
+def test_a_pass_after_one_that_raised_starts_from_zeroed_task_arrays(monkeypatch):
+    """The task arrays are zeroed by the pass's totals: a pass that raised before them
+    (its values left in the arrays) is not added into the next."""
+    from skhybrid.cluster._k_means_lloyd import LloydPasses
+    from skhybrid.utils import _threads
+
+    rng = np.random.default_rng(1)
+    X = rng.uniform(0, 1, (50_000, 2))
+    centres = np.array([[-0.3, 0.1], [0.2, -0.1], [0.3, 0.3]])
+    passes = LloydPasses(X, origin=np.full(2, 0.5), bounds=(0.0, 1.0), code_sums=True)
+    _, counts, sums, _ = passes.run(centres)
+    run = _threads.CompiledTasks.run
+
+    def raising(self, prepare=None):
+        run(self, prepare)  # the tasks' values are in the arrays
+        raise RuntimeError("after the tasks")
+
+    monkeypatch.setattr(_threads.CompiledTasks, "run", raising)
+    with pytest.raises(RuntimeError, match="after the tasks"):
+        passes.run(centres)
+    monkeypatch.undo()
+    _, again, again_sums, _ = passes.run(centres)
+    np.testing.assert_array_equal(again, counts)
+    np.testing.assert_array_equal(again_sums, sums)
+
+
 def test_fused_pass_over_no_rows_gives_zero_sums():
     # (A chunk of a Dask input may hold no rows.)
     from skhybrid.cluster._k_means_lloyd import LocalResponses, lloyd_pass
