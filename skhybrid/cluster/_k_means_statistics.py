@@ -340,12 +340,13 @@ class _LocalClustering:
             release_epsilon.shape[0],
         )
 
-    def statistics(self, centres, rng, *, central=None):
+    def statistics(self, centres, rng, *, central=None, next_rng=None):
         """The reports by privacy level and reported cluster: :class:`_LocalStatistics`.
 
         With ``central`` (the tcm group's ``(lower, upper)``: the rows not local are its
         users), one pass gives both groups' statistics: (:class:`_CentralStatistics`,
-        :class:`_LocalStatistics`).
+        :class:`_LocalStatistics`). ``next_rng``: the next iteration's generator (its
+        draws made ahead, see :meth:`~skhybrid.cluster._k_means_lloyd.LloydPasses.run`).
         """
         k, n_features = centres.shape
         n_levels = self._release_epsilon.shape[0]
@@ -366,7 +367,7 @@ class _LocalClustering:
                 bounds=self._bounds if central is None else central,
                 code_sums=central is not None, local=local)
         _, counts, code_sums, (reported, sums) = self._passes[key].run(
-            centres - self._midpoint, rng=rng)
+            centres - self._midpoint, rng=rng, next_rng=next_rng)
         statistics = _LocalStatistics(reported.reshape(n_levels, k),
                                       sums.reshape(n_levels, k, n_features), self._n_users,
                                       self._report_totals)
@@ -577,12 +578,15 @@ class _ChunkClustering:
             bounds=(plan.lower, plan.upper),
         )
 
-    def statistics(self, centres, response_rng):
-        """(:class:`_CentralStatistics` or None, :class:`_LocalStatistics` or None)."""
+    def statistics(self, centres, response_rng, next_rng=None):
+        """(:class:`_CentralStatistics` or None, :class:`_LocalStatistics` or None).
+        ``next_rng``: the next iteration's response generator, if any."""
         if self._fused:
-            return self.local.statistics(centres, response_rng, central=self._bounds)
+            return self.local.statistics(centres, response_rng, central=self._bounds,
+                                         next_rng=next_rng)
         central = self.central.statistics(centres) if self.central is not None else None
-        local = self.local.statistics(centres, response_rng) if self.local is not None else None
+        local = (self.local.statistics(centres, response_rng, next_rng=next_rng)
+                 if self.local is not None else None)
         return central, local
 
 

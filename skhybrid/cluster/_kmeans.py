@@ -352,7 +352,10 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedP
             chunk = _ChunkClustering(X, is_tcm, plan, rngs[0])  # clipped on the way
 
             def statistics(centres, iteration):
-                return chunk.statistics(centres, rngs[1 + iteration])
+                # The next iteration's generator too: its draws are made during this
+                # iteration's curator work (LloydPasses.run).
+                following = rngs[2 + iteration] if 2 + iteration < len(rngs) else None
+                return chunk.statistics(centres, rngs[1 + iteration], following)
 
         weight = np.full(centres.shape, np.nan)
         # The threads placed once for the fit, not at every pass (two system calls less

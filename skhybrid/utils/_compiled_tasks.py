@@ -27,7 +27,10 @@ task of the next):
 - ``PASS``: the pass in progress, raised by the caller when its inputs are written
   (:func:`start_pass`);
 - ``LIVE``: the pool's threads in the call, or submitted to it (:func:`next_pass`);
-- ``N_TASKS``: the tasks of each pass (constant).
+- ``N_TASKS``: the tasks of each pass (constant);
+- ``JOB``: a job the caller posts for a thread that waits for the next pass ``p``
+  (:func:`post_job`): ``p`` while posted, ``-p`` once a thread took it
+  (:func:`take_job`), 0 when the caller took it back (:func:`withdraw_job`).
 
 Imported where the kernels run (importing numba costs about 0.2 s).
 """
@@ -41,9 +44,12 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-NEXT_TASK, DONE, FAILED, ABORT, PASS, LIVE, N_TASKS = 0, 8, 16, 24, 32, 40, 48
+NEXT_TASK, DONE, FAILED, ABORT, PASS, LIVE, N_TASKS, JOB = 0, 8, 16, 24, 32, 40, 48, 56
 #: Counters 64 bytes apart: threads updating one do not pass the others' lines around.
-STATE_SIZE = 56
+STATE_SIZE = 64
+#: What :func:`next_pass` returns to a waiting thread of the pool when the caller has
+#: posted a job for the next pass (:func:`post_job`).
+JOB_POSTED = -1
 #: Turns of a spin wait before the waiting thread gives up: the caller's wait for the
 #: other threads' last tasks (then it sleeps between waits: a thread descheduled on a
 #: busy machine), and a pool thread's wait for the next pass (then it returns to the
@@ -187,7 +193,9 @@ def take_task(state, current):
 
 @numba.njit(inline="always", **_OPTIONS)
 def next_pass(state, current, linger):
-    """The pass after ``current`` that this thread takes part in, or 0 for none.
+    """The pass after ``current`` that this thread takes part in, or 0 for none
+    (``JOB_POSTED`` when the caller has posted a job for it meanwhile: see
+    :func:`take_job`).
 
     The caller (``linger`` is ``CALLER``) runs one pass. A thread of the pool waits up
     to ``linger`` turns (:func:`_spin`) for the caller's next pass (:func:`start_pass`),
@@ -206,6 +214,8 @@ def next_pass(state, current, linger):
         latest = _load_acquire(state, PASS)
         if latest > current:
             return latest
+        if _load_acquire(state, JOB) == current + 1:
+            return JOB_POSTED
         if count >= linger:
             _fetch_add(state, LIVE, -1)
             if _load_acquire(state, PASS) == current or _load_acquire(state, ABORT):
@@ -238,6 +248,22 @@ def finish_task(state, failed):
     _fetch_add(state, DONE, 1)
 
 
+#: The slots of a counter of inputs made during a pass (:func:`new_made_counter`): how
+#: many (``counter[0]``, :func:`publish`) and what they are made from (``MADE_SOURCE``).
+MADE_SOURCE = 8
+
+
+def new_made_counter():
+    """A zeroed counter of inputs made during a pass (see ``MADE_SOURCE``)."""
+    return np.zeros(MADE_SOURCE + 8, dtype=np.int64)
+
+
+@numba.njit(inline="always", **_OPTIONS)
+def publish_made(counter, value):
+    """:func:`publish`, from compiled code."""
+    _store_release(counter, 0, value)
+
+
 @numba.njit(inline="always", **_OPTIONS)
 def wait_until_above(counter, value, state):
     """Spin until ``counter[0] > value`` (:func:`publish`); False if ``ABORT`` came
@@ -249,6 +275,27 @@ def wait_until_above(counter, value, state):
         _spin(count)
         count += 1
     return True
+
+
+@numba.njit(**_OPTIONS)
+def post_job(state, upcoming):
+    """Post a job for a thread of the pool waiting for pass ``upcoming`` (its inputs
+    written before: release order)."""
+    _store_release(state, JOB, upcoming)
+
+
+@numba.njit(inline="always", **_OPTIONS)
+def take_job(state, upcoming):
+    """Take the job posted for pass ``upcoming`` (True), unless the caller took it back
+    or another thread took it first (False)."""
+    return _compare_exchange(state, JOB, upcoming, -upcoming)
+
+
+@numba.njit(**_OPTIONS)
+def withdraw_job(state, upcoming):
+    """Take back the job posted for pass ``upcoming``: True if no thread took it (the
+    caller must do it), False if one did (it publishes what it makes)."""
+    return _compare_exchange(state, JOB, upcoming, 0)
 
 
 @numba.njit(**_OPTIONS)

@@ -39,8 +39,8 @@ import numpy as np
 
 # numba's cache of a kernel is keyed on this file's source: a change to the functions of
 # _compiled_tasks that lloyd_tasks inlines must come with a change here.
-from ._compiled_tasks import (current_pass, finish_task, next_pass, take_task,
-                              wait_until_above)
+from ._compiled_tasks import (JOB_POSTED, MADE_SOURCE, current_pass, finish_task, next_pass,
+                              publish_made, take_job, take_task, wait_until_above)
 from ._responses import respond
 
 #: numba's options: release the GIL, cache the machine code, no bounds checks (the
@@ -771,17 +771,69 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
                         scale[feature]))
 
 
+@numba.njit(inline="always", **_OPTIONS)
+def _draw_words(next_word, generator, draws, first, last):
+    """``draws[first:last]`` from the generator's 64-bit words (``next_word(generator)``:
+    its ``bit_generator.ctypes``), written in place: the draws of
+    :func:`~skhybrid.mechanisms._randomized_response.response_draws` (each word gives
+    ``64 / bits`` draws, its low bits first, as the little-endian view of its words;
+    the last word's unused draws are dropped)."""
+    # Unsigned indices: numba then tests no wrap-around of negative ones (measured: the
+    # loop 1.6x quicker, as quick as the generator's own random_raw).
+    index, end = np.uint64(first), np.uint64(last)
+    one, two, three, four = np.uint64(1), np.uint64(2), np.uint64(3), np.uint64(4)
+    if draws.itemsize == 2:  # whole words, by literal shifts
+        while index + four <= end:
+            word = next_word(generator)
+            draws[index] = word  # its low bits (a cast to the draws' unsigned type)
+            draws[index + one] = word >> np.uint64(16)
+            draws[index + two] = word >> np.uint64(32)
+            draws[index + three] = word >> np.uint64(48)
+            index += four
+    else:
+        while index + two <= end:
+            word = next_word(generator)
+            draws[index] = word
+            draws[index + one] = word >> np.uint64(32)
+            index += two
+    if index < end:  # the last word's first draws
+        word = next_word(generator)
+        width = np.uint64(8 * draws.itemsize)
+        while index < end:
+            draws[index] = word
+            word >>= width
+            index += one
+
+
+@numba.njit(inline="always", **_OPTIONS)
+def _draw_pass(drawn, first_ticket, chunk_stops, first_local, next_word, draws):
+    """A pass's draws, chunk after chunk in task order, each published when made (the
+    tickets of its tasks, from ``first_ticket``): the chunks and draws of
+    :meth:`~skhybrid.cluster._k_means_lloyd.LloydPasses._draw`, from the generator
+    whose state's address is ``drawn[MADE_SOURCE]``."""
+    start, n_tasks = 0, chunk_stops.shape[0]
+    while start < n_tasks:
+        stop = chunk_stops[start]
+        if first_local[stop] > first_local[start]:
+            _draw_words(next_word, drawn[MADE_SOURCE], draws, first_local[start],
+                        first_local[stop])
+        publish_made(drawn, first_ticket + stop)
+        start = stop
+
+
 @numba.njit(**_OPTIONS)
-def lloyd_tasks(state, linger, starts, stops, first_local, drawn, X, origin, scaled_centres,
-                norms, lower, upper, scale, labels, counts, sums, is_local, level, widths,
-                draws, reports, local_counts, local_sums):
+def lloyd_tasks(state, linger, starts, stops, first_local, drawn, chunk_stops, next_word, X,
+                origin, scaled_centres, norms, lower, upper, scale, labels, counts, sums,
+                is_local, level, widths, draws, reports, local_counts, local_sums):
     """One thread's share of passes of :func:`nearest_centre_sums`: tasks taken in turn.
 
     Each thread of a pass runs this call; it takes the next task of the current pass
     from ``state`` (:mod:`skhybrid.utils._compiled_tasks`) until none is left, runs
     :func:`nearest_centre_sums` over the task's rows into the task's own arrays and
     counts it done; then a thread of the pool waits up to ``linger`` turns for the
-    next pass (the caller, ``linger`` = ``CALLER``, returns). A task's local users wait
+    next pass (the caller, ``linger`` = ``CALLER``, returns), and makes the next pass's
+    draws meanwhile if the caller posts them as a job (they would cost the caller
+    that time at the pass's start, while the pool's threads wait for them). A task's local users wait
     for their draws to be published (``drawn``) where the caller makes them while the
     pass runs. The arguments are those of :func:`nearest_centre_sums` (the same arrays
     in every pass: the caller writes each pass's centres and zeroes the task arrays
@@ -797,10 +849,16 @@ def lloyd_tasks(state, linger, starts, stops, first_local, drawn, X, origin, sca
         Each task's rows.
     first_local : ndarray of int64 of shape (n_tasks + 1,)
         The first local user of each task (and their number, last).
-    drawn : ndarray of int64 of shape (1,) or None
+    drawn : ndarray of int64 or None
         The tickets of the tasks whose draws are made (the pass's first task's plus
-        their number, in task order), raised as the caller makes them (None: all were
-        made before the pass).
+        their number, in task order), raised as they are made (None: all were made
+        before the pass); and the generator's state's address for a job
+        (:func:`~skhybrid.utils._compiled_tasks.new_made_counter`).
+    chunk_stops : ndarray of int64 of shape (n_tasks,)
+        The task after the chunk of draws that starts at each task (read by a job).
+    next_word : ctypes function or None
+        The generators' ``next_uint64`` (their ``bit_generator.ctypes``), for a job of
+        draws (None: no job is posted).
     counts, sums, local_counts, local_sums : ndarray of shape (n_tasks, stride)
         Each task's arrays of :func:`nearest_centre_sums`, flat in one row (padded:
         :class:`~skhybrid.cluster._k_means_lloyd._TaskArrays`); ``sums`` and the local
@@ -843,7 +901,13 @@ def lloyd_tasks(state, linger, starts, stops, first_local, drawn, X, origin, sca
             except Exception:  # noqa: BLE001 (the caller raises; the task counts as done)
                 failed = True
             finish_task(state, failed)
-        current = next_pass(state, current, linger)
+        following = next_pass(state, current, linger)
+        while following == JOB_POSTED:  # the next pass's draws, unless taken back
+            if next_word is not None and take_job(state, current + 1):
+                _draw_pass(drawn, current * n_tasks, chunk_stops, first_local, next_word,
+                           draws)
+            following = next_pass(state, current, linger)
+        current = following
 
 
 @numba.njit(inline="always", **_OPTIONS)

@@ -187,7 +187,10 @@ class CompiledTasks:
     caller published it, and the submission cost the caller 20 us (HybridKMeans, 1e5 x
     2, k=3: a pass of about 300 us). Elsewhere they return after each pass.
     ``args`` are the same arrays in every pass: the caller writes a pass's inputs into
-    them before :meth:`run`.
+    them before :meth:`run`. Between passes, the caller may post a job for a kept
+    thread (:meth:`post_job`: the Lloyd pass's next draws, made while the caller
+    computes the next centres) and take it back if no thread took it
+    (:meth:`take_back_job`).
 
     Raises
     ------
@@ -256,6 +259,20 @@ class CompiledTasks:
             raise errors[0]
         if failed:
             raise RuntimeError("a task of a compiled pass raised (out of memory?)")
+
+    def post_job(self):
+        """Post a job for a thread of the pool that waits for the next pass (what
+        ``worker`` does with it: see :func:`~skhybrid.utils._kernels.lloyd_tasks`),
+        its inputs written before; False where no thread is kept between passes."""
+        if self._linger == 0 or self._helpers == 0 or self.closed:
+            return False
+        self._tasks.post_job(self._state, self._passes + 1)
+        return True
+
+    def take_back_job(self):
+        """Before the next pass: True if no thread took the posted job (the caller must
+        do it), False if one did."""
+        return bool(self._tasks.withdraw_job(self._state, self._passes + 1))
 
     def _call(self, prepare, first_task):
         """The caller's part of a pass: ``prepare``, then its tasks."""

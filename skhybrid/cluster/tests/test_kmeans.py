@@ -505,9 +505,9 @@ def test_random_initial_centres_are_uniform_in_the_bounds_and_ignore_the_data(mo
     searched = []
     original = statistics_module._ChunkClustering.statistics
 
-    def recording(chunk, centres, rng):
+    def recording(chunk, centres, rng, next_rng=None):
         searched.append(centres.copy())
-        return original(chunk, centres, rng)
+        return original(chunk, centres, rng, next_rng)
 
     monkeypatch.setattr(statistics_module._ChunkClustering, "statistics", recording)
     initial = []
@@ -1215,3 +1215,45 @@ def test_fit_keeps_its_pass_threads_between_iterations(strategy, monkeypatch):
     while not submitted[0].done() and time.monotonic() < deadline:
         time.sleep(0.001)
     assert submitted[0].done() and submitted[0].exception() is None
+
+
+@pytest.mark.parametrize("epsilon", [7.0, 40.0])  # 16-bit draws, then 32-bit (response_bits)
+def test_draws_made_ahead_by_the_kept_thread_are_those_the_caller_makes(epsilon,
+                                                                        monkeypatch):
+    """A fit's next pass's draws, made by the pool's thread kept between the passes (a
+    job posted at the end of a pass), are the caller's own, chunk for chunk: the same
+    fit, bit for bit, as with the caller making every pass's draws."""
+    import time
+
+    from skhybrid.cluster._k_means_lloyd import LloydPasses
+    from skhybrid.utils import _compiled_tasks, _threads
+
+    if _threads.available_cores() < 2:
+        pytest.skip("needs two cores")
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (200_000, 2))  # 180,000 lm users: draws in chunks of tasks
+    trust_group = rng.random(200_000) < 0.1
+    taken = []
+    take_back = _threads.CompiledTasks.take_back_job
+
+    def after_the_thread_took_it(tasks):
+        # Wait until the kept thread has taken the job (or left): deterministic.
+        deadline = time.monotonic() + 10
+        while (tasks._state[_compiled_tasks.JOB] > 0 and tasks._state[_compiled_tasks.LIVE]
+               and time.monotonic() < deadline):
+            time.sleep(1e-4)
+        caller_draws = take_back(tasks)
+        taken.append(not caller_draws)
+        return caller_draws
+
+    monkeypatch.setattr(_threads.CompiledTasks, "take_back_job", after_the_thread_took_it)
+    ahead = HybridKMeans(3, epsilon=epsilon, n_iter=5, bounds=(0.0, 1.0),
+                         random_state=0).fit(X, trust_group=trust_group)
+    assert taken == [True] * 4  # every pass after the first
+    monkeypatch.setattr(LloydPasses, "_post_draws", lambda *args: None)
+    taken.clear()
+    alone = HybridKMeans(3, epsilon=epsilon, n_iter=5, bounds=(0.0, 1.0),
+                         random_state=0).fit(X, trust_group=trust_group)
+    assert not any(taken)
+    np.testing.assert_array_equal(ahead.cluster_centers_, alone.cluster_centers_)
+    np.testing.assert_array_equal(ahead.weight_, alone.weight_)

@@ -618,6 +618,31 @@ def test_next_pass_leaves_or_stays_for_a_pass_published_meanwhile():
     assert after(state, 3, 16) == 0 and int(state[tasks.LIVE]) == 1
 
 
+def test_a_job_for_the_next_pass_is_taken_by_one_thread_or_taken_back():
+    """A job the caller posts for the next pass: a waiting thread of the pool is told
+    (JOB_POSTED), one thread takes it, and the caller then cannot take it back; a job
+    no thread took is taken back, and no thread takes it after."""
+    import numba
+
+    from skhybrid.utils import _compiled_tasks as tasks
+
+    after = numba.njit(lambda state, current, linger: tasks.next_pass(state, current, linger))
+    take = numba.njit(lambda state, upcoming: tasks.take_job(state, upcoming))
+    state = tasks.new_state(2)
+    assert tasks.start_pass(state, 1) == 1  # pass 1, and one thread of the pool
+    assert after(state, 1, 4) == 0 and int(state[tasks.LIVE]) == 0  # nothing posted
+    state[tasks.LIVE] = 1  # a thread waiting after pass 1 again
+    tasks.post_job(state, 2)
+    assert after(state, 1, 4) == tasks.JOB_POSTED and int(state[tasks.LIVE]) == 1
+    assert take(state, 2) and not take(state, 2)
+    assert not tasks.withdraw_job(state, 2)  # taken: the caller leaves it to the thread
+    assert after(state, 1, 0) == 0  # taken: no longer posted
+    tasks.start_pass(state, 0)
+    tasks.post_job(state, 3)
+    assert tasks.withdraw_job(state, 3)  # no thread took it: the caller does it
+    assert not take(state, 3)
+
+
 def test_run_compiled_tasks_raises_when_a_task_raised_after_every_task_ended():
     from skhybrid.utils import _threads
 
