@@ -131,6 +131,8 @@ def merged_centres(with_tcm, tcm_means, tcm_sizes, tcm_variance, with_lm, lm_mea
         has_lm = with_lm and lm_sizes[cluster] >= 1.0
         for feature in range(n_features):
             if has_tcm and has_lm:
+                # Sizes of at least 1 in both groups and finite noise variances: in the
+                # range that pwh_weight checks.
                 n_tcm, n_lm = tcm_sizes[cluster], lm_sizes[cluster]
                 n = n_tcm + n_lm
                 share = _pwh_weight(n, n_tcm / n, tcm_variance[cluster, feature],

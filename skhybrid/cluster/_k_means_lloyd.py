@@ -321,6 +321,7 @@ class LloydPasses:
         self._dirty = False  # whether the task arrays may hold a pass's values
         self._next_word = None  # the generators' function the kept threads draw with
         self._job_posted = False  # whether the next pass's draws are posted as a job
+        self._posted_rng = None  # the generator they are posted with
 
     def _pass_arrays(self, n_clusters):
         """The arrays of the passes for ``n_clusters`` centres, made once: each pass
@@ -410,6 +411,8 @@ class LloydPasses:
             tasks = self._tasks
         taken = self._job_posted and not tasks.take_back_job()
         self._job_posted = False
+        if taken and rng is not self._posted_rng:  # (a fit passes the one it posted)
+            raise RuntimeError("this pass's draws were made ahead from another generator")
         if drawn is not None and not taken:
             self._rng = rng
             prepare = partial(self._draw, drawn=drawn)
@@ -456,6 +459,7 @@ class LloydPasses:
         from ..utils._compiled_tasks import MADE_SOURCE
 
         drawn[MADE_SOURCE] = source[1]
+        self._posted_rng = next_rng
         self._job_posted = tasks.post_job()
 
     def _draw(self, first_task, drawn):

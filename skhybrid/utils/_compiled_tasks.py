@@ -294,8 +294,11 @@ def take_job(state, upcoming):
 @numba.njit(**_OPTIONS)
 def withdraw_job(state, upcoming):
     """Take back the job posted for pass ``upcoming``: True if no thread took it (the
-    caller must do it), False if one did (it publishes what it makes)."""
-    return _compare_exchange(state, JOB, upcoming, 0)
+    caller must do it: also when none was posted), False if one did (it publishes what
+    it makes)."""
+    if _compare_exchange(state, JOB, upcoming, 0):
+        return True
+    return _load_acquire(state, JOB) != -upcoming
 
 
 @numba.njit(**_OPTIONS)

@@ -832,12 +832,12 @@ def lloyd_tasks(state, linger, starts, stops, first_local, drawn, chunk_stops, n
     :func:`nearest_centre_sums` over the task's rows into the task's own arrays and
     counts it done; then a thread of the pool waits up to ``linger`` turns for the
     next pass (the caller, ``linger`` = ``CALLER``, returns), and makes the next pass's
-    draws meanwhile if the caller posts them as a job (they would cost the caller
-    that time at the pass's start, while the pool's threads wait for them). A task's local users wait
-    for their draws to be published (``drawn``) where the caller makes them while the
-    pass runs. The arguments are those of :func:`nearest_centre_sums` (the same arrays
-    in every pass: the caller writes each pass's centres and zeroes the task arrays
-    before it), and:
+    draws meanwhile if the caller posts them as a job (they would cost the caller that
+    time at the pass's start, while the pool's threads wait for them). A task's local
+    users wait for their draws to be published (``drawn``), by that thread or by the
+    caller while the pass runs. The arguments are those of :func:`nearest_centre_sums`
+    (the same arrays in every pass: the caller writes each pass's centres before it,
+    and :func:`task_totals` zeroes the task arrays after it), and:
 
     Parameters
     ----------

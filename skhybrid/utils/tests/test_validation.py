@@ -641,6 +641,7 @@ def test_a_job_for_the_next_pass_is_taken_by_one_thread_or_taken_back():
     tasks.post_job(state, 3)
     assert tasks.withdraw_job(state, 3)  # no thread took it: the caller does it
     assert not take(state, 3)
+    assert tasks.withdraw_job(state, 4)  # none posted: the caller does it too
 
 
 def test_run_compiled_tasks_raises_when_a_task_raised_after_every_task_ended():
