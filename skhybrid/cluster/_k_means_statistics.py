@@ -507,15 +507,6 @@ class _FitPlan:
         return self._derived(("local", k), lambda: _response_constants(
             self.release_epsilon, k, self.ranges, self.report_variance))
 
-    def release_central(self, statistics, rng):
-        return _release_central(statistics, self.lower, self.upper, self.central, rng,
-                                self.central_constants)
-
-    def demix_local(self, statistics):
-        return _demix_local(statistics, self.midpoint, self.ranges, self.release_epsilon,
-                            self.report_variance,
-                            self.response_constants(statistics.counts.shape[1]))
-
 
 class _ChunkClustering:
     """One chunk of users as Algorithm 1 sees them: who runs which algorithm, and the reports.

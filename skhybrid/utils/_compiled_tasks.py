@@ -259,12 +259,6 @@ def new_made_counter():
 
 
 @numba.njit(inline="always", **_OPTIONS)
-def publish_made(counter, value):
-    """:func:`publish`, from compiled code."""
-    _store_release(counter, 0, value)
-
-
-@numba.njit(inline="always", **_OPTIONS)
 def wait_until_above(counter, value, state):
     """Spin until ``counter[0] > value`` (:func:`publish`); False if ``ABORT`` came
     first."""
@@ -319,7 +313,8 @@ def stop(state):
     _store_release(state, ABORT, 1)
 
 
-# Not nogil: called between the caller's draws, it keeps the GIL (no hand-off).
+# Not nogil: called between the caller's draws, it keeps the GIL (no hand-off); also
+# called from compiled code (a kept thread's draws).
 @numba.njit(cache=True, boundscheck=False)
 def publish(counter, value):
     """``counter[0] = value`` with release order: the writes before it (draws) are

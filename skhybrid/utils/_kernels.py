@@ -40,7 +40,7 @@ import numpy as np
 # numba's cache of a kernel is keyed on this file's source: a change to the functions of
 # _compiled_tasks that lloyd_tasks inlines must come with a change here.
 from ._compiled_tasks import (JOB_POSTED, MADE_SOURCE, current_pass, finish_task, next_pass,
-                              publish_made, take_job, take_task, wait_until_above)
+                              publish, take_job, take_task, wait_until_above)
 from ._responses import respond
 
 #: numba's options: release the GIL, cache the machine code, no bounds checks (the
@@ -817,7 +817,7 @@ def _draw_pass(drawn, first_ticket, chunk_stops, first_local, next_word, draws):
         if first_local[stop] > first_local[start]:
             _draw_words(next_word, drawn[MADE_SOURCE], draws, first_local[start],
                         first_local[stop])
-        publish_made(drawn, first_ticket + stop)
+        publish(drawn, first_ticket + stop)
         start = stop
 
 
