@@ -897,11 +897,15 @@ def _hybrid_pass_inputs(n, seed, n_features=3, k=4):
     return X, centres, is_local, reports, level, release_epsilon
 
 
-@pytest.mark.parametrize("n_features, bits", [(3, 32), (3, 16), (30, 16)])
+# k clusters at 2 privacy levels: 2 k groups of reports. The last three cases sum the
+# reports group by group (_reported_sums: 2 k (n_features + 1) <= _GROUPED_SUMS), the
+# others report by report.
+@pytest.mark.parametrize("n_features, bits, k", [(3, 32, 4), (3, 16, 4), (30, 16, 4),
+                                                 (1, 32, 4), (2, 16, 3), (3, 32, 2)])
 @pytest.mark.parametrize("n", [5_000, 300_000])
 def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster(n,
                                                                               n_features,
-                                                                              bits):
+                                                                              bits, k):
     """One pass gives the central rows' exact code sums and, for the local rows, the sums
     of their reports by privacy level and reported cluster, where each reported cluster
     is the randomized response of the row's nearest centre (from the draws of
@@ -923,8 +927,7 @@ def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster
     from skhybrid.utils._sums import fixed_point_sums
 
     X, centres, is_local, reports, level, release_epsilon = _hybrid_pass_inputs(
-        n, n, n_features=n_features)
-    k = centres.shape[0]
+        n, n, n_features=n_features, k=k)
     lower, upper = np.zeros(n_features), np.ones(n_features)
     widths = randomized_response_widths(release_epsilon, k, bits)
     local = LocalResponses(is_local, reports, level, widths, bits=bits)
@@ -959,6 +962,31 @@ def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster
     expected = np.zeros((2 * k, n_features))
     np.add.at(expected, group, reports.astype(np.float64))
     np.testing.assert_allclose(reported_sums, expected, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("n_features, n_groups", [(1, 2), (1, 10), (2, 3), (2, 6), (3, 5)])
+def test_reports_summed_group_by_group_are_their_sums_by_group(n_features, n_groups):
+    """The grouped sums of the lm users' reports (a pass over the users per group) count
+    each user in its group and add its report there, from the user ``first`` on and for
+    ``n_users`` users only; to the counts and sums already there. The reports are
+    multiples of 2**-10 below 2**10 in magnitude: their float64 sums are exact in any
+    order, so they are compared exactly."""
+    from skhybrid.utils._kernels import _GROUPED_FEATURES, _GROUPED_SUMS, _reported_sums
+
+    # The cases the pass sums this way (the fused pass's test covers them in a pass).
+    assert n_features <= _GROUPED_FEATURES and n_groups * (n_features + 1) <= _GROUPED_SUMS
+    rng = np.random.default_rng(n_groups)
+    reports = (rng.integers(-2**20, 2**20, size=(1000, n_features)) / 1024).astype(np.float32)
+    groups = rng.integers(0, n_groups, size=700)  # a span's groups, longer than the users
+    first, n_users = 123, 601
+    counts = np.arange(n_groups, dtype=np.float64)
+    sums = rng.integers(-5, 5, size=(n_groups, n_features)).astype(np.float64)
+    expected_counts = counts + np.bincount(groups[:n_users], minlength=n_groups)
+    expected_sums = sums.copy()
+    np.add.at(expected_sums, groups[:n_users], reports[first:first + n_users])
+    _reported_sums(groups, n_users, reports.reshape(-1), first, n_features, counts, sums)
+    np.testing.assert_array_equal(counts, expected_counts)
+    np.testing.assert_array_equal(sums, expected_sums)
 
 
 @pytest.mark.parametrize("n_rows, n_features", [
