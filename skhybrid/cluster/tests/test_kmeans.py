@@ -777,12 +777,18 @@ def test_compiled_pass_is_argmin_with_ties_first_and_exact_sums(n_clusters, with
     than one block; the fused sums equal numpy's exact per-label sums of the codes, at
     the top of the grid too (codes of 2**32, values beyond the bounds). Both loops: the
     one for the same constants in every feature, and the one for constants per feature;
-    both searches: the transposed block's loops (pairs of centres and an odd one, groups
-    of four features and the rest) up to ``_COLUMN_FEATURES`` features, BLAS above."""
-    from skhybrid.utils._kernels import _COLUMN_FEATURES, nearest_centre_sums
+    the three searches: the transposed block's loops (pairs of centres and an odd one,
+    groups of four features and the rest) up to ``_COLUMN_FEATURES`` features, above
+    them row by row for few centres (1 to 3 of 30 features) and BLAS for more."""
+    from skhybrid.utils._kernels import (
+        _COLUMN_FEATURES,
+        _ROW_FEATURES_PER_CENTRE,
+        nearest_centre_sums,
+    )
     from skhybrid.utils._sums import FIXED_POINT_BITS
 
-    assert 5 <= _COLUMN_FEATURES < 30  # both searches are tested
+    assert 5 <= _COLUMN_FEATURES < 30  # the three searches are tested
+    assert 3 * _ROW_FEATURES_PER_CENTRE <= 30 < 10 * _ROW_FEATURES_PER_CENTRE
     rng = np.random.default_rng(n_clusters)
     n = 5_001
     X = rng.integers(-2, 3, size=(n, n_features)).astype(np.float64)
