@@ -32,7 +32,7 @@ change (:func:`_block_sum`, :func:`_reported_sums`) or in row order
 (:func:`nearest_centre_sums`).
 Labels compare distances with ``<`` only, so the first minimum is kept on ties, as
 ``argmin`` does; the distances' products and sums may be fused
-(:func:`_column_distances`, :func:`_row_nearest`), which no code or sum depends on.
+(:func:`_column_distances`, :func:`_row_products`), which no code or sum depends on.
 """
 
 import numba
@@ -281,7 +281,7 @@ _LLOYD_ROWS = 256
 #: pass 2.6x quicker; at 30 features both are even and at 50 BLAS is 1.3x quicker.
 _COLUMN_FEATURES = 24
 #: Above ``_COLUMN_FEATURES``, a block's distances are computed row by row
-#: (:func:`_row_nearest`) where the features are at least this many times the centres
+#: (:func:`_row_products`) where the features are at least this many times the centres
 #: (measured: quicker up to 3 centres at 30 features and 6 at 50; even at 4 and 8).
 _ROW_FEATURES_PER_CENTRE = 8
 #: A transposed block's row stride: not a multiple of 4 KiB, so that its columns do not
@@ -515,18 +515,18 @@ def narrow_tolerance(lower, upper, origin, scaled_centres, norms):
 
 
 @numba.njit(fastmath={"reassoc", "contract"}, **_OPTIONS)
-def _row_nearest(block, n_block, lower, upper, origin, centre_rows, norms, alike, row,
-                 best, second, labels):
-    """Each row's first nearest centre from float64 distances computed row by row:
-    ``||c||^2 + (clip(x) - origin) . (-2 c)``, each row clipped and shifted once (into
-    ``row``, of ``n_features`` values), then its products with each centre summed in a
-    loop over the features that vectorizes (``reassoc``: in lanes; ``contract``: fused
-    multiply-adds). ``alike``: every feature has the first one's bounds and origin
-    (read once, not per feature: 20% quicker). The two smallest distances go to
-    ``best`` and ``second``: summed in another order than :func:`_search_close_rows`'
-    (the other searches' float64 distances), a row whose two nearest centres are
-    closer than the sums' error bound is searched again by it (the caller), so that
-    every search gives the same labels, ties to the first centre included.
+def _row_products(block, n_block, lower, upper, origin, centre_rows, alike, row, products):
+    """``products[c, i] = (clip(x_i) - origin) . (-2 c)`` for the block's rows, row by
+    row: each row clipped and shifted once (into ``row``, of ``n_features`` values),
+    then its products with each centre summed in a loop over the features that
+    vectorizes (``reassoc``: in lanes; ``contract``: fused multiply-adds).
+    ``alike``: every feature has the first one's bounds and origin (read once, not per
+    feature: 20% quicker). The caller takes the nearest centres and the runners-up
+    (:func:`_first_nearest_columns`; the two tracked here made the loop twice as
+    slow); summed in another order than :func:`_search_close_rows`' (the other
+    searches' float64 distances), a row whose two nearest centres are closer than the
+    sums' error bound is searched again by it, so that every search gives the same
+    labels, ties to the first centre included.
 
     For many features and few centres (``_ROW_FEATURES_PER_CENTRE``), where BLAS's
     product of a block by a few centres is mostly its packing. Measured per pass of
@@ -550,26 +550,18 @@ def _row_nearest(block, n_block, lower, upper, origin, centre_rows, norms, alike
                 value = lower[feature] if value < lower[feature] else value
                 value = upper[feature] if value > upper[feature] else value
                 row[feature] = value - origin[feature]
-        nearest, following, label = np.inf, np.inf, 0
         for centre in range(n_clusters):
             total = 0.0
             for feature in range(n_features):
                 total += row[feature] * centre_rows[centre, feature]
-            total += norms[centre]
-            if total < nearest:
-                nearest, following, label = total, nearest, centre
-            elif total < following:
-                following = total
-        labels[index] = label
-        best[index] = nearest
-        second[index] = following
+            products[centre, index] = total
 
 
 @numba.njit(inline="always", **_OPTIONS)
 def _search_close_rows(block, n_block, lower, upper, origin, centre_rows, norms, best, second,
                        tolerance, labels):
     """Each row whose two smallest float32 distances (or float64 ones summed in any
-    order, :func:`_row_nearest`) are within ``tolerance`` (:func:`narrow_tolerance`;
+    order, :func:`_row_products`) are within ``tolerance`` (:func:`narrow_tolerance`;
     NaN included) gets its label from float64 distances summed in feature order:
     ``||c||^2 + (clip(x) - origin) . (-2 c)``, the first smallest."""
     n_features = centre_rows.shape[1]
@@ -620,7 +612,7 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
     ``||c||^2 - 2 (x - origin) . c`` for every centre ``c`` (in the coordinates of
     ``x - origin``): by compiled loops over the block transposed for up to
     ``_COLUMN_FEATURES`` features (:func:`_column_distances`), else row by row for
-    few centres (:func:`_row_nearest`) or by one matrix product (BLAS); the first
+    few centres (:func:`_row_products`) or by one matrix product (BLAS); the first
     smallest is the row's label (ties to the first centre, as ``argmin``). The
     distances (but row by row) are float32 where that is exact enough
     (:func:`narrow_tolerance`; rows too close to call are searched again in float64),
@@ -708,6 +700,7 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
     shifted = np.empty((0 if by_columns or by_rows or narrow else _LLOYD_ROWS,
                         n_features))
     shifted_row = np.empty(n_features if by_rows else 0)
+    row_products = np.empty((n_clusters, _LLOYD_ROWS if by_rows else 0))
     row_second = np.empty(_LLOYD_ROWS if by_rows else 0)
     flat_shifted = shifted.reshape(shifted.size)
     narrow_shifted = np.empty((0 if by_columns or not narrow else _LLOYD_ROWS, n_features),
@@ -779,8 +772,10 @@ def nearest_centre_sums(X, start, stop, origin, scaled_centres, norms, lower, up
                 _column_distances(columns, n_block, scaled_centres, column_distances)
                 _first_nearest_columns(column_distances, n_block, norms, best, block_labels)
             elif by_rows:
-                _row_nearest(block, n_block, lower, upper, origin, centre_rows, norms,
-                             alike, shifted_row, best, row_second, block_labels)
+                _row_products(block, n_block, lower, upper, origin, centre_rows, alike,
+                              shifted_row, row_products)
+                _first_nearest_columns(row_products, n_block, norms, best, block_labels,
+                                       row_second)
                 _search_close_rows(block, n_block, lower, upper, origin, centre_rows, norms,
                                    best, row_second, row_tolerance, block_labels)
             elif narrow:  # rounded to float32 as they are stored
