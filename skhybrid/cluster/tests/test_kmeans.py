@@ -996,14 +996,15 @@ def test_reports_summed_group_by_group_are_their_sums_by_group(n_features, n_gro
 
 
 @pytest.mark.parametrize("n_rows, n_features", [
-    (1, 1), (5_000, 3), (60_000, 2), (100_000, 2), (100_000, 10), (200_000, 2),
+    (1, 1), (5_000, 3), (60_000, 2), (100_000, 1), (100_000, 2), (100_000, 10), (200_000, 2),
     (1_000_000, 2), (1_000_000, 50), (10_000_000, 2),
 ])
 def test_lloyd_pass_tasks_depend_on_the_shape_and_on_local_users_alone(n_rows, n_features):
     """The passes' partition: whole tasks of at least _MIN_TASK_ROWS rows (unless one), at
     most _CHUNK_ROWS; a power of two of them up to _TASKS where rows allow; with local
-    users, a pass that is split at all has tasks of at most _TASK_ROWS rows (up to
-    _TASKS of them) and never fewer tasks than without."""
+    users, tasks of at most _TASK_ROWS rows (up to _TASKS of them, at any number of
+    values: their responses cost more than the values) and never fewer tasks than
+    without."""
     from skhybrid.cluster import _k_means_lloyd as lloyd
 
     def n_tasks(local):
@@ -1022,10 +1023,32 @@ def test_lloyd_pass_tasks_depend_on_the_shape_and_on_local_users_alone(n_rows, n
     if n_rows <= lloyd._TASKS * lloyd._CHUNK_ROWS:
         for count in (central, local):
             assert count & (count - 1) == 0 and count <= lloyd._TASKS
-    if central > 1 and local < lloyd._TASKS:
-        assert local_rows <= lloyd._TASK_ROWS
+    if local < lloyd._TASKS:
+        assert local_rows <= max(lloyd._TASK_ROWS, lloyd._MIN_TASK_ROWS)
     if n_rows * n_features < 2 * lloyd._MIN_TASK_VALUES:
-        assert local == central == 1
+        assert central == 1
+    if n_rows <= lloyd._TASK_ROWS:
+        assert local == 1
+
+
+def test_a_hybrid_pass_over_few_values_is_split_over_threads_by_its_local_users():
+    """1e5 rows of 1 feature: too few values for a second thread alone, but their local
+    users' responses count too (``_LOCAL_ROW_VALUES``), and their tasks are split by
+    rows."""
+    from skhybrid.cluster._k_means_lloyd import LloydPasses, LocalResponses
+    from skhybrid.mechanisms._randomized_response import randomized_response_widths
+    from skhybrid.utils._threads import available_cores
+
+    rng = np.random.default_rng(5)
+    X = rng.uniform(0, 1, size=(100_000, 1))
+    is_local = rng.random(X.shape[0]) >= 0.05
+    reports = rng.normal(size=(int(is_local.sum()), 1)).astype(np.float32)
+    widths = randomized_response_widths(np.array([1.0]), 3, 32)
+    local = LocalResponses(is_local, reports, None, widths)
+    central = LloydPasses(X, bounds=(0.0, 1.0), code_sums=True)
+    hybrid = LloydPasses(X, bounds=(0.0, 1.0), code_sums=True, local=local)
+    assert central._workers == 1 and len(central._starts) == 1
+    assert hybrid._workers == min(available_cores(), 2) and len(hybrid._starts) == 4
 
 
 @pytest.mark.parametrize("n_local", [[5], [10, 10, 10], [30_000] * 32, [1_000] * 32,
