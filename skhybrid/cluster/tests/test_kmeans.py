@@ -768,7 +768,7 @@ def test_fused_pass_gives_the_labels_and_the_exact_grouped_code_sums(n_features)
 @pytest.mark.parametrize("with_sums", [False, True])
 @pytest.mark.parametrize("per_feature", [False, True],
                          ids=["same bounds per feature", "bounds per feature"])
-@pytest.mark.parametrize("n_features", [3, 5, 30])
+@pytest.mark.parametrize("n_features", [1, 2, 3, 5, 30])
 def test_compiled_pass_is_argmin_with_ties_first_and_exact_sums(n_clusters, with_sums,
                                                                  per_feature, n_features):
     """The compiled labels equal ``argmin`` of ``||c||^2 - 2 x . c`` for the clipped rows
@@ -777,17 +777,20 @@ def test_compiled_pass_is_argmin_with_ties_first_and_exact_sums(n_clusters, with
     than one block; the fused sums equal numpy's exact per-label sums of the codes, at
     the top of the grid too (codes of 2**32, values beyond the bounds). Both loops: the
     one for the same constants in every feature, and the one for constants per feature;
-    the three searches: the transposed block's loops (pairs of centres and an odd one,
-    groups of four features and the rest) up to ``_COLUMN_FEATURES`` features, above
+    the three searches: the transposed block's loops up to ``_COLUMN_FEATURES`` features
+    (fused with the comparisons up to ``_FUSED_FEATURES``, by pairs of centres at 2;
+    else pairs of centres and an odd one, groups of four features and the rest), above
     them row by row for few centres (1 to 3 of 30 features) and BLAS for more."""
     from skhybrid.utils._kernels import (
         _COLUMN_FEATURES,
+        _FUSED_FEATURES,
         _ROW_FEATURES_PER_CENTRE,
         nearest_centre_sums,
     )
     from skhybrid.utils._sums import FIXED_POINT_BITS
 
     assert 5 <= _COLUMN_FEATURES < 30  # the three searches are tested
+    assert _FUSED_FEATURES == 3  # so are the fused loops at 1, 2 and 3 features
     assert 3 * _ROW_FEATURES_PER_CENTRE <= 30 < 10 * _ROW_FEATURES_PER_CENTRE
     rng = np.random.default_rng(n_clusters)
     n = 5_001
