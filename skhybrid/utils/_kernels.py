@@ -453,10 +453,10 @@ def _column_distances(columns, n_block, scaled_centres, distances):
 @numba.njit(fastmath={"contract"}, **_OPTIONS)
 def _fused_nearest_columns(columns, n_block, scaled_centres, norms, best, labels):
     """:func:`_column_distances` then :func:`_first_nearest_columns` in one loop over the
-    rows per pair of centres, for 1 to 3 features (``_FUSED_FEATURES``; each a literal
-    in its loop): each row's distances to the pair are computed and compared with its
-    best so far at once, not stored for a pass per centre (a row's distance written,
-    read back, its best and label read and written per centre). The same distances
+    rows per centre, for 1 to 3 features (``_FUSED_FEATURES``; each a literal in its
+    loop): each row's distance to the centre is computed and compared with its best so
+    far at once, not stored for a pass per centre (a row's distance written, read
+    back, its best and label read and written per centre). The same distances
     (the products summed in feature order, ``contract`` as there: fused or not), the
     same first nearest centre on ties. At 2 features, two centres per loop: a row's
     best and label read and written once per pair.
