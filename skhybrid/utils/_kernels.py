@@ -43,6 +43,9 @@ import numpy as np
 from ._compiled_tasks import (JOB_POSTED, MADE_SOURCE, current_pass, finish_task, next_pass,
                               publish, take_job, take_task, wait_until_above)
 from ._responses import respond
+# Frozen into the machine code at compile time, and numba's cache is keyed on this file:
+# a change of FIXED_POINT_BITS in _sums must come with a change here.
+from ._sums import _HALF_GRID, _SQUARE_STEP
 
 #: numba's options: release the GIL, cache the machine code, no bounds checks (the
 #: callers pass arrays of matching shapes).
@@ -159,29 +162,31 @@ def fixed_point_code_sums(columns, lower, upper, scale, labels, sums, non_finite
 
 
 @numba.njit(**_OPTIONS)
-def moment_sums(columns, lower, upper, scale, centre, square_upper, square_scale, is_coded,
-                code_sums, square_code_sums, float_sums, float_square_sums, non_finite):
+def moment_sums(columns, lower, upper, scale, centre, is_coded, code_sums, square_code_sums,
+                float_sums, float_square_sums, non_finite):
     """The hybrid mean's sums of one chunk, in one pass over its values.
 
     The rows in ``is_coded`` (every row when it is None; the tcm users) add their
     clipped value's code (:func:`fixed_point_code`) to ``code_sums`` and, unless
-    ``square_code_sums`` is None, the code of their squared distance to ``centre``,
-    ``min((clip(x) - centre)**2, square_upper)`` on the grid of ``[0, square_upper]``, to
+    ``square_code_sums`` is None, the code of their squared distance to the midpoint
+    (:func:`~skhybrid.utils._sums.square_codes_of`, from their code) to
     ``square_code_sums``; both in int64, exactly. The other rows (lm users' reports,
     already private) add their value to ``float_sums`` and, unless
     ``float_square_sums`` is None, ``(x - centre)**2`` to ``float_square_sums``, in an
     order that vectorizes (:func:`_block_sum`). No sum includes a row of the other kind.
 
-    A squared distance is computed from the clipped value by the float operations of
-    ``np.square(clip(x) - centre)``; it is a function of the user's own value, and
-    clipping it to ``[0, square_upper]`` before its code bounds one user's effect on
-    the square sum by one grid range.
+    A square code is computed from the value's code by the float operations of
+    :func:`~skhybrid.utils._sums.square_codes_of` (numpy's passes make the same): a
+    function of the user's own clipped value, an integer in ``[0, 2**B]`` whatever the
+    bounds, so one user moves the square sum by at most one grid range.
 
     Parameters
     ----------
     columns : ndarray of float64 of shape (n_features, n_rows)
         The values, feature-major and C-contiguous.
-    lower, upper, scale, centre, square_upper, square_scale : ndarray of float64 of shape (n_features,)
+    lower, upper, scale : ndarray of float64 of shape (n_features,)
+    centre : ndarray of float64 of shape (n_features,)
+        The midpoint, for the other rows' ``(x - centre)**2``.
     is_coded : ndarray of bool of shape (n_rows,) or None
     code_sums, square_code_sums : ndarray of int64 of shape (n_features,)
         Added to in place (``square_code_sums`` may be None).
@@ -197,8 +202,7 @@ def moment_sums(columns, lower, upper, scale, centre, square_upper, square_scale
     other_block = np.empty(_BLOCK_ROWS)
     other_square_block = np.empty(_BLOCK_ROWS)
     for feature in range(n_features):
-        constants = (lower[feature], upper[feature], scale[feature], centre[feature],
-                     square_upper[feature], square_scale[feature])
+        constants = (lower[feature], upper[feature], scale[feature], centre[feature])
         for start in range(0, n_rows, _BLOCK_ROWS):
             stop = min(start + _BLOCK_ROWS, n_rows)
             # Slices, read from index 0 (see _moment_block).
@@ -235,7 +239,7 @@ def _moment_block(block, coded_rows, constants, square_code_sums, float_sums,
     ``columns[feature, row]`` from ``start``, LLVM gathered the values, 6x slower on
     AMD Zen 5).
     """
-    low, high, step, middle, square_high, square_step = constants
+    low, high, step, middle = constants
     total = np.int64(0)
     square_total = np.int64(0)
     bad = np.int64(0)
@@ -245,17 +249,17 @@ def _moment_block(block, coded_rows, constants, square_code_sums, float_sums,
             bad += _non_finite(value)
         clipped = low if value < low else value
         clipped = high if clipped > high else clipped
-        code = np.int64(np.rint((clipped - low) * step))
+        code_value = np.rint((clipped - low) * step)
+        code = np.int64(code_value)
         if coded_rows is None:
             coded = True
         else:
             coded = coded_rows[row]
         total += code if coded else 0
         if square_code_sums is not None:
-            distance = clipped - middle
-            square = distance * distance
-            square = square_high if square > square_high else square
-            square_code = np.int64(np.rint(square * square_step))
+            # square_codes_of: the same operations on the code (a float integer).
+            distance = code_value - _HALF_GRID
+            square_code = np.int64(np.rint(distance * distance * _SQUARE_STEP))
             square_total += square_code if coded else 0
         if float_sums is not None:
             other_block[row] = 0.0 if coded else value

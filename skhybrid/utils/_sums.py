@@ -48,6 +48,10 @@ from ._memory import remember
 #: :func:`~skhybrid.utils._kernels.fixed_point_code`).
 FIXED_POINT_BITS = 32
 _SCALE = float(2**FIXED_POINT_BITS)
+#: The middle of the codes' grid, and the factor that puts a squared centred code on a
+#: grid of ``2**FIXED_POINT_BITS`` steps (:func:`square_codes_of`).
+_HALF_GRID = float(2 ** (FIXED_POINT_BITS - 1))
+_SQUARE_STEP = float(2.0 ** (2 - FIXED_POINT_BITS))
 
 #: Inputs of fewer values never load the compiled kernels (numpy's passes take under a
 #: millisecond); once a larger input has loaded them, they sum these too (a fit of 1e3
@@ -106,33 +110,35 @@ class _NumpyCodes:
     """numpy's passes for the fixed-point codes of blocks of rows, with their column sums.
 
     Each value's :func:`~skhybrid.utils._kernels.fixed_point_code` (and, with
-    ``square``, its squared distance's code on the grid of :func:`square_grid`) by the
-    same float64 operations as the compiled kernels (clip, subtract, multiply, round
-    half to even; for squares: subtract the centre, square, cap, multiply, round), on
-    one flat scratch array per block. A block of rows is processed flat, against the
+    ``squares``, its squared distance's code, :func:`square_codes_of`) by the same
+    float64 operations as the compiled kernels (clip, subtract, multiply, round half to
+    even; for squares, from the codes: subtract, square, multiply, round), on one flat
+    scratch array per block. A block of rows is processed flat, against the
     per-feature constants repeated along it (or scalars when every feature has the
     same ones): numpy then runs each pass as one contiguous loop, where broadcasting
     one constant per feature over rows runs a loop of ``n_features`` values per row
-    (10x slower at 3 features). A block's column sums are one matrix-vector product
-    with ones, in float64: the codes are integers and every partial sum stays below
-    2**53 (at most 2**16 codes of at most 2**32), so they are exact in any order;
-    :meth:`code_sums` returns them as int64, and the callers add blocks in int64.
+    (10x slower at 3 features). A block's column sums are float64 sums: the codes are
+    integers and every partial sum stays below 2**53 (at most 2**16 codes of at most
+    2**32), so they are exact in any order; :meth:`code_sums` returns them as int64,
+    and the callers add blocks in int64.
 
     Parameters
     ----------
     n_rows : int
         The rows to be coded (blocks have at most :attr:`rows` of them).
     lower, upper, scale : ndarray of shape (n_features,)
-    square : tuple (centre, square_upper, square_scale) or None
-        For square codes, or squared distances of other rows to the centre.
+    centre : ndarray of shape (n_features,) or None
+        The midpoint, for squared distances of other rows to it (:meth:`centred_squares`).
+    squares : bool, default=False
+        Whether blocks will be asked for their square codes.
     """
 
-    def __init__(self, n_rows, lower, upper, scale, square=None):
+    def __init__(self, n_rows, lower, upper, scale, centre=None, squares=False):
         n_features = lower.shape[0]
-        # Half the block with square codes: two scratch arrays then.
-        block_values = _NUMPY_BLOCK_VALUES // (1 if square is None else 2)
+        # Half the block with square codes: both scratch arrays are then in use.
+        block_values = _NUMPY_BLOCK_VALUES // (2 if squares else 1)
         self.rows = max(1, min(n_rows, block_values // n_features))
-        constants = (lower, upper, scale) + (() if square is None else tuple(square))
+        constants = (lower, upper, scale) + (() if centre is None else (centre,))
         alike = n_features == 1 or all(float(values.min()) == float(values.max())
                                        for values in constants)
         size = self.rows * n_features
@@ -140,9 +146,9 @@ class _NumpyCodes:
         repeated = [float(values[0]) if alike else np.tile(values, self.rows)
                     for values in constants]
         self._constants = repeated[:3]
-        self._square = repeated[3:] or None
+        self._centre = repeated[3] if centre is not None else None
         self._scratch = np.empty(size)
-        self._square_scratch = np.empty(size) if square is not None else None
+        self._square_scratch = np.empty(size) if squares else None
         self._alike = alike
         # Every lower bound 0.0 (counts, amounts, salaries): no subtraction pass.
         self._from_zero = alike and repeated[0] == 0.0
@@ -164,35 +170,39 @@ class _NumpyCodes:
         codes = self._scratch[:size]
         lower, upper, scale = self._cut(self._constants, size)
         flat.clip(lower, upper, out=codes)  # np.clip's own checks cost more at 1e3 values
-        square_codes = None
-        if squares:
-            centre, square_upper, square_scale = self._cut(self._square, size)
-            square_codes = np.subtract(codes, centre, out=self._square_scratch[:size])
-            np.square(square_codes, out=square_codes)
-            # Squares are >= 0: their clip to [0, square_upper] is their minimum with
-            # square_upper, and numpy's clip is 3x quicker than its minimum with a scalar.
-            square_codes.clip(0.0, square_upper, out=square_codes)
-            square_codes *= square_scale
-            np.rint(square_codes, out=square_codes)
-            square_codes = square_codes.reshape(n_rows, n_features)
         if not self._from_zero:  # x - 0.0 is x: the pass is skipped, the codes the same
             codes -= lower
         codes *= scale
-        return np.rint(codes, out=codes).reshape(n_rows, n_features), square_codes
+        np.rint(codes, out=codes)
+        square_codes = None
+        if squares:
+            square_codes = square_codes_of(codes, out=self._square_scratch[:size])
+            square_codes = square_codes.reshape(n_rows, n_features)
+        return codes.reshape(n_rows, n_features), square_codes
 
     def column_sums(self, rows):
         """Each column's sum of a block's rows, in float64: exact for codes."""
         return float_column_sums(rows)
 
     def code_sums(self, codes):
-        """Each column's exact sum of a block's codes, as int64."""
-        return self.column_sums(codes).astype(np.int64)
+        """Each column's exact sum of a block's codes, as int64.
+
+        One column by ``einsum`` (a vectorized loop of its own: 3.6 us for 2**15 codes,
+        numpy's pairwise sum 5.3 us, BLAS's dot 22 us once it wakes its threads for so
+        long a vector between numpy's passes): codes are integers whose every partial
+        sum stays below 2**53, exact in any order.
+        """
+        if codes.shape[1] == 1:
+            sums = np.einsum("ij->j", codes)
+        else:
+            sums = self.column_sums(codes)
+        return sums.astype(np.int64)
 
     def centred_squares(self, rows):
         """``(rows - centre)**2`` in place, for a block's other rows (C-contiguous)."""
         size = rows.size
         flat = rows.reshape(size)
-        flat -= self._cut(self._square, size)[0]
+        flat -= self._centre if self._alike else self._centre[:size]
         return np.square(rows, out=rows)
 
 
@@ -301,10 +311,17 @@ def float_column_sums(values):
     return sums
 
 
+#: From this many values :func:`finite_sum` adds by ``einsum`` (1.7x quicker than
+#: ``np.add.reduce`` at 2**15 to 1e5 values, and slower below a few thousand).
+_EINSUM_VALUES = 4096
+
+
 def finite_sum(values):
     """scikit-learn's quick finiteness test: whether the float sum of every value is
     finite (True proves every value finite; False may only be an overflow)."""
     with np.errstate(over="ignore"):
+        if values.ndim == 2 and values.size >= _EINSUM_VALUES:
+            return math.isfinite(np.einsum("ij->", values))
         return math.isfinite(np.add.reduce(values, axis=None))
 
 
@@ -443,9 +460,45 @@ def square_grid(lower, upper):
     """The midpoint of the bounds and the range of a squared distance to it, per feature.
 
     ``(clip(x) - mid)**2`` is at most ``((upper - lower) / 2)**2``: the grid of
-    :func:`fixed_point_moments`' square codes is ``[0, ((upper - lower) / 2)**2]``.
+    :func:`fixed_point_moments`' square codes is ``[0, ((upper - lower) / 2)**2]``
+    (:func:`square_codes_of`).
     """
     return (lower + upper) / 2.0, ((upper - lower) / 2.0) ** 2
+
+
+def square_codes_of(codes, out=None):
+    """The codes of squared distances to the midpoint, from the values' codes.
+
+    ``rint((k - 2**(B-1))**2 * 2**(2-B))`` for a value's code ``k``
+    (:func:`~skhybrid.utils._kernels.fixed_point_code`, ``B = FIXED_POINT_BITS``): with
+    ``k ~ (clip(x) - lower) * 2**B / w`` (``w = upper - lower``), ``k - 2**(B-1) ~
+    (clip(x) - mid) * 2**B / w``, so the result is ``(clip(x) - mid)**2`` on the grid
+    of ``[0, (w / 2)**2]`` in ``2**B`` steps (:func:`square_grid`), for the clipped
+    value as its code represents it (to within ``w / 2**(B+1)``).
+
+    Every result is an integer in ``[0, 2**B]``, whatever the bounds: ``k`` is an
+    integer in ``[0, 2**B]``, so ``k - 2**(B-1)`` is exact and at most ``2**(B-1)`` in
+    magnitude; its square rounds monotonically, hence to at most ``2**(2B-2)``
+    (a float); the product by a power of two is exact. One user then moves a sum of
+    these codes by at most ``2**B``, exactly, as for the values' codes, and the
+    compiled kernels compute the same floats (the same operations,
+    :func:`~skhybrid.utils._kernels._moment_block`).
+
+    Parameters
+    ----------
+    codes : ndarray of float64
+        Values' codes (integers in ``[0, 2**B]``).
+    out : ndarray of float64, default=None
+        Where to write the result (may be ``codes`` itself); a new array when None.
+
+    Returns
+    -------
+    square_codes : ndarray of float64 of the shape of ``codes``
+    """
+    out = np.subtract(codes, _HALF_GRID, out=out)
+    np.square(out, out=out)
+    out *= _SQUARE_STEP
+    return np.rint(out, out=out)
 
 
 #: The grids of recent bounds (:func:`_moment_grid`), by the bounds' bytes.
@@ -454,9 +507,9 @@ _GRIDS = {}
 
 def _moment_grid(lower, upper, n_features, squares):
     """:func:`fixed_point_moments`' grids: ``(lower, upper, scale)`` of the values
-    (:func:`_bounds_and_scale`) and, with ``squares``, ``(centre, square_upper,
-    square_scale)`` of the squared distances to the midpoint (:func:`square_grid`;
-    else None each).
+    (:func:`_bounds_and_scale`) and, with ``squares``, the midpoint ``centre`` of the
+    squared distances (else None), whose range :func:`square_grid` must be a grid
+    (:func:`check_fixed_point_range` refuses it otherwise).
 
     Remembered by the bounds' bytes for up to ``_FEW_FEATURES`` features, as
     :func:`check_fixed_point_range` remembers widths: a fit computes them once, a
@@ -473,12 +526,11 @@ def _moment_grid(lower, upper, n_features, squares):
         if grid is not None:
             return grid
     lower, upper, scale = _bounds_and_scale(lower, upper, n_features)
-    centre = square_upper = square_scale = None
+    centre = None
     if squares:
         centre, square_upper = square_grid(lower, upper)
-        square_scale = per_feature(_SCALE / check_fixed_point_range(np.zeros(n_features),
-                                                                    square_upper), n_features)
-    grid = (lower, upper, scale, centre, square_upper, square_scale)
+        check_fixed_point_range(np.zeros(n_features), square_upper)  # decoded on it
+    grid = (lower, upper, scale, centre)
     if key is not None:
         # Copies: the caller's own bounds may change after this call.
         grid = tuple(None if values is None else values.copy() for values in grid)
@@ -525,8 +577,8 @@ def fixed_point_moments(values, lower, upper, in_fixed_point=None, *, squares=Fa
     """
     values = _float_rows(values)
     n_features = values.shape[1]
-    lower, upper, scale, centre, square_upper, square_scale = _moment_grid(
-        lower, upper, n_features, squares or other_squares)
+    lower, upper, scale, centre = _moment_grid(lower, upper, n_features,
+                                               squares or other_squares)
     if in_fixed_point is not None:
         in_fixed_point = np.asarray(in_fixed_point)
         if in_fixed_point.dtype != bool or in_fixed_point.shape != (values.shape[0],):
@@ -538,11 +590,10 @@ def fixed_point_moments(values, lower, upper, in_fixed_point=None, *, squares=Fa
     other_squares = other_squares and others
     if not _compiled(*values.shape):
         with _NumpyTimer():
-            return _numpy_moments(values, lower, upper, scale, centre, square_upper,
-                                  square_scale, in_fixed_point, squares, others,
-                                  other_squares, check_finite)
-    if centre is None:  # unread without square sums; the kernel's types stay the same
-        centre, square_upper, square_scale = lower, upper, scale
+            return _numpy_moments(values, lower, upper, scale, centre, in_fixed_point,
+                                  squares, others, other_squares, check_finite)
+    if centre is None:  # unread without squares; the kernel's types stay the same
+        centre = lower
     code_sums = np.zeros(n_features, dtype=np.int64)
     square_code_sums = np.zeros(n_features, dtype=np.int64) if squares else None
     float_sums = np.zeros(n_features) if others else None
@@ -551,15 +602,15 @@ def fixed_point_moments(values, lower, upper, in_fixed_point=None, *, squares=Fa
     from ._kernels import moment_sums  # numba: imported at first use
 
     for rows, columns in _feature_major(values):
-        moment_sums(columns, lower, upper, scale, centre, square_upper, square_scale,
-                    None if in_fixed_point is None else in_fixed_point[rows], code_sums,
-                    square_code_sums, float_sums, float_square_sums, non_finite)
+        moment_sums(columns, lower, upper, scale, centre,
+                    None if in_fixed_point is None else in_fixed_point[rows],
+                    code_sums, square_code_sums, float_sums, float_square_sums, non_finite)
     return MomentSums(code_sums, square_code_sums, float_sums, float_square_sums,
                       non_finite is None or int(non_finite[0]) == 0)
 
 
-def _numpy_moments(values, lower, upper, scale, centre, square_upper, square_scale,
-                   in_fixed_point, squares, others, other_squares, check_finite=False):
+def _numpy_moments(values, lower, upper, scale, centre, in_fixed_point, squares, others,
+                   other_squares, check_finite=False):
     """:func:`fixed_point_moments` by numpy passes (the same float64 operations).
 
     Block by block (:class:`_NumpyCodes`): each block's float sums of codes are exact,
@@ -571,12 +622,11 @@ def _numpy_moments(values, lower, upper, scale, centre, square_upper, square_sca
     square_code_sums = np.zeros(n_features, dtype=np.int64) if squares else None
     float_sums = np.zeros(n_features) if others else None
     float_square_sums = np.zeros(n_features) if other_squares else None
-    coder = _NumpyCodes(values.shape[0], lower, upper, scale,
-                        (centre, square_upper, square_scale) if centre is not None else None)
     block_check = _numpy_block_check(values, check_finite)
     if block_check is None:
         return MomentSums(code_sums, square_code_sums, float_sums, float_square_sums,
                           finite=False)
+    coder = _NumpyCodes(values.shape[0], lower, upper, scale, centre, squares)
     for rows in coder.blocks(values.shape[0]):
         block = values[rows]
         if block_check and not all_finite(block):

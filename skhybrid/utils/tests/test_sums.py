@@ -305,10 +305,8 @@ def test_remembered_moment_grids_equal_a_fresh_computation_and_keep_their_bounds
     def fresh(lower, upper, squares):
         lower, upper, scale = _sums._bounds_and_scale(lower, upper, lower.shape[0])
         if not squares:
-            return lower, upper, scale, None, None, None
-        centre, square_upper = _sums.square_grid(lower, upper)
-        return (lower, upper, scale, centre, square_upper,
-                _sums._SCALE / (square_upper - 0.0))
+            return lower, upper, scale, None
+        return lower, upper, scale, _sums.square_grid(lower, upper)[0]
 
     def same(grid, expected):
         assert len(grid) == len(expected)
@@ -385,12 +383,20 @@ def test_fixed_point_moments_are_the_definitions(n_features, coded_share, same_b
     clipped = np.clip(values[rows], lower, upper)
     codes = np.rint((clipped - lower) * (2.0**FIXED_POINT_BITS / (upper - lower)))
     centre, square_upper = square_grid(lower, upper)
-    square_codes = np.rint(np.minimum(np.square(clipped - centre), square_upper)
-                           * (2.0**FIXED_POINT_BITS / square_upper))
+    # square_codes_of's definition, written out: the code's squared distance to the
+    # grid's middle, on a grid of 2**B steps.
+    half = 2.0 ** (FIXED_POINT_BITS - 1)
+    square_codes = np.rint((codes - half) ** 2 / 2.0 ** (FIXED_POINT_BITS - 2))
     assert sums.codes.dtype == sums.square_codes.dtype == np.int64
     assert list(sums.codes) == list(codes.astype(np.int64).astype(object).sum(axis=0))
     assert list(sums.square_codes) == list(
         square_codes.astype(np.int64).astype(object).sum(axis=0))
+    # On the grid of [0, (w/2)**2]: each square code is the clipped value's squared
+    # distance to the midpoint, to within the code's quantisation (w / 2**(B+1) on a
+    # distance of at most w / 2: 2 steps of 2**-B (w/2)**2, plus rounding).
+    decoded = square_codes * (square_upper / 2.0**FIXED_POINT_BITS)
+    error = np.abs(decoded - np.square(clipped - centre))
+    assert np.all(error <= 2.5 * square_upper / 2.0**FIXED_POINT_BITS)
     if coded is None:
         assert sums.others is None and sums.other_squares is None
     else:
@@ -401,6 +407,27 @@ def test_fixed_point_moments_are_the_definitions(n_features, coded_share, same_b
     plain = fixed_point_moments(values, lower, upper, coded)
     np.testing.assert_array_equal(plain.codes, sums.codes)
     assert plain.square_codes is None and plain.others is None
+
+
+def test_square_codes_stay_on_their_grid_at_its_ends():
+    """square_codes_of: the codes 0 and 2**B (the bounds) give exactly 2**B, the middle
+    code 0, its neighbours 4 / 2**B rounded to 0; every code in [0, 2**B] gives an
+    integer in [0, 2**B] (so one user moves a sum by at most 2**B)."""
+    top = 2.0**FIXED_POINT_BITS
+    half = top / 2
+    codes = np.array([0.0, 1.0, half - 1, half, half + 1, top - 1, top])
+    squares = _sums.square_codes_of(codes)
+    assert squares[0] == squares[-1] == top
+    assert squares[3] == 0.0 and squares[2] == squares[4] == 0.0
+    assert squares[1] == squares[-2] == np.rint((half - 1) ** 2 / (top / 4))
+    rng = np.random.default_rng(5)
+    many = np.concatenate([np.rint(rng.uniform(0, top, 100_000)), codes])
+    many_squares = _sums.square_codes_of(many.copy(), out=None)
+    assert many_squares.min() >= 0.0 and many_squares.max() <= top
+    np.testing.assert_array_equal(many_squares, np.rint(many_squares))
+    out = many.copy()
+    assert _sums.square_codes_of(out, out=out) is out
+    np.testing.assert_array_equal(out, many_squares)
 
 
 def test_fixed_point_moments_refuse_a_mask_that_is_not_one_bool_per_row():
