@@ -14,13 +14,14 @@ private variance at 5% of the budget, ``variance="private"``) and diffprivlib's
 is skhybrid with the variance given (``variance=1 / 12``): the same single release as
 diffprivlib's.
 
-skhybrid sums inputs of 2**16 values or more by numpy's passes until they would have
-cost the process about the load of its compiled kernels (0.4 s; the first-fit rule,
+skhybrid sums every input by numpy's passes until they would have cost the process
+about the load of its compiled kernels (0.4 s; the first-fit rule,
 ``skhybrid.utils._sums._compiled``), then by the kernels. The two tiers are measured
 separately, each pinned for the whole table (a benchmark-only setting of that rule's
 private state): "numpy's passes" is what a short-lived process (a CLI call, a joblib
-worker) gets, "kernels loaded" what a long-running one gets. Inputs under 2**16 values
-(1e3 and 1e4 here) never load the kernels, but once loaded the kernels sum them too.
+worker) gets, and any process in its first 0.4 s of numpy's passes (about 20,000
+default fits of 1e3 values, 2,900 of 1e5: 2 s and 1 s of fitting); "kernels loaded"
+what a long-running one gets.
 """
 
 import os

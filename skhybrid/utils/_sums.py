@@ -53,16 +53,12 @@ _SCALE = float(2**FIXED_POINT_BITS)
 _HALF_GRID = float(2 ** (FIXED_POINT_BITS - 1))
 _SQUARE_STEP = float(2.0 ** (2 - FIXED_POINT_BITS))
 
-#: Inputs of fewer values never load the compiled kernels (numpy's passes take under a
-#: millisecond); once a larger input has loaded them, they sum these too (a fit of 1e3
-#: values with its private variance: 97 us by numpy's passes, 77 us by the kernels).
-_NUMPY_ALWAYS_VALUES = 2**16
 #: numpy sums until they would have cost the process this long, about the one-time cost
 #: of the compiled kernels: importing numba (0.17 s; ``import skhybrid`` does not) and
 #: loading their cached machine code (0.22 s; compiling it on a cold cache, 0.55 s).
 _NUMPY_SECONDS_BEFORE_COMPILED = 0.4
 #: An upper estimate of numpy's seconds per value for the code passes (measured at 1e7
-#: values: 1.0 ns for one feature's codes, 2.1 ns with their squares, 3.3 ns with a mask
+#: values: 1.0 ns for one feature's codes, 1.6 ns with their squares, 3.3 ns with a mask
 #: and float sums, 2.6 ns at 3 features with bounds per feature, 5.9 ns with 2 groups
 #: of labels).
 _NUMPY_SECONDS_PER_VALUE = 6e-9
@@ -75,20 +71,18 @@ def _compiled(n_rows, n_features, seconds_per_value=_NUMPY_SECONDS_PER_VALUE):
     Both give the same integers, bit for bit (the same float64 operations per value,
     exact integer sums). The first compiled call in a process imports numba and loads
     its machine code (0.4 s) or compiles it (0.75 s on a cold cache): a process that
-    fits small and middling inputs, a CLI call or a joblib worker, never pays that. Any
-    input goes to numpy while numpy's cost so far, plus this input's at
-    ``seconds_per_value`` (an upper estimate), stays under about that load: a
-    rent-or-buy rule that knows each job's size, at most about twice the better choice
-    in hindsight; a first fit is never slower than the load (an input whose numpy
-    passes would cost more goes to the kernels at once). An input of fewer than
-    ``_NUMPY_ALWAYS_VALUES`` values never loads them; once they are loaded, they sum
-    every input, small ones included (one compiled call costs less than numpy's
-    passes over even a thousand values).
+    fits a few inputs, a CLI call or a joblib worker, never pays that. Any input goes
+    to numpy while numpy's cost so far, plus this input's at ``seconds_per_value`` (an
+    upper estimate), stays under about that load: a rent-or-buy rule that knows each
+    job's size, at most about twice the better choice in hindsight; a first fit is
+    never slower than the load (an input whose numpy passes would cost more goes to the
+    kernels at once). Small inputs count as large ones do: a process of many small
+    fits loads the kernels too once their passes have cost it about the load (the
+    default fit of 1e3 values: 20 us of numpy's passes, about 20,000 fits, 2 s of
+    fitting), and then saves most of that on every later fit (a compiled call costs
+    about 2 us). Once loaded, the kernels sum every input.
     """
-    n_values = n_rows * n_features
-    if n_values < _NUMPY_ALWAYS_VALUES:
-        return _tier["compiled"]
-    if (_tier["compiled"] or _tier["numpy_seconds"] + n_values * seconds_per_value
+    if (_tier["compiled"] or _tier["numpy_seconds"] + n_rows * n_features * seconds_per_value
             >= _NUMPY_SECONDS_BEFORE_COMPILED):
         _tier["compiled"] = True
         return True

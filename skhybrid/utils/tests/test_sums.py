@@ -19,10 +19,8 @@ def force_path(monkeypatch, path):
     """Sum by numpy wherever it is exact (``"numpy"``), or by the compiled kernels."""
     monkeypatch.setitem(_sums._tier, "compiled", path == "compiled")
     monkeypatch.setitem(_sums._tier, "numpy_seconds", 0.0)
-    if path == "compiled":
-        monkeypatch.setattr(_sums, "_NUMPY_ALWAYS_VALUES", 0)
-    else:
-        monkeypatch.setattr(_sums, "_NUMPY_ALWAYS_VALUES", np.inf)
+    if path == "numpy":  # numpy's passes never pay for the kernels' load
+        monkeypatch.setattr(_sums, "_NUMPY_SECONDS_BEFORE_COMPILED", np.inf)
 
 
 @pytest.fixture(autouse=True, params=["numpy", "compiled"])
@@ -439,19 +437,29 @@ def test_fixed_point_moments_refuse_a_mask_that_is_not_one_bool_per_row():
 
 @pytest.mark.parametrize("summing_path", ["policy"], indirect=True)
 def test_numpy_sums_until_the_compiled_kernels_pay(monkeypatch):
-    """Small inputs by numpy until the kernels are loaded; any other by numpy while
-    numpy's cost so far plus this input's estimate stays under about the kernels' load
-    (so a first fit never costs more than the load), then the kernels for good, for
-    every input (a small one never loads them, but once loaded they are quicker)."""
+    """Every input by numpy while numpy's cost so far plus this input's estimate stays
+    under about the kernels' load (so a first fit never costs more than the load),
+    then the kernels for good, for every input: a process of small inputs loads them
+    too, once their numpy passes have cost about the load."""
     monkeypatch.setitem(_sums._tier, "compiled", False)
     monkeypatch.setitem(_sums._tier, "numpy_seconds", 0.0)
-    monkeypatch.setattr(_sums, "_NUMPY_ALWAYS_VALUES", 2**16)
     per_value = _sums._NUMPY_SECONDS_PER_VALUE
     limit = _sums._NUMPY_SECONDS_BEFORE_COMPILED / per_value  # values numpy may take first
     assert not _sums._compiled(1_000, 10)
-    # However much numpy has cost, a small input never loads the kernels.
-    monkeypatch.setitem(_sums._tier, "numpy_seconds", 100.0)
-    assert not _sums._compiled(2**16 - 1, 1) and not _sums._tier["compiled"]
+    # Small inputs by numpy until their passes have cost about the load (a load of
+    # 20 ms here: about 1,500 fits), then the kernels.
+    with monkeypatch.context() as short:
+        short.setattr(_sums, "_NUMPY_SECONDS_BEFORE_COMPILED", 0.02)
+        small = np.random.default_rng(1).uniform(0, 1, (1_000, 1))
+        for fits in range(1, 100_000):
+            before = _sums._tier["numpy_seconds"]
+            fixed_point_moments(small, 0.0, 1.0, squares=True)
+            if _sums._tier["compiled"]:
+                break
+            assert _sums._tier["numpy_seconds"] > before
+        assert _sums._tier["compiled"] and fits > 10
+        assert _sums._tier["numpy_seconds"] + small.size * per_value >= 0.02
+    monkeypatch.setitem(_sums._tier, "compiled", False)
     monkeypatch.setitem(_sums._tier, "numpy_seconds", 0.0)
     assert not _sums._compiled(2**22, 1)  # past 2**21 rows: numpy's int64 totals are exact
     assert not _sums._compiled(int(limit * 0.9), 1) and not _sums._tier["compiled"]
