@@ -82,8 +82,8 @@ def _compiled(n_rows, n_features, seconds_per_value=_NUMPY_SECONDS_PER_VALUE):
     fitting), and then saves most of that on every later fit (a compiled call costs
     about 2 us). Once loaded, the kernels sum every input.
     """
-    if (_tier["compiled"] or _tier["numpy_seconds"] + n_rows * n_features * seconds_per_value
-            >= _NUMPY_SECONDS_BEFORE_COMPILED):
+    estimate = n_rows * n_features * seconds_per_value
+    if _tier["compiled"] or _tier["numpy_seconds"] + estimate >= _NUMPY_SECONDS_BEFORE_COMPILED:
         _tier["compiled"] = True
         return True
     return False
@@ -620,7 +620,9 @@ def _numpy_moments(values, lower, upper, scale, centre, in_fixed_point, squares,
     if block_check is None:
         return MomentSums(code_sums, square_code_sums, float_sums, float_square_sums,
                           finite=False)
-    coder = _NumpyCodes(values.shape[0], lower, upper, scale, centre, squares)
+    # The midpoint only for the other rows' squares (the square codes need none).
+    coder = _NumpyCodes(values.shape[0], lower, upper, scale,
+                        centre if other_squares else None, squares)
     for rows in coder.blocks(values.shape[0]):
         block = values[rows]
         if block_check and not all_finite(block):
