@@ -539,8 +539,9 @@ def fixed_point_moments(values, lower, upper, in_fixed_point=None, *, squares=Fa
     One pass for a chunk of the hybrid mean: the tcm users' clipped values in fixed
     point (as :func:`fixed_point_sums` adds them), their squared distances to the
     midpoint ``(clip(x) - mid)**2`` on the grid of ``[0, ((upper - lower) / 2)**2]``
-    (:func:`square_grid`), and the lm users' reports as floats. No sum ever includes a
-    row of the other group (never subtracted).
+    (:func:`square_grid`; from their codes, :func:`square_codes_of`), and the lm users'
+    reports as floats. No sum ever includes a row of the other group (never
+    subtracted).
 
     Parameters
     ----------
