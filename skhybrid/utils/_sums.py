@@ -20,7 +20,11 @@ Every sum that feeds a release is therefore computed here, in fixed point:
 Both steps run as one compiled pass over the values
 (:func:`~skhybrid.utils._kernels.fixed_point_code_sums`), or, for small inputs, as numpy
 passes of exactly the same float operations (:func:`_compiled`: loading numba's machine
-code costs a process 0.2-0.8 s once, more than numpy's passes over a small input).
+code costs a process 0.2-0.8 s once, more than numpy's passes over a small input). The
+hybrid mean's sums (:func:`fixed_point_moments`) have a third implementation, a C
+extension built at install (``_skhybrid_native``, :func:`_native_moment_sums`), which
+loads in a millisecond: where it is installed, every fit's moment sums are one compiled
+pass, the first fit's included. All three give the same integers, bit for bit.
 
 Replacing one user then moves an integer sum by at most ``2**FIXED_POINT_BITS`` per
 coordinate, exactly. What the estimators release is computed from these integers in the
@@ -62,7 +66,41 @@ _NUMPY_SECONDS_BEFORE_COMPILED = 0.4
 #: and float sums, 2.6 ns at 3 features with bounds per feature, 5.9 ns with 2 groups
 #: of labels).
 _NUMPY_SECONDS_PER_VALUE = 6e-9
-_tier = {"compiled": False, "numpy_seconds": 0.0}
+#: The version of ``_skhybrid_native``'s ``moment_sums`` this module calls (its
+#: ``NATIVE_VERSION``: its arguments and results).
+_NATIVE_VERSION = 1
+
+
+def _native_moment_sums():
+    """The C extension's ``moment_sums``, or None where it is not installed or not
+    this version's.
+
+    ``_skhybrid_native`` (``native/_skhybrid_native.c``) is built when skhybrid is
+    installed, where a C compiler is found (setup.py; the install succeeds without
+    one). It is a top-level module, found beside an installed skhybrid or a checkout
+    run from its own directory; one of another version or of another
+    ``FIXED_POINT_BITS`` is not used (the tests check that the one in use was built
+    from the checkout's source). Its ``moment_sums`` takes the arguments and gives the
+    results of numba's :func:`~skhybrid.utils._kernels.moment_sums`, the same integers
+    bit for bit.
+    """
+    try:
+        import _skhybrid_native
+    except ImportError:
+        return None
+    if (getattr(_skhybrid_native, "VERSION", None) != _NATIVE_VERSION
+            or getattr(_skhybrid_native, "FIXED_POINT_BITS", None) != FIXED_POINT_BITS):
+        return None
+    return _skhybrid_native.moment_sums
+
+
+#: The C extension's moment sums (None without it): loaded with this module, in about a
+#: millisecond, so that no fit waits for numba.
+_NATIVE_MOMENTS = _native_moment_sums()
+#: ``native``: whether :func:`fixed_point_moments` sums by the C extension (where it is
+#: installed); ``compiled``: whether the other sums go to numba's kernels (see
+#: :func:`_compiled`), and ``numpy_seconds`` what numpy's passes have cost so far.
+_tier = {"native": _NATIVE_MOMENTS is not None, "compiled": False, "numpy_seconds": 0.0}
 
 
 def _compiled(n_rows, n_features, seconds_per_value=_NUMPY_SECONDS_PER_VALUE):
@@ -583,10 +621,14 @@ def fixed_point_moments(values, lower, upper, in_fixed_point=None, *, squares=Fa
             )
     others = others and in_fixed_point is not None
     other_squares = other_squares and others
-    if not _compiled(*values.shape):
+    if _tier["native"]:
+        kernel = _NATIVE_MOMENTS
+    elif not _compiled(*values.shape):
         with _NumpyTimer():
             return _numpy_moments(values, lower, upper, scale, centre, in_fixed_point,
                                   squares, others, other_squares, check_finite)
+    else:
+        from ._kernels import moment_sums as kernel  # numba: imported at first use
     if centre is None:  # unread without squares; the kernel's types stay the same
         centre = lower
     code_sums = np.zeros(n_features, dtype=np.int64)
@@ -594,10 +636,8 @@ def fixed_point_moments(values, lower, upper, in_fixed_point=None, *, squares=Fa
     float_sums = np.zeros(n_features) if others else None
     float_square_sums = np.zeros(n_features) if other_squares else None
     non_finite = np.zeros(1, dtype=np.int64) if check_finite else None
-    from ._kernels import moment_sums  # numba: imported at first use
-
     for rows, columns in _feature_major(values):
-        moment_sums(columns, lower, upper, scale, centre,
+        kernel(columns, lower, upper, scale, centre,
                     None if in_fixed_point is None else in_fixed_point[rows],
                     code_sums, square_code_sums, float_sums, float_square_sums, non_finite)
     return MomentSums(code_sums, square_code_sums, float_sums, float_square_sums,

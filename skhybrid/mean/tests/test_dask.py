@@ -25,6 +25,7 @@ from skhybrid import (  # noqa: E402
 from skhybrid.audit import audit_samples  # noqa: E402
 from skhybrid.exceptions import EmptyGroupWarning, PrivacyLeakWarning  # noqa: E402
 from skhybrid.mechanisms import LocalLaplaceRandomizer  # noqa: E402
+from skhybrid.utils.tests.test_sums import PATHS  # noqa: E402
 
 N_USERS = 2_000_000
 CHUNK = 250_000
@@ -311,7 +312,7 @@ def test_a_non_finite_value_in_a_chunk_raises():
         ADPMEstimator(bounds=(0, 1)).fit(da.from_array(X, chunks=(300, 1)))
 
 
-@pytest.mark.parametrize("path", ["numpy", "compiled"])
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_a_non_finite_value_in_a_chunk_raises_where_the_statistics_test_it(
         monkeypatch, path, bad):

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import skhybrid._group_estimates as group_estimates
 import skhybrid.mean._statistics as statistics_module
 import skhybrid.mean._hybrid as hybrid_module
+from skhybrid.utils import _sums
 from skhybrid import ADPMEstimator, HybridMeanEstimator, MixedMeanEstimator
 from skhybrid.audit import audit_mechanism, estimator_release
 from skhybrid.utils._sums import (
@@ -104,11 +105,35 @@ def test_one_replaced_user_moves_the_fixed_point_sum_by_at_most_one_grid_range(
     moved = fixed_point_sums(X_prime, lower_, upper_) - fixed_point_sums(X, lower_, upper_)
     assert abs(int(moved[0, 0])) <= 2**FIXED_POINT_BITS
     # The private variance's sum of squared distances' codes (from the values' codes):
-    # on the grid, and moved by at most one grid range too.
-    before = fixed_point_moments(X, lower_, upper_, squares=True).square_codes
-    after = fixed_point_moments(X_prime, lower_, upper_, squares=True).square_codes
-    assert abs(int(after[0]) - int(before[0])) <= 2**FIXED_POINT_BITS
-    assert 0 <= int(before[0]) <= X.shape[0] * 2**FIXED_POINT_BITS
+    # on the grid, and moved by at most one grid range too; the same integers by numpy's
+    # passes, numba's kernel and the C extension.
+    before = _moments_by_every_path(X, lower_, upper_)
+    after = _moments_by_every_path(X_prime, lower_, upper_)
+    for sums in (before, after):
+        assert all(np.array_equal(sums[0].codes, other.codes)
+                   and np.array_equal(sums[0].square_codes, other.square_codes)
+                   for other in sums[1:])
+    moved = int(after[0].square_codes[0]) - int(before[0].square_codes[0])
+    assert abs(moved) <= 2**FIXED_POINT_BITS
+    assert 0 <= int(before[0].square_codes[0]) <= X.shape[0] * 2**FIXED_POINT_BITS
+
+
+def _moments_by_every_path(X, lower, upper):
+    """fixed_point_moments(squares=True) by numpy's passes, numba's kernel and the C
+    extension (where it is built), in that order (a hypothesis test cannot take
+    pytest's monkeypatch: the first-fit rule's state is put back by hand)."""
+    paths = [(False, False), (False, True)]
+    if _sums._NATIVE_MOMENTS is not None:
+        paths.append((True, False))
+    results = []
+    for native, compiled in paths:
+        saved = dict(_sums._tier)
+        _sums._tier.update(native=native, compiled=compiled, numpy_seconds=0.0)
+        try:
+            results.append(fixed_point_moments(X, lower, upper, squares=True))
+        finally:
+            _sums._tier.update(saved)
+    return results
 
 
 def test_fixed_point_sums_skip_rows_labelled_past_the_last_group():

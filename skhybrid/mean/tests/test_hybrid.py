@@ -14,6 +14,7 @@ from sklearn.pipeline import Pipeline
 from skhybrid import HybridMeanEstimator
 from skhybrid.exceptions import PrivacyLeakWarning
 from skhybrid.mean import EmptyGroupWarning
+from skhybrid.utils.tests.test_sums import PATHS
 
 STRATEGIES = ["kvh", "pwh", "naive", "tcm_only", "full_lm", "lm_only"]
 
@@ -226,7 +227,7 @@ def test_nan_in_X_raises_and_inputs_are_not_modified():
         HybridMeanEstimator(bounds=(0, 1)).fit(X, trust_group=trust)
 
 
-@pytest.mark.parametrize("path", ["numpy", "compiled"])
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_finiteness_tested_in_the_statistics_pass_refuses_as_validation_does(

@@ -15,17 +15,29 @@ from skhybrid.utils._sums import (
 )
 
 
+#: The ways a fit's sums are computed: numpy's passes, numba's kernels, and the C
+#: extension's moment sums (numpy's passes for the others: a process's first fits where
+#: the extension is installed).
+PATHS = ["numpy", "compiled", "native"]
+
+
 def force_path(monkeypatch, path):
-    """Sum by numpy wherever it is exact (``"numpy"``), or by the compiled kernels."""
+    """Sum by numpy wherever it is exact (``"numpy"``), by numba's kernels
+    (``"compiled"``), or the moment sums by the C extension and the others by numpy
+    (``"native"``; skipped where the extension could not be built, which
+    ``test_native.py`` allows only without a C compiler)."""
+    if path == "native" and _sums._NATIVE_MOMENTS is None:
+        pytest.skip("the C extension _skhybrid_native is not built (no C compiler)")
+    monkeypatch.setitem(_sums._tier, "native", path == "native")
     monkeypatch.setitem(_sums._tier, "compiled", path == "compiled")
     monkeypatch.setitem(_sums._tier, "numpy_seconds", 0.0)
-    if path == "numpy":  # numpy's passes never pay for the kernels' load
+    if path in ("numpy", "native"):  # numpy's passes never pay for the kernels' load
         monkeypatch.setattr(_sums, "_NUMPY_SECONDS_BEFORE_COMPILED", np.inf)
 
 
-@pytest.fixture(autouse=True, params=["numpy", "compiled"])
+@pytest.fixture(autouse=True, params=PATHS)
 def summing_path(request, monkeypatch):
-    """Every test here runs on both paths: they must give the same integers."""
+    """Every test here runs on every path: they must give the same integers."""
     force_path(monkeypatch, request.param)
     return request.param
 
@@ -428,6 +440,29 @@ def test_square_codes_stay_on_their_grid_at_its_ends():
     np.testing.assert_array_equal(out, many_squares)
 
 
+def test_moment_sums_are_the_definitions_in_exact_arithmetic_on_the_whole_grid():
+    """With bounds (0, 2**B) a value k of the grid is its own code: random codes and the
+    grid's ends, masked and not, give the code sums and square-code sums of the
+    definitions computed in Python's integers (the square ``d * d`` rounded to float64
+    once, as the float operations round it, then divided by 2**(B-2) and rounded half
+    to even), on every path."""
+    top = 2**FIXED_POINT_BITS
+    half = top // 2
+    rng = np.random.default_rng(7)
+    ends = [0, 1, 2, half - 3, half - 1, half, half + 1, half + 2**20, top - 1, top]
+    codes = np.concatenate([rng.integers(0, top + 1, 20_000), ends])
+    values = codes.astype(np.float64).reshape(-1, 1)
+    square_codes = np.array([round(float((int(k) - half) ** 2) / 2 ** (FIXED_POINT_BITS - 2))
+                             for k in codes], dtype=object)
+    assert max(square_codes) == top and min(square_codes) == 0
+    for mask in (None, rng.random(codes.shape[0]) < 0.5):
+        rows = np.ones(codes.shape[0], bool) if mask is None else mask
+        sums = fixed_point_moments(values, 0.0, float(top), mask, squares=True,
+                                   others=mask is not None)
+        assert int(sums.codes[0]) == sum(int(k) for k in codes[rows])
+        assert int(sums.square_codes[0]) == square_codes[rows].sum()
+
+
 def test_fixed_point_moments_refuse_a_mask_that_is_not_one_bool_per_row():
     values = np.zeros((10, 1))
     for mask in (np.ones(10, dtype=int), np.ones(9, dtype=bool)):
@@ -440,7 +475,9 @@ def test_numpy_sums_until_the_compiled_kernels_pay(monkeypatch):
     """Every input by numpy while numpy's cost so far plus this input's estimate stays
     under about the kernels' load (so a first fit never costs more than the load),
     then the kernels for good, for every input: a process of small inputs loads them
-    too, once their numpy passes have cost about the load."""
+    too, once their numpy passes have cost about the load. (Without the C extension:
+    with it, the moment sums never take numpy's passes.)"""
+    monkeypatch.setitem(_sums._tier, "native", False)
     monkeypatch.setitem(_sums._tier, "compiled", False)
     monkeypatch.setitem(_sums._tier, "numpy_seconds", 0.0)
     per_value = _sums._NUMPY_SECONDS_PER_VALUE
