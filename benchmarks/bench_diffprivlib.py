@@ -14,14 +14,17 @@ private variance at 5% of the budget, ``variance="private"``) and diffprivlib's
 is skhybrid with the variance given (``variance=1 / 12``): the same single release as
 diffprivlib's.
 
-skhybrid sums every input by numpy's passes until they would have cost the process
-about the load of its compiled kernels (0.4 s; the first-fit rule,
-``skhybrid.utils._sums._compiled``), then by the kernels. The two tiers are measured
-separately, each pinned for the whole table (a benchmark-only setting of that rule's
-private state): "numpy's passes" is what a short-lived process (a CLI call, a joblib
-worker) gets, and any process in its first 0.4 s of numpy's passes (about 20,000
-default fits of 1e3 values, 2,900 of 1e5: 2 s and 1 s of fitting); "kernels loaded"
-what a long-running one gets.
+skhybrid computes the hybrid mean's sums by its C extension (``_skhybrid_native``,
+built at install where a C compiler is found) in every process, from its first fit.
+Without the extension, it sums every input by numpy's passes until they would have cost
+the process about the load of numba's kernels (0.4 s; the first-fit rule,
+``skhybrid.utils._sums._compiled``), then by numba's kernels. The three tiers are
+measured separately, each pinned for the whole table (a benchmark-only setting of that
+rule's private state): "C extension" is what every process gets where skhybrid was
+installed with a compiler (CI's machines and this one); "numpy's passes" what a
+short-lived process gets without the extension (a CLI call, a joblib worker: any
+process in its first 0.4 s of numpy's passes, about 20,000 default fits of 1e3 values,
+2,900 of 1e5); "numba's kernels" what a long-running one gets without it.
 """
 
 import os
@@ -73,12 +76,17 @@ def diffprivlib_seconds(python, n):
 
 
 def pin_tier(tier):
-    """Pin the first-fit rule to numpy's passes (``"numpy"``) or to the loaded kernels."""
+    """Pin the moment sums to the C extension (``"native"``), to numpy's passes
+    (``"numpy"``) or to numba's kernels (``"compiled"``)."""
     from skhybrid.utils import _sums
 
+    if tier == "native" and _sums._NATIVE_MOMENTS is None:
+        raise SystemExit("the C extension _skhybrid_native is not built: reinstall skhybrid "
+                         "with a C compiler (python -m pip install .)")
+    _sums._tier["native"] = tier == "native"
     _sums._tier["compiled"] = tier == "compiled"
-    if tier == "numpy":  # never switch (this process is not run again after the table)
-        _sums._NUMPY_SECONDS_BEFORE_COMPILED = float("inf")
+    # numpy's passes never switch (this process is not run again after the table).
+    _sums._NUMPY_SECONDS_BEFORE_COMPILED = float("inf") if tier == "numpy" else 0.4
 
 
 def skhybrid_seconds(n, variance="private"):
@@ -101,7 +109,8 @@ def main(venv_path=None):
                               / "diffprivlib")
     print(f"{ROUNDS} interleaved rounds of {CALLS} calls; epsilon = 1, [0, 1]; load average "
           f"{os.getloadavg()[0]:.2f}")
-    for tier, title in (("numpy", "numpy's passes"), ("compiled", "kernels loaded")):
+    for tier, title in (("native", "C extension"), ("numpy", "numpy's passes (no extension)"),
+                        ("compiled", "numba's kernels (no extension)")):
         pin_tier(tier)
         print(f"\nskhybrid: {title}\n")
         print("| n | skhybrid tcm_only | mean only | diffprivlib tools.mean | skhybrid / "

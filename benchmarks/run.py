@@ -6,8 +6,10 @@ and its baseline run in turn within each of ``ROUNDS`` rounds (interleaved: a bu
 moment slows both), after one untimed warm-up of each, in a process whose compiled
 kernels are loaded (the state a long-running process reaches after 0.4 s of numpy's
 passes under the first-fit rule, ``skhybrid.utils._sums._compiled``; set here at the
-start): the table is of warm fits. The first fit in a fresh process has rows of its
-own, with numba's cache cold and warm. A row reports the ratio of the two minimum
+start): the table is of warm fits. The hybrid mean's sums are the C extension's
+(``_skhybrid_native``) where it is built, as in every process. The first fit in a fresh
+process has rows of its own, with numba's cache cold and warm (the C extension needs
+neither). A row reports the ratio of the two minimum
 times and the median of the per-round ratios, and the load average is printed before
 and after.
 

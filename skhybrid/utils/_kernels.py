@@ -180,6 +180,10 @@ def moment_sums(columns, lower, upper, scale, centre, is_coded, code_sums, squar
     function of the user's own clipped value, an integer in ``[0, 2**B]`` whatever the
     bounds, so one user moves the square sum by at most one grid range.
 
+    Where the C extension ``_skhybrid_native`` is installed, its ``moment_sums`` (the
+    same arguments, the same integers) runs instead, from a process's first fit
+    (:func:`~skhybrid.utils._sums._native_moment_sums`).
+
     Parameters
     ----------
     columns : ndarray of float64 of shape (n_features, n_rows)
