@@ -118,7 +118,9 @@ def _compiled(n_rows, n_features, seconds_per_value=_NUMPY_SECONDS_PER_VALUE):
     fits loads the kernels too once their passes have cost it about the load (the
     default fit of 1e3 values: 20 us of numpy's passes, about 20,000 fits, 2 s of
     fitting), and then saves most of that on every later fit (a compiled call costs
-    about 2 us). Once loaded, the kernels sum every input.
+    about 2 us). Once loaded, the kernels sum every input. Where the C extension is
+    installed, the hybrid mean's moment sums never come here (:func:`fixed_point_moments`
+    sums them by it from the first fit).
     """
     estimate = n_rows * n_features * seconds_per_value
     if _tier["compiled"] or _tier["numpy_seconds"] + estimate >= _NUMPY_SECONDS_BEFORE_COMPILED:
@@ -638,8 +640,8 @@ def fixed_point_moments(values, lower, upper, in_fixed_point=None, *, squares=Fa
     non_finite = np.zeros(1, dtype=np.int64) if check_finite else None
     for rows, columns in _feature_major(values):
         kernel(columns, lower, upper, scale, centre,
-                    None if in_fixed_point is None else in_fixed_point[rows],
-                    code_sums, square_code_sums, float_sums, float_square_sums, non_finite)
+               None if in_fixed_point is None else in_fixed_point[rows],
+               code_sums, square_code_sums, float_sums, float_square_sums, non_finite)
     return MomentSums(code_sums, square_code_sums, float_sums, float_square_sums,
                       non_finite is None or int(non_finite[0]) == 0)
 
