@@ -211,8 +211,9 @@ take_buffer(PyObject *object, Py_buffer *view, enum kind kind, int ndim, int wri
         return -1;
     }
     const char *format = view->format == NULL ? "B" : view->format;
-    if (format[0] == '@' || format[0] == '=' || format[0] == '<') {
-        format++; /* native order (little-endian checked by the itemsize and format) */
+    /* The machine's own byte order only ('<' is it on a little-endian machine). */
+    if (format[0] == '@' || format[0] == '=' || (PY_LITTLE_ENDIAN && format[0] == '<')) {
+        format++;
     }
     int ok = view->ndim == ndim;
     switch (kind) {
