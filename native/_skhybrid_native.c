@@ -35,6 +35,17 @@
 #include <stdint.h>
 #include <string.h>
 
+/* The codes' exactness needs IEEE float64 as written: no fused multiply-adds (Clang reads
+ * this pragma; GCC takes -ffp-contract=off from setup.py) and no fast-math, which may
+ * reorder a product or drop the NaN test. A build with it fails here, and skhybrid then
+ * uses its other implementations. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+#if defined(__FAST_MATH__) || defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__
+#error "_skhybrid_native must be compiled without fast-math"
+#endif
+
 /* Bumped with any change of moment_sums' arguments or results (skhybrid.utils._sums
  * checks it, as it checks FIXED_POINT_BITS, before using this module). */
 #define NATIVE_VERSION 1
