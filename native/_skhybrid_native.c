@@ -9,9 +9,10 @@
  * distance to float64 sums. Where numba's kernels cost a process 0.4 s before its first
  * call (importing numba, loading their cached machine code), this module loads in well
  * under a millisecond: a process's first fits, a CLI call's or a joblib worker's, get one
- * compiled pass instead of numpy's several. skhybrid uses it when it is installed and
- * built from the same source (SOURCE_SHA256, VERSION); else numba's kernel and numpy's
- * passes, which compute the same integers.
+ * compiled pass instead of numpy's several. skhybrid uses it when it is installed, of
+ * skhybrid's VERSION and FIXED_POINT_BITS (the tests also check that it was built from
+ * the checkout's source, SOURCE_SHA256); else numba's kernel and numpy's passes, which
+ * compute the same integers.
  *
  * Exactness: each code is computed by the float64 operations of
  * skhybrid.utils._kernels.fixed_point_code and skhybrid.utils._sums.square_codes_of
