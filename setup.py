@@ -4,9 +4,9 @@ A C extension of the hybrid mean's moment sums (``native/_skhybrid_native.c``), 
 install. It is optional: without a C compiler the install still succeeds (with
 setuptools' warning), and skhybrid computes the same sums by numba's kernels and
 numpy's passes. It is a top-level module, not part of the ``skhybrid`` package, so that
-a checkout run from its own directory (the tests) finds the one installed beside it;
-skhybrid uses it only when it was built from the same source (``SOURCE_SHA256``, checked
-by the tests against the checkout's file).
+a checkout run from its own directory (the tests) finds the one installed beside it.
+skhybrid uses it when its version is skhybrid's own; the tests also check that it was
+built from the checkout's source (its ``SOURCE_SHA256``, compiled in from here).
 """
 
 import hashlib
