@@ -1,16 +1,14 @@
-"""The C extension of the hybrid mean's moment sums: built from this source, used by a
-fresh process's first fit, and strict about its arguments.
+"""The C extension of the hybrid mean's moment sums: built from this source, and strict
+about its arguments.
 
 Its sums are compared with numpy's passes and numba's kernels, bit for bit, by every
 test of ``test_sums.py`` and ``skhybrid/mean/tests/test_compiled_paths.py`` (the path
-``"native"``).
+``"native"``); a fresh process's first fits use it (``tests/test_layers.py``).
 """
 
 import hashlib
 import re
 import shutil
-import subprocess
-import sys
 import sysconfig
 from pathlib import Path
 
@@ -48,24 +46,6 @@ def test_the_extension_in_use_is_built_from_this_checkouts_source():
     assert int(version) == _sums._NATIVE_VERSION == _skhybrid_native.VERSION
     assert int(bits) == _sums.FIXED_POINT_BITS == _skhybrid_native.FIXED_POINT_BITS
     assert _sums._tier["native"]  # every process sums its moments by it
-
-
-def test_a_fresh_process_sums_its_first_fit_by_the_extension():
-    """A CLI call's or a joblib worker's first fit: one compiled pass, no numpy passes
-    and no numba (whose load is 0.4 s)."""
-    if _sums._NATIVE_MOMENTS is None:
-        pytest.skip("the C extension _skhybrid_native is not built (no C compiler)")
-    script = (
-        "import sys, warnings; warnings.simplefilter('ignore'); import numpy as np; "
-        "from skhybrid import HybridMeanEstimator; from skhybrid.utils import _sums; "
-        "X = np.random.default_rng(0).uniform(size=(100_000, 1)); "
-        "HybridMeanEstimator('tcm_only', bounds=(0, 1)).fit(X); "
-        "HybridMeanEstimator(bounds=(0, 1)).fit(X, trust_group=X[:, 0] < 0.1); "
-        "assert _sums._tier['native'] and _sums._tier['numpy_seconds'] == 0.0, _sums._tier; "
-        "assert 'numba' not in sys.modules, 'numba'"
-    )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
 
 
 @pytest.fixture
