@@ -5,7 +5,7 @@ import warnings
 from numbers import Integral
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, validate_parameter_constraints
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .exceptions import EmptyGroupWarning, MetadataOverrideWarning, PrivacyLeakWarning
@@ -21,78 +21,6 @@ RANDOM_STATE_CONSTRAINT = [
     np.random.Generator,
     np.random.RandomState,
 ]
-
-
-class ValidatedParamsMixin:
-    """scikit-learn's parameter introspection and validation, each done once.
-
-    scikit-learn reads ``__init__``'s signature on every ``get_params`` and checks every
-    constraint of ``_parameter_constraints`` on every ``fit`` (together about 150 µs, a
-    quarter of a fit of 10,000 users, repeated in every fit of a grid search). Here the
-    parameter names are kept per class, and a class's constraints are checked once per
-    combination of parameter values when every value is immutable (numbers, strings,
-    None and tuples of them, compared with their types): a changed parameter, or one
-    that could change in place (a list, an array, a generator), is checked every time.
-    Put it before ``BaseEstimator`` in the bases.
-    """
-
-    @classmethod
-    def _get_param_names(cls):
-        names = _PARAM_NAMES.get(cls)
-        if names is None:
-            names = _PARAM_NAMES[cls] = tuple(super()._get_param_names())
-        return list(names)
-
-    def _validate_params(self):
-        names = _PARAM_NAMES.get(type(self)) or self._get_param_names()
-        state = self.__dict__
-        if all(name in state for name in names):
-            # get_params(deep=False) of parameters stored as instance attributes, read
-            # without its per-parameter checks for nested estimators.
-            params = {name: state[name] for name in names}
-        else:
-            params = self.get_params(deep=False)
-        key = _params_key(type(self), params)
-        if key is not None and key in _VALID_PARAMS:
-            return
-        validate_parameter_constraints(
-            self._parameter_constraints, params, caller_name=type(self).__name__)
-        if key is not None:
-            if len(_VALID_PARAMS) >= _MAX_VALID_PARAMS:
-                _VALID_PARAMS.clear()
-            _VALID_PARAMS.add(key)
-
-
-#: Each class's sorted ``__init__`` parameter names.
-_PARAM_NAMES = {}
-#: Parameter values known to satisfy their class's constraints (:func:`_params_key`).
-_VALID_PARAMS = set()
-_MAX_VALID_PARAMS = 4096
-_IMMUTABLE_TYPES = frozenset({bool, int, float, complex, str, type(None)})
-_NUMPY_SCALARS = (np.number, np.bool_, np.str_)  # not np.void: a view into an array
-
-
-def _params_key(cls, params):
-    """A hashable key of a class and its parameters' values and types, or None.
-
-    None when a value may change in place or hold something that may: anything but
-    numbers, strings, None, numpy scalars and flat tuples of them (exact types, not
-    subclasses, whose equality could be anything).
-    """
-    key = [cls]
-    for name, value in params.items():
-        kind = type(value)
-        if kind is tuple:
-            kinds = tuple(map(type, value))
-            if not all(item in _IMMUTABLE_TYPES or issubclass(item, _NUMPY_SCALARS)
-                       for item in kinds):
-                return None
-            key.append((name, kind, kinds, value))
-        elif kind in _IMMUTABLE_TYPES or issubclass(kind, _NUMPY_SCALARS):
-            key.append((name, kind, value))
-        else:
-            return None
-    return tuple(key)
 
 
 def check_fit_metadata(estimator, trust_group, epsilon, *, hybrid, stacklevel):

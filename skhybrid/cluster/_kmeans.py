@@ -62,7 +62,6 @@ from .._group_estimates import local_report_variance
 from ..accounting._costs import charge_dask_release, charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
-    ValidatedParamsMixin,
     check_fit_metadata,
     validate_fit_input,
     warn_score_leak,
@@ -96,7 +95,7 @@ from ._k_means_statistics import (
 _STRATEGIES = ("hybrid", "tcm_only", "full_lm")
 
 
-class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedParamsMixin,
+class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                    BaseEstimator):
     """Differentially private K-means for users who trust the curator to different degrees.
 

@@ -39,7 +39,6 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..accounting._costs import charge_dask_release, charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
-    ValidatedParamsMixin,
     check_fit_metadata,
     warn_score_leak,
 )
@@ -102,7 +101,7 @@ def _headlist_group_size(n_optin, headlist_fraction):
     return max(0, min(int(round(headlist_fraction * n_optin)), n_optin - 2))
 
 
-class BlenderHeavyHitters(ValidatedParamsMixin, BaseEstimator):
+class BlenderHeavyHitters(BaseEstimator):
     """The most popular search records and their probabilities under the hybrid model (BLENDER).
 
     Every user holds one (query, url) record. Opt-in users ("tcm") trust the curator,

@@ -10,7 +10,6 @@ from ..base import (
     RANDOM_STATE_CONSTRAINT,
     MeanEstimatorMixin,
     NonFiniteValues,
-    ValidatedParamsMixin,
 )
 from ..mechanisms import LaplaceMechanism, LocalLaplaceRandomizer
 from ..mechanisms._feature_weights import feature_noise_weights, scaled_ranges
@@ -59,7 +58,7 @@ def _program_variance(feature_variance, lower, upper):
     return float(np.mean(feature_variance / feature_noise_weights(upper - lower) ** 2))
 
 
-class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin,
+class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin,
                     BaseEstimator):
     """Private mean for users who each choose their own privacy level epsilon_i.
 

@@ -23,7 +23,6 @@ from ..base import (
     RANDOM_STATE_CONSTRAINT,
     MeanEstimatorMixin,
     NonFiniteValues,
-    ValidatedParamsMixin,
 )
 from ..exceptions import EmptyGroupWarning, WorstCaseVarianceWarning
 from ..theory._hybrid import (
@@ -231,7 +230,7 @@ def _sum_or_none(first, second):
     return None if first is None else first + second
 
 
-class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin,
+class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin,
                           BaseEstimator):
     """Differentially private mean for users who trust the curator to different degrees.
 

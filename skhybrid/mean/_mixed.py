@@ -17,7 +17,6 @@ from ..accounting._costs import charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
     MeanEstimatorMixin,
-    ValidatedParamsMixin,
     check_fit_metadata,
 )
 from ..mechanisms import ExponentialMechanism
@@ -103,7 +102,7 @@ def _exponential_quantile(values, quantile, lower, upper, mechanism, rng):
     return edges[chosen] + lengths[chosen] * rng.random()
 
 
-class _BaseMixedEstimator(ValidatedParamsMixin, BaseEstimator):
+class _BaseMixedEstimator(BaseEstimator):
     """Group the users by epsilon, estimate each group privately, mix the estimates."""
 
     _parameter_constraints: dict = {

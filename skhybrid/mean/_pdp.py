@@ -12,7 +12,6 @@ from ..accounting._costs import charge_dask_release, charge_release, check_user_
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
     MeanEstimatorMixin,
-    ValidatedParamsMixin,
     check_fit_metadata,
     clamp_estimate,
     validate_fit_input,
@@ -149,7 +148,7 @@ def _centred_magnitude(counts, expected_kept, lower, upper):
     return float(np.sum(counts)) * (upper - lower) / (2.0 * float(expected_kept))
 
 
-class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator):
+class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
     """Private mean for per-user privacy levels by the Sample mechanism (PDP baseline).
 
     Each user i is kept independently with probability

@@ -10,7 +10,6 @@ from ..accounting._costs import charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
     MeanEstimatorMixin,
-    ValidatedParamsMixin,
     check_fit_metadata,
 )
 from ..mechanisms._exponential import personalized_exponential_quantile
@@ -18,7 +17,7 @@ from ..utils._random import check_random_state
 from ._pdp import _validate_curator_fit
 
 
-class PDPQuantileEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator):
+class PDPQuantileEstimator(MeanEstimatorMixin, BaseEstimator):
     """Private quantile for per-user privacy levels by the PE mechanism (PDP baseline).
 
     Jorgensen, Yu and Cormode's personalized exponential mechanism (PE) scores each

@@ -11,7 +11,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
 from sklearn.model_selection import (
     GridSearchCV,
     ParameterGrid,
@@ -20,7 +20,12 @@ from sklearn.model_selection import (
     check_cv,
 )
 from sklearn.utils import Bunch, _safe_indexing
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import (
+    HasMethods,
+    Interval,
+    StrOptions,
+    validate_parameter_constraints,
+)
 from sklearn.utils.metadata_routing import (
     MetadataRouter,
     MethodMapping,
@@ -32,7 +37,7 @@ from sklearn.utils.validation import _check_method_params, _num_samples, check_i
 
 from ..accounting._costs import user_stacklevel, warn_unaccounted_release
 from ..accounting._ledger import id_array
-from ..base import RANDOM_STATE_CONSTRAINT, ValidatedParamsMixin
+from ..base import RANDOM_STATE_CONSTRAINT
 from ..exceptions import BudgetExceededError
 from ..mechanisms import ExponentialMechanism
 from ..utils._random import check_random_state
@@ -239,7 +244,7 @@ def _fit_candidate(estimator, X_train, fit_params, X_scored):
     return result, None if allotment is None else allotment.used, error, records
 
 
-class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimator):
+class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     """Exhaustive search over a grid whose choice is differentially private and charged.
 
     The private counterpart of scikit-learn's ``GridSearchCV`` for skhybrid's
@@ -375,6 +380,8 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
         self.n_jobs = n_jobs
         self.random_state = random_state
 
+    # The inner estimator's parameters are validated by its own fits.
+    @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None, **params):
         """Reserve the search's cost, fit the candidates, choose privately, refit.
 
@@ -392,7 +399,6 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
         -------
         self : PrivateGridSearchCV
         """
-        self._validate_params()
         plan = self._plan(X, y, params)
         ledger = getattr(self.estimator, "ledger", None)
         epsilon, delta = plan.reserved()
@@ -688,7 +694,9 @@ def search_cost(search, X, y=None, **params):
         difference).
     """
     if isinstance(search, PrivateGridSearchCV):
-        search._validate_params()
+        validate_parameter_constraints(search._parameter_constraints,
+                                       search.get_params(deep=False),
+                                       caller_name=type(search).__name__)
         plan = search._plan(X, y, params)
         _warn_once_per_kind(plan.records + plan.probe_records, "search_cost")
         return plan.reserved()[0]
