@@ -59,7 +59,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._group_estimates import local_report_variance
-from ..accounting._costs import charge_dask_release, charge_release, check_user_id
+from ..accounting import ReleaseCost, charge_dask_release, charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
     check_fit_metadata,
@@ -459,6 +459,12 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         return -within_cluster_sum_of_squares(X, self.cluster_centers_) / X.shape[0]
 
     # -- private helpers ------------------------------------------------------------------
+
+    def _release_cost(self, is_tcm, epsilon, **_):
+        """Each user's level over all ``n_iter`` iterations (the parameter is the total);
+        lm users are not charged under ``"tcm_only"``."""
+        return ReleaseCost.at_levels(epsilon,
+                                     charged=is_tcm if self.strategy == "tcm_only" else None)
 
     def _check_groups(self, n_tcm, n_lm, trust_given):
         if self.strategy == "tcm_only" and n_tcm == 0:

@@ -36,7 +36,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..accounting._costs import charge_dask_release, charge_release, check_user_id
+from ..accounting import ReleaseCost, charge_dask_release, charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
     check_fit_metadata,
@@ -551,6 +551,12 @@ class BlenderHeavyHitters(BaseEstimator):
         users = merge_chunk_summaries(summaries, type(self).__name__)
         n_optin_per_chunk = [summary.n_tcm for summary in summaries]
         return n_optin_per_chunk, users.n_lm, users.epsilon_tcm, users.epsilon_lm
+
+    def _release_cost(self, is_tcm, epsilon, **_):
+        """``(epsilon, delta)`` for every user: opt-in users by Theorem 1's head list and
+        estimates, clients by Theorem 3's local randomizer (Avent et al. 2017)."""
+        return ReleaseCost.at_levels(epsilon, delta=float(self.delta),
+                                     mechanism="laplace+randomized-response")
 
     def _client(self, epsilon):
         head = self.__dict__.get("_head_labels", self._head_records)

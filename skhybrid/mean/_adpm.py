@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
+from ..accounting import ReleaseCost
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
     MeanEstimatorMixin,
@@ -338,6 +339,11 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin,
                 else:
                     mechanism.variance(lower.shape[0])
         return solution
+
+    def _release_cost(self, is_tcm, epsilon, **_):
+        """Each user's own level: the affine estimate's weights give user i
+        epsilon_i-DP under the Laplace noise of :meth:`_noise` (Chaudhuri and Courtade)."""
+        return ReleaseCost.at_levels(epsilon)
 
     def _release(self, statistics, context, solution, rng):
         """Add the noise to the weighted sum with the planned weights."""

@@ -13,7 +13,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval
 
 from .._group_estimates import central_group_means, central_group_means_variance
-from ..accounting._costs import charge_release, check_user_id
+from ..accounting import ReleaseCost, charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
     MeanEstimatorMixin,
@@ -112,6 +112,11 @@ class _BaseMixedEstimator(BaseEstimator):
         "random_state": RANDOM_STATE_CONSTRAINT,
         "ledger": [HasMethods(["charge"]), None],
     }
+
+    def _release_cost(self, is_tcm, epsilon, **_):
+        """Each user's own level: every privacy group's Laplace or exponential mechanism
+        runs at the group's level, on disjoint users (parallel composition)."""
+        return ReleaseCost.at_levels(epsilon)
 
     def _fit_mixture(self, X, trust_group, epsilon, user_id=None):
         """Fit the per-group estimates and their mixture.

@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from .._group_estimates import central_group_mean, central_group_noise
-from ..accounting._costs import charge_dask_release, charge_release, check_user_id
+from ..accounting import ReleaseCost, charge_dask_release, charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
     MeanEstimatorMixin,
@@ -16,6 +16,7 @@ from ..base import (
     clamp_estimate,
     validate_fit_input,
 )
+from ..mechanisms._families import LAPLACE
 from ..mechanisms._feature_weights import feature_noise_weights, noise_ranges
 from ..theory._mixed import (
     mse_about_empirical_mean,
@@ -399,10 +400,17 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         """Refuse a curator's noise too wide to draw, before anyone is charged."""
         if np.isfinite(threshold):
             central_group_noise(
-                float(expected_kept), mechanism="laplace", epsilon=threshold, delta=0.0,
+                float(expected_kept), mechanism=LAPLACE, epsilon=threshold, delta=0.0,
                 ranges=upper - lower,
                 magnitude=_centred_magnitude(counts, expected_kept, lower, upper),
             ).variance(lower.shape[0])
+
+    def _release_cost(self, is_tcm, epsilon, *, threshold, **_):
+        """``min(epsilon_i, t)``: a user below the threshold ``t`` is kept with
+        probability ``(e^epsilon_i - 1) / (e^t - 1)``, and subsampling a ``t``-DP release
+        with it gives ``epsilon_i`` (Jorgensen et al. 2015, Thm 1); a user above ``t`` is
+        always kept and gets ``t``."""
+        return ReleaseCost.at_levels(epsilon, cap=threshold)
 
     def _release(self, kept_sum, levels, counts, threshold, expected_kept, lower, upper,
                  variance, rng):
@@ -419,7 +427,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
             offset = centred / expected_kept
         else:
             offset = central_group_mean(
-                centred, expected_kept, origin=np.zeros_like(lower), mechanism="laplace",
+                centred, expected_kept, origin=np.zeros_like(lower), mechanism=LAPLACE,
                 epsilon=threshold, delta=0.0, ranges=upper - lower, rng=rng,
                 magnitude=_centred_magnitude(counts, expected_kept, lower, upper),
             ).mean

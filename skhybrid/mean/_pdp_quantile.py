@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval
 
-from ..accounting._costs import charge_release, check_user_id
+from ..accounting import ReleaseCost, charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
     MeanEstimatorMixin,
@@ -154,6 +154,11 @@ class PDPQuantileEstimator(MeanEstimatorMixin, BaseEstimator):
             for feature in range(n_features)
         ])
         return self
+
+    def _release_cost(self, is_tcm, epsilon, **_):
+        """Each user's own level: the PE mechanism's cost of moving user i is epsilon_i
+        (Jorgensen et al. 2015)."""
+        return ReleaseCost.at_levels(epsilon)
 
     def _empirical_statistic(self, X):
         # score(X) compares quantile_ with numpy's linearly interpolated quantile of X.

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.utils.validation import check_array
 
-from ..accounting._costs import charge_dask_release, charge_release, check_user_id
+from ..accounting import charge_dask_release, charge_release, check_user_id
 from ..accounting._ledger import id_array
 from ..base import (
     NonFiniteValues,

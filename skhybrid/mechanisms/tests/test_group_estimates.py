@@ -9,6 +9,7 @@ from skhybrid._group_estimates import (
     planned_central_noise,
 )
 from skhybrid.mechanisms import LaplaceMechanism
+from skhybrid.mechanisms._families import LAPLACE
 from skhybrid.mechanisms._feature_weights import feature_noise_weights, scaled_ranges
 from skhybrid.mechanisms._noise import grid_step
 from skhybrid.utils._sums import rounding_slack
@@ -30,7 +31,7 @@ def test_each_group_gets_the_per_group_noise_variance(groups):
                                        ranges=ranges, rng=np.random.default_rng(1))
     for g in range(len(sizes)):
         single = central_group_mean(centred[g], int(sizes[g]), origin=origin,
-                                    mechanism="laplace", epsilon=float(epsilons[g]),
+                                    mechanism=LAPLACE, epsilon=float(epsilons[g]),
                                     delta=0.0, ranges=ranges, rng=np.random.default_rng(1))
         np.testing.assert_array_equal(variances[g], single.noise_variance)
 
@@ -104,7 +105,7 @@ def test_a_plan_is_remembered_by_all_its_public_arguments(monkeypatch):
                  "n_features": 2}
     plan = planned_central_noise(500, **arguments)
     assert planned_central_noise(500, **{**arguments, "ranges": ranges.copy()}) is plan
-    fresh = _group_estimates.central_group_noise(500, mechanism="laplace", epsilon=0.7,
+    fresh = _group_estimates.central_group_noise(500, mechanism=LAPLACE, epsilon=0.7,
                                                  delta=0.0, ranges=ranges)
     assert plan.mechanism.sensitivity == fresh.sensitivity
     assert plan.variance == fresh.variance(2)
