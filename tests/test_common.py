@@ -187,3 +187,48 @@ def test_the_ledger_is_importable_from_the_package():
 
     assert PrivacyLedger is FromAccounting
     assert "PrivacyLedger" in skhybrid.__all__ and "accounting" in skhybrid.__all__
+
+
+def _charging_classes():
+    import inspect
+
+    import skhybrid
+    from sklearn.base import BaseEstimator
+
+    classes = [getattr(skhybrid, name) for name in skhybrid.__all__]
+    return [cls for cls in classes if inspect.isclass(cls) and issubclass(cls, BaseEstimator)
+            and "ledger" in inspect.signature(cls).parameters]
+
+
+def test_every_estimator_with_a_ledger_is_found():
+    names = {cls.__name__ for cls in _charging_classes()}
+    assert {type(estimator).__name__ for estimator in _estimators()} <= names
+
+
+@pytest.mark.parametrize("cls", _charging_classes(), ids=lambda cls: cls.__name__)
+def test_every_estimator_with_a_ledger_declares_the_cost_of_its_release(cls):
+    from skhybrid.accounting import ReleaseCost
+
+    declared = getattr(cls, "_release_cost", None)
+    assert callable(declared), f"{cls.__name__} declares no _release_cost"
+    assert "_release_cost" in {name for klass in cls.__mro__ if klass.__module__.startswith(
+        "skhybrid") for name in vars(klass)}
+    estimator = cls()
+    estimator._mechanism = getattr(estimator, "_resolve_mechanism", lambda: None)()
+    is_tcm = np.array([True, False, True])
+    cost = estimator._release_cost(is_tcm, np.array([0.5, 1.0, 2.0]), threshold=1.0)
+    assert isinstance(cost, ReleaseCost)
+
+
+def test_an_estimator_without_a_declared_cost_is_refused_before_any_release():
+    from sklearn.base import BaseEstimator
+
+    from skhybrid.accounting import PrivacyLedger, charge_release
+
+    class Undeclared(BaseEstimator):
+        def __init__(self, ledger=None):
+            self.ledger = ledger
+
+    with pytest.raises(TypeError, match="Undeclared declares no privacy cost"):
+        charge_release(Undeclared(PrivacyLedger(default_budget=1.0)), np.arange(3),
+                       np.ones(3, dtype=bool), 0.5)

@@ -128,7 +128,8 @@ class GaussianFamily(NoiseFamily):
     def release_cost(self, epsilon, *, delta, n_users, charged=None):
         # Charged by its noise multiplier: the ledger composes Gaussian releases exactly.
         levels = np.broadcast_to(ReleaseCost.at_levels(epsilon).epsilon, (n_users,))
-        charged = np.ones(n_users, dtype=bool) if charged is None else charged
+        # Public users (level 0 here) are not charged: their data are public.
+        charged = levels > 0 if charged is None else charged & (levels > 0)
         multiplier = np.full(n_users, np.inf)
         distinct, inverse = np.unique(levels[charged], return_inverse=True)
         multiplier[charged] = np.array([

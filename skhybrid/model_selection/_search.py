@@ -98,7 +98,7 @@ def _planned_cost(estimator, params, X, fit_params, n_rows):
 
     The fit runs with a :class:`_CostProbe` up to its charge (every estimator charges
     after validating its input and before any noise), so the cost is the estimators'
-    own (``skhybrid.accounting._costs``) and nothing is released.
+    own (each declares it in ``_release_cost``) and nothing is released.
     """
     probe = clone(estimator).set_params(**params, ledger=_CostProbe())
     try:
@@ -671,8 +671,8 @@ def search_cost(search, X, y=None, **params):
 
     Every fit of the search is run up to its charge (every estimator charges after
     validating its input and before drawing noise) against a probe that records the
-    cost and stops it: the costs are the estimators' own (the table of
-    :mod:`skhybrid.accounting._costs`) and nothing is released.
+    cost and stops it: the costs are the ones the estimators declare (their
+    ``_release_cost``) and nothing is released.
 
     Parameters
     ----------

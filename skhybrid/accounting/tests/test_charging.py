@@ -43,7 +43,7 @@ def _spend(estimator, fit_kwargs, X, ids):
     return ledger.spent(ids), ledger
 
 
-# -- what each estimator charges (the table in skhybrid.accounting._costs) ----------------
+# -- what each estimator charges (its _release_cost) -------------------------------------
 
 
 @pytest.mark.parametrize("strategy", ["kvh", "pwh", "naive", "full_lm"])
