@@ -1,14 +1,13 @@
 """Shared pieces of skhybrid's estimators: fit-input validation, prediction and scoring."""
 
 import inspect
-import warnings
 from numbers import Integral
 
 import numpy as np
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .exceptions import EmptyGroupWarning, MetadataOverrideWarning, PrivacyLeakWarning
+from .exceptions import EmptyGroupWarning, MetadataOverrideWarning, PrivacyLeakWarning, warn_user
 from .utils._sums import finite_sum
 from .utils._validation import check_epsilon, check_trust_group
 
@@ -23,7 +22,7 @@ RANDOM_STATE_CONSTRAINT = [
 ]
 
 
-def check_fit_metadata(estimator, trust_group, epsilon, *, hybrid, stacklevel):
+def check_fit_metadata(estimator, trust_group, epsilon, *, hybrid):
     """Refuse or flag fit metadata whose absence or presence changes what a fit means.
 
     - ``local_reports=True`` without ``trust_group`` raises: every row would be read as
@@ -42,8 +41,6 @@ def check_fit_metadata(estimator, trust_group, epsilon, *, hybrid, stacklevel):
         The metadata passed to ``fit`` or ``partial_fit``.
     hybrid : bool
         Whether the fit combines a tcm and an lm group.
-    stacklevel : int
-        Of the warnings, so that they point at the user's call.
     """
     name = type(estimator).__name__
     if trust_group is None and getattr(estimator, "local_reports", False):
@@ -53,23 +50,21 @@ def check_fit_metadata(estimator, trust_group, epsilon, *, hybrid, stacklevel):
             "routing on, call set_fit_request(trust_group=True) and pass it to fit)"
         )
     if trust_group is None and hybrid:
-        warnings.warn(
+        warn_user(
             f"{name} combines tcm and lm users but was fit without trust_group, so every "
             "user is treated as tcm; pass trust_group (with metadata routing on, call "
             "set_fit_request(trust_group=True) and pass it to fit)",
             EmptyGroupWarning,
-            stacklevel=stacklevel,
         )
     if epsilon is not None:
         default = inspect.signature(type(estimator).__init__).parameters["epsilon"].default
         if estimator.epsilon != default:
-            warnings.warn(
+            warn_user(
                 f"{name} was given per-user epsilon metadata, which replaces its epsilon "
                 f"parameter (epsilon={float(estimator.epsilon)}): the parameter has no "
                 "effect on this fit; leave it at its default "
                 f"({float(default)}) when passing per-user levels",
                 MetadataOverrideWarning,
-                stacklevel=stacklevel,
             )
 
 
@@ -100,14 +95,13 @@ def warn_score_leak(estimator):
     if getattr(estimator, "ledger", None) is None or name in _SCORE_WARNED:
         return
     _SCORE_WARNED.add(name)
-    warnings.warn(
+    warn_user(
         f"{name}.score reads the held-out data exactly: the score is not differentially "
         "private and the ledger does not charge it (this is said once per process). Use "
         "score for simulations only; to select on real data use "
         "skhybrid.model_selection.PrivateGridSearchCV, which chooses privately and "
         "charges the choice (see the private selection guide)",
         PrivacyLeakWarning,
-        stacklevel=3,
     )
 
 

@@ -10,15 +10,11 @@ Public users (``epsilon_i = inf``, where an estimator accepts them) are not char
 their data are public. Users with a zero cost are left out of the charge.
 """
 
-import os
-import sys
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
-import sklearn
 
-from ..exceptions import UnaccountedReleaseWarning
+from ..exceptions import UnaccountedReleaseWarning, warn_user
 from ..utils._dask import is_dask_collection
 from ..utils._validation import check_epsilon, check_trust_group
 from ._ledger import id_array
@@ -100,24 +96,6 @@ def release_cost(estimator, is_tcm, epsilon, **resolved):
 _UNACCOUNTED = {"warned": False}
 
 
-_LIBRARY_DIRS = tuple(
-    os.path.dirname(os.path.dirname(os.path.abspath(path))) + os.sep
-    for path in (__file__,)
-) + (os.path.dirname(os.path.abspath(sklearn.__file__)) + os.sep,)
-
-
-def user_stacklevel():
-    """The stacklevel of the first caller outside skhybrid and scikit-learn (tests count)."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None:
-        path = os.path.abspath(frame.f_code.co_filename)
-        inside = path.startswith(_LIBRARY_DIRS) and f"{os.sep}tests{os.sep}" not in path
-        if not inside and "joblib" not in path:
-            return level
-        frame, level = frame.f_back, level + 1
-    return 1
-
-
 def warn_unaccounted_release(name, epsilon, n_users):
     """Say, once per process, that a release with secure noise had no ledger to record it.
 
@@ -132,14 +110,13 @@ def warn_unaccounted_release(name, epsilon, n_users):
     if _UNACCOUNTED["warned"]:
         return
     _UNACCOUNTED["warned"] = True
-    warnings.warn(
+    warn_user(
         f"{name} released with secure noise and no ledger: it spent up to epsilon "
         f"{epsilon:g} of each of {n_users} users' budget, and nothing records it (this is "
         "said once per process; later releases are not reported). Give the estimator "
         "ledger=PrivacyLedger(...) and pass user_id to fit to record every release, or "
         "record it yourself with PrivacyLedger.charge",
         UnaccountedReleaseWarning,
-        stacklevel=user_stacklevel(),
     )
 
 

@@ -42,7 +42,6 @@ Departures from Algorithm 1, none of which changes what a user spends:
   and of one report).
 """
 
-import warnings
 from contextlib import nullcontext
 from functools import partial
 from numbers import Integral, Real
@@ -66,7 +65,7 @@ from ..base import (
     validate_fit_input,
     warn_score_leak,
 )
-from ..exceptions import EmptyGroupWarning
+from ..exceptions import EmptyGroupWarning, warn_user
 from ..utils._chunks import GroupSummary, merge_chunk_summaries, summarise_chunk
 from ..utils._dask import (
     check_dask_features,
@@ -307,8 +306,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         # Every iteration is one reduction: each chunk of users gives its statistics for
         # the current centres (an in-memory X is one chunk), the curator adds them up and
         # draws the central noise once. A Dask X is read chunk by chunk, never collected.
-        check_fit_metadata(self, trust_group, epsilon, hybrid=self.strategy == "hybrid",
-                           stacklevel=4)
+        check_fit_metadata(self, trust_group, epsilon, hybrid=self.strategy == "hybrid")
         check_user_id(self, user_id)
         in_dask = is_dask_collection(X)
         if in_dask:
@@ -471,11 +469,10 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
             raise ValueError("strategy='tcm_only' needs at least one tcm user; got none")
         if self.strategy == "hybrid" and trust_given and min(n_tcm, n_lm) == 0:
             present = "tcm" if n_tcm else "lm"
-            warnings.warn(
+            warn_user(
                 f"strategy='hybrid' merges two groups but every user is {present}; the "
                 f"centres come from the {present} algorithm alone",
                 EmptyGroupWarning,
-                stacklevel=4,
             )
 
     def _initial_centres(self, lower, upper, rng):

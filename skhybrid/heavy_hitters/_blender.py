@@ -27,7 +27,6 @@ are in :mod:`skhybrid.heavy_hitters._records`, the fit on chunks of a Dask input
 Neighbouring relation: replace one user's record, with the group sizes public.
 """
 
-import warnings
 from functools import partial
 from numbers import Integral, Real
 
@@ -42,7 +41,7 @@ from ..base import (
     check_fit_metadata,
     warn_score_leak,
 )
-from ..exceptions import EmptyGroupWarning
+from ..exceptions import EmptyGroupWarning, warn_user
 from ..theory import (
     blend_estimates,
     blending_weights,
@@ -324,7 +323,7 @@ class BlenderHeavyHitters(BaseEstimator):
         -------
         self : BlenderHeavyHitters
         """
-        check_fit_metadata(self, trust_group, epsilon, hybrid=True, stacklevel=4)
+        check_fit_metadata(self, trust_group, epsilon, hybrid=True)
         check_user_id(self, user_id)
         self.__dict__.pop("_head_labels", None)
         vocabularies = None  # each column's labels, when the records are labels (secret)
@@ -359,11 +358,10 @@ class BlenderHeavyHitters(BaseEstimator):
         rng = check_random_state(self.random_state)
         n_optin = sum(n_optin_per_chunk)
         if n_optin == 0:
-            warnings.warn(
+            warn_user(
                 "every user is a client (lm): the head list is built from opt-in (tcm) "
                 "users, so it is empty and no record is estimated",
                 EmptyGroupWarning,
-                stacklevel=3,
             )
         n_headlist = _headlist_group_size(n_optin, self.headlist_fraction)
         split = _HeadListSplit(n_optin, n_headlist, rng)

@@ -1,7 +1,6 @@
 """Hybrid-model mean estimation (Avent, Dubey and Korolova 2020)."""
 
 import operator
-import warnings
 from dataclasses import dataclass
 from numbers import Real
 
@@ -23,7 +22,7 @@ from ..base import (
     MeanEstimatorMixin,
     NonFiniteValues,
 )
-from ..exceptions import EmptyGroupWarning, WorstCaseVarianceWarning
+from ..exceptions import EmptyGroupWarning, WorstCaseVarianceWarning, warn_user
 from ..mechanisms._families import GAUSSIAN, LAPLACE, NOISE_FAMILIES, get_noise_family
 from ..theory._hybrid import (
     full_lm_mse,
@@ -502,13 +501,10 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin,
             raise ValueError("strategy='lm_only' needs at least one lm user; got none")
         if self.strategy in _HYBRID_STRATEGIES and trust_given and min(n_tcm, n_lm) == 0:
             present = "tcm" if n_tcm else "lm"
-            warnings.warn(
+            warn_user(
                 f"strategy={self.strategy!r} combines two groups but every user is {present}; "
                 f"the estimate is the {present} group's alone",
                 EmptyGroupWarning,
-                # _check_groups <- _plan_release <- _fit_statistics <- fit <- scikit-learn's
-                # fit wrapper <- the user's call
-                stacklevel=6,
             )
 
     def _weight_and_mse(self, tcm, n_tcm, n_lm, variance, s_L2):
@@ -744,14 +740,12 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin,
 
     def _warn_worst_case_variance(self):
         if self.strategy == "kvh" and self.variance is None:
-            warnings.warn(
+            warn_user(
                 "strategy='kvh' with variance=None computes its weight for the worst-case "
                 "variance of the bounds, (upper - lower)**2 / 4, which puts far too little "
                 "weight on the tcm group for most data; pass a known variance, or "
                 "variance='private' to estimate it privately",
                 WorstCaseVarianceWarning,
-                # _warn_worst_case_variance <- fit <- scikit-learn's fit wrapper <- the user
-                stacklevel=4,
             )
 
     def _private_variance(self):

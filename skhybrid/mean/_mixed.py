@@ -502,7 +502,7 @@ class MixedQuantileEstimator(MeanEstimatorMixin, _BaseMixedEstimator):
         -------
         self : MixedQuantileEstimator
         """
-        check_fit_metadata(self, trust_group, epsilon, hybrid=False, stacklevel=4)
+        check_fit_metadata(self, trust_group, epsilon, hybrid=False)
         check_user_id(self, user_id)
         self.quantile_, _, _ = self._fit_mixture(X, trust_group, epsilon, user_id)
         return self

@@ -359,7 +359,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         -------
         self : PDPSampleEstimator
         """
-        check_fit_metadata(self, trust_group, epsilon, hybrid=False, stacklevel=4)
+        check_fit_metadata(self, trust_group, epsilon, hybrid=False)
         check_user_id(self, user_id)
         if any_dask(X, trust_group, epsilon):
             return self._fit_dask(X, trust_group, epsilon, user_id)
@@ -457,9 +457,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         metadata = {"trust_group": trust_group, "epsilon": epsilon}
         parts = map_chunks(functools.partial(_chunk_levels, validate=validate), X, **metadata)
         levels = functools.reduce(lambda total, part: total + part, [p[0] for p in parts])
-        lower, upper = dask_bounds(
-            self.bounds, [p[1] for p in parts], self.n_features_in_, stacklevel=6
-        )
+        lower, upper = dask_bounds(self.bounds, [p[1] for p in parts], self.n_features_in_)
         variance = resolve_variance(self.variance, lower, upper)
         threshold, level_probability = self._sampling(levels.epsilons, levels.counts,
                                                       upper - lower, variance)

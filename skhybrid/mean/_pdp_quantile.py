@@ -136,7 +136,7 @@ class PDPQuantileEstimator(MeanEstimatorMixin, BaseEstimator):
         -------
         self : PDPQuantileEstimator
         """
-        check_fit_metadata(self, trust_group, epsilon, hybrid=False, stacklevel=4)
+        check_fit_metadata(self, trust_group, epsilon, hybrid=False)
         check_user_id(self, user_id)
         values, user_epsilon, lower, upper, _ = _validate_curator_fit(
             self, X, trust_group, epsilon

@@ -35,10 +35,10 @@ from sklearn.utils.metadata_routing import (
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _check_method_params, _num_samples, check_is_fitted
 
-from ..accounting._costs import user_stacklevel, warn_unaccounted_release
+from ..accounting import warn_unaccounted_release
 from ..accounting._ledger import id_array
 from ..base import RANDOM_STATE_CONSTRAINT
-from ..exceptions import BudgetExceededError
+from ..exceptions import BudgetExceededError, warn_user
 from ..mechanisms import ExponentialMechanism
 from ..utils._random import check_random_state
 from ..utils._validation import check_bounds, check_epsilon, check_trust_group
@@ -137,7 +137,7 @@ def _warn_once_per_kind(records, owner):
     for category, messages in by_kind.items():
         note = "" if len(messages) == 1 else (
             f" [{owner}: {len(messages)} of its fits warned {category.__name__}; shown once]")
-        warnings.warn(messages[0] + note, category, stacklevel=user_stacklevel())
+        warn_user(messages[0] + note, category)
 
 
 # -- metadata: the same routing as scikit-learn's searches ---------------------------------
