@@ -10,6 +10,7 @@ from ._costs import (
     charge_dask_release,
     charge_release,
     check_user_id,
+    user_id_array,
     warn_unaccounted_release,
 )
 from ._ledger import PrivacyLedger
@@ -20,5 +21,6 @@ __all__ = [
     "charge_dask_release",
     "charge_release",
     "check_user_id",
+    "user_id_array",
     "warn_unaccounted_release",
 ]

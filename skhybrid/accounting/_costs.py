@@ -139,6 +139,15 @@ def _materialised(values):
     return getattr(values, "to_numpy", lambda: values)()
 
 
+def user_id_array(user_id, n_rows):
+    """``user_id`` as a numpy array of one id per row of ``X`` (Dask and pandas collected)."""
+    ids = id_array(_materialised(user_id))
+    if ids.shape != (n_rows,):
+        raise ValueError(f"user_id must have one id per row of X ({n_rows}); got shape "
+                         f"{ids.shape}")
+    return ids
+
+
 def charge_release(estimator, user_id, is_tcm, epsilon, **resolved):
     """Charge the users of one release on ``estimator.ledger`` (no-op without a ledger).
 
@@ -165,11 +174,7 @@ def charge_release(estimator, user_id, is_tcm, epsilon, **resolved):
                                      float(np.max(cost.epsilon, initial=0.0)), is_tcm.shape[0])
         return
     check_user_id(estimator, user_id)
-    ids = id_array(_materialised(user_id))
-    if ids.ndim != 1 or ids.shape[0] != is_tcm.shape[0]:
-        raise ValueError(
-            f"user_id must have one id per row of X ({is_tcm.shape[0]}); got shape {ids.shape}"
-        )
+    ids = user_id_array(user_id, is_tcm.shape[0])
     cost = release_cost(estimator, is_tcm, epsilon, **resolved)
     params = {key: value for key, value in estimator.get_params(deep=False).items()
               if key not in ("ledger", "random_state", "init")}

@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.utils.validation import check_array
 
-from ..accounting import charge_dask_release, charge_release, check_user_id
-from ..accounting._ledger import id_array
+from ..accounting import charge_dask_release, charge_release, check_user_id, user_id_array
 from ..base import (
     NonFiniteValues,
     check_fit_metadata,
@@ -349,11 +348,7 @@ def _chunk_users(user_id, is_tcm, epsilon):
     Copies: the stream charges them at a later release, and the caller's arrays (the
     validated levels are a read-only view of them) may have changed by then.
     """
-    ids = id_array(user_id)
-    if ids.ndim != 1 or ids.shape[0] != is_tcm.shape[0]:
-        raise ValueError(
-            f"user_id must have one id per row of X ({is_tcm.shape[0]}); got shape {ids.shape}"
-        )
+    ids = user_id_array(user_id, is_tcm.shape[0])
     levels = np.array(epsilon, dtype=np.float64) if np.ndim(epsilon) else epsilon
     return ids.copy(), is_tcm, np.broadcast_to(levels, is_tcm.shape)
 

@@ -35,8 +35,7 @@ from sklearn.utils.metadata_routing import (
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _check_method_params, _num_samples, check_is_fitted
 
-from ..accounting import warn_unaccounted_release
-from ..accounting._ledger import id_array
+from ..accounting import user_id_array, warn_unaccounted_release
 from ..base import RANDOM_STATE_CONSTRAINT
 from ..exceptions import BudgetExceededError, warn_user
 from ..mechanisms import ExponentialMechanism
@@ -161,11 +160,7 @@ def _user_ids(estimator, user_id, n_rows):
                 "user_id: pass one id per row (search.fit(X, ..., user_id=ids))"
             )
         return np.arange(n_rows)
-    ids = id_array(getattr(user_id, "to_numpy", lambda: user_id)())
-    if ids.shape != (n_rows,):
-        raise ValueError(f"user_id must have one id per row of X ({n_rows}); got shape "
-                         f"{ids.shape}")
-    return ids
+    return user_id_array(user_id, n_rows)
 
 
 class _NoPublicError(ValueError):
