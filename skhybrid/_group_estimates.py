@@ -50,17 +50,6 @@ def central_mechanism(mechanism, *, epsilon, delta, ranges, group_size):
                              sensitivity=mechanism.mean_sensitivity(ranges, group_size))
 
 
-def laplace_mean_sensitivity(ranges, group_size):
-    """L1 sensitivity of a group's mean: ``sum(ranges) / group_size``, per group.
-
-    Parameters
-    ----------
-    ranges : ndarray of shape (..., n_features)
-    group_size : float or ndarray broadcastable to ``ranges.shape[:-1]``
-    """
-    return LAPLACE.mean_sensitivity(ranges, group_size)
-
-
 def slack_ranges(ranges, size, magnitude=None):
     """``ranges`` plus the rounding slack of a centred mean, charged on the sensitivity.
 
@@ -251,7 +240,7 @@ def central_group_means_variance(sizes, *, epsilons, ranges):
 def _group_means_sensitivity(sizes, epsilons, ranges, weights):
     if not np.all(np.isfinite(epsilons) & (epsilons > 0)):
         raise ValueError("every group's epsilon must be finite and > 0")
-    return laplace_mean_sensitivity(slack_ranges(scaled_ranges(ranges, weights), sizes), sizes)
+    return LAPLACE.mean_sensitivity(slack_ranges(scaled_ranges(ranges, weights), sizes), sizes)
 
 
 def local_report_variance(mechanism, *, epsilon, delta, lower, upper):

@@ -5,8 +5,8 @@ central release of a group's mean (calibrated from a stated sensitivity, with it
 variance), the local randomizer lm users run, how a release of several features shares
 the noise, and what a release costs each user on a ledger. Estimators resolve their
 ``mechanism`` string once per fit with :func:`get_noise_family`; an unknown name raises.
-Adding a mechanism: its noise in :mod:`~skhybrid.mechanisms._noise` (or its own module),
-its central and local classes, and a family here.
+Adding a mechanism touches three files: a module with its noise and its central and
+local classes, a family here, and the exports of :mod:`skhybrid.mechanisms`.
 """
 
 import numpy as np
@@ -21,6 +21,21 @@ from ._local import LocalGaussianRandomizer, LocalLaplaceRandomizer
 class NoiseFamily:
     """One kind of additive noise, central and local (see the module docstring).
 
+    Each family implements:
+
+    - ``check_delta(delta)``: refuse a ``delta`` it cannot use;
+    - ``mean_sensitivity(ranges, group_size)``: the sensitivity (in its norm) of a
+      group's mean of values within ``ranges``, replacing one user;
+    - ``common_width(ranges)``: the scaled features' common range
+      (:func:`~skhybrid.mechanisms._feature_weights.feature_noise_weights`);
+    - ``central(epsilon=, delta=, sensitivity=)``: the central mechanism for a
+      statistic of that sensitivity, which draws the noise (``randomise``) and states
+      its ``variance``;
+    - ``local_randomizer(epsilon=, delta=, lower=, upper=)``: what lm users' devices run;
+    - ``release_cost(epsilon, delta=, n_users=, charged=None)``: each user's
+      :class:`~skhybrid.accounting.ReleaseCost` of one release at their level
+      (``inf``: public, not charged), for the ``charged`` users (None: everyone).
+
     Attributes
     ----------
     name : str
@@ -32,46 +47,6 @@ class NoiseFamily:
 
     name = None
     pure = True
-
-    def check_delta(self, delta):
-        """Refuse a ``delta`` this mechanism cannot use."""
-        raise NotImplementedError
-
-    def mean_sensitivity(self, ranges, group_size):
-        """Sensitivity of a group's mean of values within ``ranges`` (replace one user)."""
-        raise NotImplementedError
-
-    def common_width(self, ranges):
-        """The scaled features' common range (see
-        :func:`~skhybrid.mechanisms._feature_weights.feature_noise_weights`)."""
-        raise NotImplementedError
-
-    def central(self, *, epsilon, delta, sensitivity):
-        """The central mechanism for a statistic of this ``sensitivity``: it draws the
-        noise (``randomise``) and states its variance (``variance``)."""
-        raise NotImplementedError
-
-    def local_randomizer(self, *, epsilon, delta, lower, upper):
-        """The randomizer lm users run on their devices (and the curator simulates)."""
-        raise NotImplementedError
-
-    def release_cost(self, epsilon, *, delta, n_users, charged=None):
-        """Each user's cost of one release at their level ``epsilon``.
-
-        Parameters
-        ----------
-        epsilon : float or ndarray of shape (n_users,)
-            The users' levels (``inf``: public, not charged).
-        delta : float
-        n_users : int
-        charged : ndarray of bool of shape (n_users,), default=None
-            The users whose data the release uses; None: every user.
-
-        Returns
-        -------
-        cost : ~skhybrid.accounting.ReleaseCost
-        """
-        raise NotImplementedError
 
     def __repr__(self):
         return f"<{self.name} noise>"

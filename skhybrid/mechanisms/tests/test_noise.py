@@ -430,11 +430,11 @@ def test_small_default_releases_read_the_operating_systems_randomness(monkeypatc
     (word,) = np.frombuffer(bytes(range(7, 15)), dtype=np.uint64)
 
     # The release, by hand: the centred mean on the grid, plus the word's inversion.
-    from skhybrid._group_estimates import laplace_mean_sensitivity, slack_ranges
+    from skhybrid._group_estimates import slack_ranges
     from skhybrid.utils._sums import centred_sums, fixed_point_sums
 
     lower, upper = np.array([0.0]), np.array([1.0])
-    sensitivity = float(laplace_mean_sensitivity(slack_ranges(upper - lower, 1000), 1000))
+    sensitivity = float(LAPLACE.mean_sensitivity(slack_ranges(upper - lower, 1000), 1000))
     step = np.ldexp(1.0, np.frexp(sensitivity)[1] - GRID_BITS)
     units = _laplace_units(sensitivity, 1.0, step, 1)
     centred = centred_sums(fixed_point_sums(X, lower, upper)[0], lower, upper,
