@@ -94,8 +94,7 @@ from ._k_means_statistics import (
 _STRATEGIES = ("hybrid", "tcm_only", "full_lm")
 
 
-class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
-                   BaseEstimator):
+class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Differentially private K-means for users who trust the curator to different degrees.
 
     Algorithm 1 of Avent, Dubey and Korolova (2020): tcm users' clipped values go

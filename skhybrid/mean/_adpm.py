@@ -59,8 +59,7 @@ def _program_variance(feature_variance, lower, upper):
     return float(np.mean(feature_variance / feature_noise_weights(upper - lower) ** 2))
 
 
-class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin,
-                    BaseEstimator):
+class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
     """Private mean for users who each choose their own privacy level epsilon_i.
 
     ADPM releases ``sum_i w_i x_i + Laplace(b)`` for values clipped to the bounds, with the

@@ -229,8 +229,7 @@ def _sum_or_none(first, second):
     return None if first is None else first + second
 
 
-class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin,
-                          BaseEstimator):
+class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
     """Differentially private mean for users who trust the curator to different degrees.
 
     tcm users (trusted-curator model) send raw values: the curator clips them and adds
@@ -474,8 +473,8 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin,
     def _release_cost(self, is_tcm, epsilon, **_):
         """Each user's cost: their level, under the noise family's accounting.
 
-        A tcm user's epsilon covers the group's mean and, with ``variance="private"``,
-        its second moment (5% and 95% of it: sequential composition); lm users'
+        With ``variance="private"`` a tcm user's epsilon is split, 5% on the group's
+        second moment and 95% on its mean (sequential composition); lm users'
         variance estimate is post-processing of their reports. Not charged: lm users
         under ``"tcm_only"`` and tcm users under ``"lm_only"`` (their data are not
         used, when the other group is not empty), and lm users with
