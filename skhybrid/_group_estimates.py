@@ -14,20 +14,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .mechanisms import (
-    GaussianMechanism,
-    LaplaceMechanism,
-    LocalGaussianRandomizer,
-    LocalLaplaceRandomizer,
-)
+from .mechanisms import GaussianMechanism, LaplaceMechanism
+from .mechanisms._families import LAPLACE
 from .mechanisms._feature_weights import feature_noise_weights, scaled_ranges
 from .mechanisms._noise import laplace_release, laplace_variance
 from .utils._memory import remember
 from .utils._sums import float_column_sums, per_feature, rounding_slack
 from .utils._validation import masked_rows
-
-MECHANISMS = ("laplace", "gaussian")
-
 
 @dataclass(frozen=True)
 class GroupEstimate:
@@ -50,25 +43,11 @@ def central_mechanism(mechanism, *, epsilon, delta, ranges, group_size):
     """The central mechanism releasing the mean of ``group_size`` clipped tcm values.
 
     Replacing one user moves each coordinate of the mean by at most
-    ``range_j / group_size``: L1 sensitivity ``sum(ranges) / group_size`` (Laplace) and
-    L2 sensitivity ``sqrt(sum(ranges**2)) / group_size`` (Gaussian).
+    ``range_j / group_size``: the noise family's sensitivity of that mean (L1 for
+    Laplace, L2 for Gaussian).
     """
-    if mechanism == "laplace":
-        return LaplaceMechanism(epsilon=epsilon,
-                                sensitivity=laplace_mean_sensitivity(ranges, group_size))
-    sensitivity = np.sqrt(np.sum(ranges**2)) / group_size
-    return GaussianMechanism(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
-
-
-def laplace_mean_sensitivity(ranges, group_size):
-    """L1 sensitivity of a group's mean: ``sum(ranges) / group_size``, per group.
-
-    Parameters
-    ----------
-    ranges : ndarray of shape (..., n_features)
-    group_size : float or ndarray broadcastable to ``ranges.shape[:-1]``
-    """
-    return np.asarray(ranges).sum(axis=-1) / group_size
+    return mechanism.central(epsilon=epsilon, delta=delta,
+                             sensitivity=mechanism.mean_sensitivity(ranges, group_size))
 
 
 def slack_ranges(ranges, size, magnitude=None):
@@ -80,13 +59,6 @@ def slack_ranges(ranges, size, magnitude=None):
     """
     slack = rounding_slack(ranges if magnitude is None else magnitude)
     return ranges + np.multiply.outer(size, slack)
-
-
-def local_randomizer(mechanism, *, epsilon, delta, lower, upper):
-    """The local randomizer lm users run on their devices (the same one the curator simulates)."""
-    if mechanism == "laplace":
-        return LocalLaplaceRandomizer(bounds=(lower, upper), epsilon=epsilon)
-    return LocalGaussianRandomizer(bounds=(lower, upper), epsilon=epsilon, delta=delta)
 
 
 def central_group_mean(centred_sum, size, *, origin, mechanism, epsilon, delta, ranges, rng,
@@ -107,7 +79,8 @@ def central_group_mean(centred_sum, size, *, origin, mechanism, epsilon, delta, 
         Group size (public), > 0.
     origin : ndarray of shape (n_features,)
         The public centre of ``centred_sum`` (the lower bound, or the midpoint).
-    mechanism : {"laplace", "gaussian"}
+    mechanism : NoiseFamily
+        :mod:`skhybrid.mechanisms._families`, resolved by the estimator's fit.
     epsilon : float
         The group's privacy level.
     delta : float
@@ -138,7 +111,7 @@ def central_group_mean(centred_sum, size, *, origin, mechanism, epsilon, delta, 
         # Each feature's noise in proportion to its range (feature_noise_weights): the
         # mechanism releases the mean divided by the weights, calibrated to the scaled
         # ranges (a division and a product by weights of 1 are exact).
-        weights = feature_noise_weights(ranges, mechanism)
+        weights = feature_noise_weights(ranges, mechanism.common_width)
         released = noise.mechanism.randomise(centred_mean / weights, random_state=rng) * weights
         variance = noise.variance * weights**2
     return GroupEstimate(mean=released + origin, noise_variance=variance, size=size)
@@ -154,7 +127,7 @@ def central_group_noise(size, *, mechanism, epsilon, delta, ranges, magnitude=No
     """
     magnitude = ranges if magnitude is None else magnitude
     if ranges.shape[-1] > 1:  # one feature's weight is exactly 1: nothing to scale
-        weights = feature_noise_weights(ranges, mechanism)
+        weights = feature_noise_weights(ranges, mechanism.common_width)
         ranges, magnitude = scaled_ranges(ranges, weights), scaled_ranges(magnitude, weights)
     return central_mechanism(mechanism, epsilon=epsilon, delta=delta,
                              ranges=slack_ranges(ranges, size, magnitude), group_size=size)
@@ -217,7 +190,7 @@ def central_group_means(centred_sums, sizes, *, origin, epsilons, ranges, rng):
     """Laplace-private means of many tcm groups at once: :func:`central_group_mean` vectorised.
 
     Group ``g`` gets exactly what ``central_group_mean(centred_sums[g], sizes[g],
-    mechanism="laplace", epsilon=epsilons[g], ...)`` gives it (the same sensitivity,
+    mechanism=LAPLACE, epsilon=epsilons[g], ...)`` gives it (the same sensitivity,
     slack and discrete noise, one independent release per group), without a Python
     call per group: estimators with a hundred thousand privacy levels need it.
 
@@ -267,12 +240,12 @@ def central_group_means_variance(sizes, *, epsilons, ranges):
 def _group_means_sensitivity(sizes, epsilons, ranges, weights):
     if not np.all(np.isfinite(epsilons) & (epsilons > 0)):
         raise ValueError("every group's epsilon must be finite and > 0")
-    return laplace_mean_sensitivity(slack_ranges(scaled_ranges(ranges, weights), sizes), sizes)
+    return LAPLACE.mean_sensitivity(slack_ranges(scaled_ranges(ranges, weights), sizes), sizes)
 
 
 def local_report_variance(mechanism, *, epsilon, delta, lower, upper):
     """Per-coordinate variance of one lm user's local noise, ndarray of shape (n_features,)."""
-    randomizer = local_randomizer(mechanism, epsilon=epsilon, delta=delta, lower=lower, upper=upper)
+    randomizer = mechanism.local_randomizer(epsilon=epsilon, delta=delta, lower=lower, upper=upper)
     return per_feature(randomizer.noise_variance(lower.shape[0]), lower.shape[0], copy=True)
 
 
@@ -282,7 +255,7 @@ def privatize_locally(values, *, mechanism, epsilon, delta, lower, upper, rng, o
     ``owned=True``: ``values`` is a finite float64 2-d array that the caller made for
     this call (for example ``X[lm_rows]``); it is clipped and noised in place.
     """
-    randomizer = local_randomizer(mechanism, epsilon=epsilon, delta=delta, lower=lower, upper=upper)
+    randomizer = mechanism.local_randomizer(epsilon=epsilon, delta=delta, lower=lower, upper=upper)
     if owned:
         return randomizer._privatize_owned(values, rng)
     return randomizer.privatize(values, random_state=rng)
@@ -353,8 +326,8 @@ def privatized_rows(X, rows, *, mechanism, epsilon, delta, lower, upper, rng, ce
 
 def _privatized_blocks(X, rows, *, mechanism, epsilon, delta, lower, upper, rng):
     """The reports of ``X[rows]``, privatized in order, ``_PRIVATIZE_ROWS`` rows of X at a time."""
-    randomizer = local_randomizer(mechanism, epsilon=epsilon, delta=delta, lower=lower,
-                                  upper=upper)
+    randomizer = mechanism.local_randomizer(epsilon=epsilon, delta=delta, lower=lower,
+                                            upper=upper)
     for start in range(0, X.shape[0], _PRIVATIZE_ROWS):
         block = masked_rows(X[start : start + _PRIVATIZE_ROWS],
                             rows[start : start + _PRIVATIZE_ROWS])

@@ -1,14 +1,13 @@
 """Shared pieces of skhybrid's estimators: fit-input validation, prediction and scoring."""
 
 import inspect
-import warnings
 from numbers import Integral
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, validate_parameter_constraints
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .exceptions import EmptyGroupWarning, MetadataOverrideWarning, PrivacyLeakWarning
+from .exceptions import EmptyGroupWarning, MetadataOverrideWarning, PrivacyLeakWarning, warn_user
 from .utils._sums import finite_sum
 from .utils._validation import check_epsilon, check_trust_group
 
@@ -23,79 +22,7 @@ RANDOM_STATE_CONSTRAINT = [
 ]
 
 
-class ValidatedParamsMixin:
-    """scikit-learn's parameter introspection and validation, each done once.
-
-    scikit-learn reads ``__init__``'s signature on every ``get_params`` and checks every
-    constraint of ``_parameter_constraints`` on every ``fit`` (together about 150 µs, a
-    quarter of a fit of 10,000 users, repeated in every fit of a grid search). Here the
-    parameter names are kept per class, and a class's constraints are checked once per
-    combination of parameter values when every value is immutable (numbers, strings,
-    None and tuples of them, compared with their types): a changed parameter, or one
-    that could change in place (a list, an array, a generator), is checked every time.
-    Put it before ``BaseEstimator`` in the bases.
-    """
-
-    @classmethod
-    def _get_param_names(cls):
-        names = _PARAM_NAMES.get(cls)
-        if names is None:
-            names = _PARAM_NAMES[cls] = tuple(super()._get_param_names())
-        return list(names)
-
-    def _validate_params(self):
-        names = _PARAM_NAMES.get(type(self)) or self._get_param_names()
-        state = self.__dict__
-        if all(name in state for name in names):
-            # get_params(deep=False) of parameters stored as instance attributes, read
-            # without its per-parameter checks for nested estimators.
-            params = {name: state[name] for name in names}
-        else:
-            params = self.get_params(deep=False)
-        key = _params_key(type(self), params)
-        if key is not None and key in _VALID_PARAMS:
-            return
-        validate_parameter_constraints(
-            self._parameter_constraints, params, caller_name=type(self).__name__)
-        if key is not None:
-            if len(_VALID_PARAMS) >= _MAX_VALID_PARAMS:
-                _VALID_PARAMS.clear()
-            _VALID_PARAMS.add(key)
-
-
-#: Each class's sorted ``__init__`` parameter names.
-_PARAM_NAMES = {}
-#: Parameter values known to satisfy their class's constraints (:func:`_params_key`).
-_VALID_PARAMS = set()
-_MAX_VALID_PARAMS = 4096
-_IMMUTABLE_TYPES = frozenset({bool, int, float, complex, str, type(None)})
-_NUMPY_SCALARS = (np.number, np.bool_, np.str_)  # not np.void: a view into an array
-
-
-def _params_key(cls, params):
-    """A hashable key of a class and its parameters' values and types, or None.
-
-    None when a value may change in place or hold something that may: anything but
-    numbers, strings, None, numpy scalars and flat tuples of them (exact types, not
-    subclasses, whose equality could be anything).
-    """
-    key = [cls]
-    for name, value in params.items():
-        kind = type(value)
-        if kind is tuple:
-            kinds = tuple(map(type, value))
-            if not all(item in _IMMUTABLE_TYPES or issubclass(item, _NUMPY_SCALARS)
-                       for item in kinds):
-                return None
-            key.append((name, kind, kinds, value))
-        elif kind in _IMMUTABLE_TYPES or issubclass(kind, _NUMPY_SCALARS):
-            key.append((name, kind, value))
-        else:
-            return None
-    return tuple(key)
-
-
-def check_fit_metadata(estimator, trust_group, epsilon, *, hybrid, stacklevel):
+def check_fit_metadata(estimator, trust_group, epsilon, *, hybrid):
     """Refuse or flag fit metadata whose absence or presence changes what a fit means.
 
     - ``local_reports=True`` without ``trust_group`` raises: every row would be read as
@@ -114,8 +41,6 @@ def check_fit_metadata(estimator, trust_group, epsilon, *, hybrid, stacklevel):
         The metadata passed to ``fit`` or ``partial_fit``.
     hybrid : bool
         Whether the fit combines a tcm and an lm group.
-    stacklevel : int
-        Of the warnings, so that they point at the user's call.
     """
     name = type(estimator).__name__
     if trust_group is None and getattr(estimator, "local_reports", False):
@@ -125,23 +50,21 @@ def check_fit_metadata(estimator, trust_group, epsilon, *, hybrid, stacklevel):
             "routing on, call set_fit_request(trust_group=True) and pass it to fit)"
         )
     if trust_group is None and hybrid:
-        warnings.warn(
+        warn_user(
             f"{name} combines tcm and lm users but was fit without trust_group, so every "
             "user is treated as tcm; pass trust_group (with metadata routing on, call "
             "set_fit_request(trust_group=True) and pass it to fit)",
             EmptyGroupWarning,
-            stacklevel=stacklevel,
         )
     if epsilon is not None:
         default = inspect.signature(type(estimator).__init__).parameters["epsilon"].default
         if estimator.epsilon != default:
-            warnings.warn(
+            warn_user(
                 f"{name} was given per-user epsilon metadata, which replaces its epsilon "
                 f"parameter (epsilon={float(estimator.epsilon)}): the parameter has no "
                 "effect on this fit; leave it at its default "
                 f"({float(default)}) when passing per-user levels",
                 MetadataOverrideWarning,
-                stacklevel=stacklevel,
             )
 
 
@@ -172,14 +95,13 @@ def warn_score_leak(estimator):
     if getattr(estimator, "ledger", None) is None or name in _SCORE_WARNED:
         return
     _SCORE_WARNED.add(name)
-    warnings.warn(
+    warn_user(
         f"{name}.score reads the held-out data exactly: the score is not differentially "
         "private and the ledger does not charge it (this is said once per process). Use "
         "score for simulations only; to select on real data use "
         "skhybrid.model_selection.PrivateGridSearchCV, which chooses privately and "
         "charges the choice (see the private selection guide)",
         PrivacyLeakWarning,
-        stacklevel=3,
     )
 
 

@@ -1,6 +1,38 @@
-"""Warnings and errors specific to skhybrid."""
+"""Warnings and errors specific to skhybrid, and where its warnings point."""
 
+import os
+import sys
+import warnings
+
+import joblib
 import numpy as np
+import sklearn
+
+#: Frames in these directories are the libraries' own, not the user's line; skhybrid's
+#: own tests are users (they sit in ``tests`` directories).
+_LIBRARY_DIRS = tuple(
+    os.path.dirname(os.path.abspath(module.__file__)) + os.sep
+    for module in (sys.modules[__package__], sklearn, joblib)
+)
+_TESTS = f"{os.sep}tests{os.sep}"
+
+
+def _is_library_frame(filename):
+    filename = os.path.abspath(filename)
+    return filename.startswith(_LIBRARY_DIRS) and _TESTS not in filename
+
+
+def warn_user(message, category):
+    """Warn at the user's line: the first caller outside skhybrid, scikit-learn and joblib.
+
+    No stack level to count: a fit reached directly, through a Pipeline, a search or
+    ``cross_validate`` warns at the line of the user's code that started it.
+    """
+    # stacklevel 1 is this function's line, 2 its caller's, and so on.
+    frame, level = sys._getframe(1), 2
+    while frame.f_back is not None and _is_library_frame(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 class PrivacyLeakWarning(UserWarning):

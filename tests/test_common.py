@@ -173,85 +173,11 @@ def _all_estimator_classes():
 
 
 @pytest.mark.parametrize("cls", _all_estimator_classes(), ids=lambda cls: cls.__name__)
-def test_parameter_names_are_scikit_learns_and_kept_per_class(cls):
+def test_no_estimator_overrides_scikit_learns_private_parameter_methods(cls):
     from sklearn.base import BaseEstimator
 
-    assert cls._get_param_names() == BaseEstimator._get_param_names.__func__(cls)
-
-    class Narrower(cls):  # a subclass with its own signature gets its own names
-        def __init__(self, bounds=None):
-            super().__init__(bounds=bounds)
-
-    assert Narrower._get_param_names() == ["bounds"]
-
-
-def test_parameters_are_validated_once_per_immutable_value(monkeypatch):
-    """A fit with parameters already validated skips scikit-learn's constraint checks;
-    a new value, a value of another type, and any mutable value are checked again."""
-    from skhybrid import base
-
-    calls = []
-    original = base.validate_parameter_constraints
-    monkeypatch.setattr(base, "validate_parameter_constraints",
-                        lambda *args, **kwargs: calls.append(1) or original(*args, **kwargs))
-    monkeypatch.setattr(base, "_VALID_PARAMS", set())
-    X = np.random.default_rng(0).uniform(0, 1, (20, 1))
-    estimator = HybridMeanEstimator("tcm_only", epsilon=0.75, bounds=(0.0, 1.0),
-                                    random_state=0)
-    for _ in range(3):
-        estimator.fit(X)
-    HybridMeanEstimator("tcm_only", epsilon=0.75, bounds=(0.0, 1.0), random_state=0).fit(X)
-    assert len(calls) == 1
-    estimator.set_params(epsilon=-1.0)
-    with pytest.raises(ValueError, match="epsilon"):
-        estimator.fit(X)
-    with pytest.raises(ValueError, match="epsilon"):
-        estimator.fit(X)  # a failed validation is never remembered
-    assert len(calls) == 3
-    estimator.set_params(epsilon=0.75, bounds=[0.0, 1.0])  # a list may change in place
-    estimator.fit(X)
-    estimator.fit(X)
-    assert len(calls) == 5
-    # Equal values of other types (True == 1 == 1.0) are different keys.
-    keys = {base._params_key(HybridMeanEstimator, {"epsilon": value})
-            for value in (1, 1.0, True, np.float64(1.0), (1,), (1.0,))}
-    assert len(keys) == 6
-    assert base._params_key(HybridMeanEstimator, {"bounds": ((0, 1), (2, 3))}) is None
-    assert base._params_key(HybridMeanEstimator, {"random_state": np.random.default_rng()}) \
-        is None
-
-
-def test_parameters_read_for_validation_are_get_params(monkeypatch):
-    """Validation reads parameters stored as instance attributes directly; it must see
-    exactly what get_params(deep=False) gives, including a value assigned to the
-    attribute (not through set_params) and a parameter kept elsewhere (a property)."""
-    from skhybrid import base
-
-    seen = []
-    monkeypatch.setattr(base, "validate_parameter_constraints",
-                        lambda constraints, params, caller_name: seen.append(params))
-    monkeypatch.setattr(base, "_VALID_PARAMS", set())
-    estimator = HybridMeanEstimator("tcm_only", epsilon=0.75, bounds=(0.0, 1.0))
-    estimator._validate_params()
-    estimator.epsilon = 2.5
-    estimator._validate_params()
-    assert seen == [
-        {**estimator.get_params(deep=False), "epsilon": 0.75}, estimator.get_params(deep=False)
-    ]
-
-    class Stored(HybridMeanEstimator):
-        @property
-        def delta(self):
-            return self.__dict__.get("_delta", 0.0)
-
-        @delta.setter
-        def delta(self, value):
-            self.__dict__["_delta"] = value
-
-    seen.clear()
-    stored = Stored("tcm_only", epsilon=0.75, bounds=(0.0, 1.0), delta=0.125)
-    stored._validate_params()
-    assert seen == [stored.get_params(deep=False)] and seen[0]["delta"] == 0.125
+    for name in ("_get_param_names", "_validate_params"):
+        assert getattr(cls, name).__qualname__ == getattr(BaseEstimator, name).__qualname__
 
 
 def test_the_ledger_is_importable_from_the_package():
@@ -261,3 +187,48 @@ def test_the_ledger_is_importable_from_the_package():
 
     assert PrivacyLedger is FromAccounting
     assert "PrivacyLedger" in skhybrid.__all__ and "accounting" in skhybrid.__all__
+
+
+def _charging_classes():
+    import inspect
+
+    import skhybrid
+    from sklearn.base import BaseEstimator
+
+    classes = [getattr(skhybrid, name) for name in skhybrid.__all__]
+    return [cls for cls in classes if inspect.isclass(cls) and issubclass(cls, BaseEstimator)
+            and "ledger" in inspect.signature(cls).parameters]
+
+
+def test_every_estimator_with_a_ledger_is_found():
+    names = {cls.__name__ for cls in _charging_classes()}
+    assert {type(estimator).__name__ for estimator in _estimators()} <= names
+
+
+@pytest.mark.parametrize("cls", _charging_classes(), ids=lambda cls: cls.__name__)
+def test_every_estimator_with_a_ledger_declares_the_cost_of_its_release(cls):
+    from skhybrid.accounting import ReleaseCost
+
+    declared = getattr(cls, "_release_cost", None)
+    assert callable(declared), f"{cls.__name__} declares no _release_cost"
+    assert "_release_cost" in {name for klass in cls.__mro__ if klass.__module__.startswith(
+        "skhybrid") for name in vars(klass)}
+    estimator = cls()
+    estimator._mechanism = getattr(estimator, "_resolve_mechanism", lambda: None)()
+    is_tcm = np.array([True, False, True])
+    cost = estimator._release_cost(is_tcm, np.array([0.5, 1.0, 2.0]), threshold=1.0)
+    assert isinstance(cost, ReleaseCost)
+
+
+def test_an_estimator_without_a_declared_cost_is_refused_before_any_release():
+    from sklearn.base import BaseEstimator
+
+    from skhybrid.accounting import PrivacyLedger, charge_release
+
+    class Undeclared(BaseEstimator):
+        def __init__(self, ledger=None):
+            self.ledger = ledger
+
+    with pytest.raises(TypeError, match="Undeclared declares no privacy cost"):
+        charge_release(Undeclared(PrivacyLedger(default_budget=1.0)), np.arange(3),
+                       np.ones(3, dtype=bool), 0.5)

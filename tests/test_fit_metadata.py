@@ -153,3 +153,53 @@ def test_empty_group_warning_points_at_the_callers_line():
     with pytest.warns(EmptyGroupWarning, match="every user is tcm") as record:
         estimator.fit(X, trust_group=np.full(400, "tcm"))
     assert record[0].filename == __file__
+
+
+def _count_calls(monkeypatch, name):
+    """Count the calls of ``skhybrid.utils._validation.<name>`` on one value per user,
+    from every skhybrid module that imported it."""
+    import sys
+
+    from skhybrid.utils import _validation
+
+    original = getattr(_validation, name)
+    calls = []
+
+    def counted(values, *args, **kwargs):
+        if np.ndim(values) > 0 and len(values) == X.shape[0]:
+            calls.append(1)
+        return original(values, *args, **kwargs)
+
+    for module_name, module in list(sys.modules.items()):
+        if module_name.startswith("skhybrid") and getattr(module, name, None) is original:
+            monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+@pytest.mark.parametrize("kind", ["numpy", "list", "pandas"])
+@pytest.mark.parametrize(
+    "make, metadata",
+    [
+        (lambda: HybridMeanEstimator(bounds=(0, 100), random_state=0), ("trust_group",)),
+        (lambda: ADPMEstimator(bounds=(0, 100), random_state=0), ("trust_group", "epsilon")),
+        (lambda: PDPSampleEstimator(bounds=(0, 100), random_state=0), ("epsilon",)),
+        (lambda: MixedMeanEstimator(bounds=(0, 100), random_state=0), ("epsilon",)),
+        (lambda: HybridKMeans(2, bounds=(0, 100), random_state=0), ("trust_group",)),
+    ],
+)
+def test_metadata_is_validated_once_per_fit(monkeypatch, make, metadata, kind):
+    import pandas as pd
+
+    from skhybrid.accounting import PrivacyLedger
+
+    given = {"trust_group": TRUST, "epsilon": EPSILON, "user_id": np.arange(400)}
+    convert = {"numpy": np.asarray, "list": list, "pandas": pd.Series}[kind]
+    fit_params = {key: convert(given[key]) for key in (*metadata, "user_id")}
+    estimator = make().set_params(ledger=PrivacyLedger(default_budget=100.0))
+    counts = {name: _count_calls(monkeypatch, name)
+              for name in ("check_trust_group", "check_epsilon")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimator.fit(X, **fit_params)
+    for name, key in (("check_trust_group", "trust_group"), ("check_epsilon", "epsilon")):
+        assert len(counts[name]) == (key in metadata), name

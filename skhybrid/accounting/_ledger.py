@@ -31,7 +31,6 @@ from ..exceptions import BudgetExceededError
 from ._accounts import _Accounts, _Index
 from ._composition import gaussian_epsilon
 from ._events import _decode, _encode, _levels, _mechanism, _pack, _unpack
-from ._remote import RemoteLedger, serve
 from ._stores import open_store
 
 #: The kinds of event that charge; ``refund`` gives back, ``budget`` sets budgets (and is
@@ -262,11 +261,13 @@ class PrivacyLedger:
     def __reduce__(self):
         if not self._store.shareable:
             raise TypeError(
-                "an in-memory PrivacyLedger cannot be pickled: a copy in another process "
-                "would record spends that this one never sees. Use a file ledger, "
-                "PrivacyLedger('ledger.sqlite'), or a PostgreSQL one, to share it with other "
-                "processes (for example n_jobs > 1), or set ledger=None on the estimator "
-                "before pickling it"
+                "an in-memory PrivacyLedger cannot be pickled, so it cannot reach another "
+                "process (joblib's worker processes with n_jobs > 1, Dask workers): a copy "
+                "there would record spends that this one never sees. Give the estimator a "
+                "ledger that processes share, a file, PrivacyLedger('ledger.sqlite'), or "
+                "PostgreSQL, PrivacyLedger('postgresql://...'); or run the workers as "
+                "threads (joblib.parallel_backend('threading')); or set ledger=None on the "
+                "estimator before pickling it"
             )
         return (_reopen, (self._store.pickle_args(), self.timeout))
 
@@ -824,23 +825,3 @@ def _reopen(target, timeout):
         if key not in _unpickled:
             _unpickled[key] = PrivacyLedger(target, timeout=timeout)
         return _unpickled[key]
-
-
-def _reduce_for_workers(ledger):
-    """How loky sends a ledger to joblib's workers: an in-memory one as a served handle."""
-    if ledger._store.shareable:
-        return ledger.__reduce__()
-    return RemoteLedger, serve(ledger)
-
-
-def _register_with_loky():
-    # Only loky's pickler (joblib's worker processes) uses this; pickle.dumps still
-    # refuses an in-memory ledger, so that it is never saved with a model by accident.
-    try:
-        from joblib.externals.loky.backend.reduction import register
-    except ImportError:  # another joblib layout: workers get the refusal's message
-        return
-    register(PrivacyLedger, _reduce_for_workers)
-
-
-_register_with_loky()

@@ -18,6 +18,7 @@ import numpy as np
 
 from .._group_estimates import privatized_rows
 from ..mechanisms import LaplaceMechanism
+from ..mechanisms._families import LAPLACE
 from ..mechanisms._feature_weights import feature_noise_weights
 from ..mechanisms._randomized_response import (
     randomized_response_drawn_probabilities,
@@ -491,7 +492,7 @@ class _FitPlan:
     @property
     def local_noise(self):
         """The lm report's randomizer: Laplace noise on values clipped to the bounds."""
-        return {"mechanism": "laplace", "delta": 0.0, "lower": self.lower, "upper": self.upper}
+        return {"mechanism": LAPLACE, "delta": 0.0, "lower": self.lower, "upper": self.upper}
 
     @property
     def central_constants(self):

@@ -42,7 +42,6 @@ Departures from Algorithm 1, none of which changes what a user spends:
   and of one report).
 """
 
-import warnings
 from contextlib import nullcontext
 from functools import partial
 from numbers import Integral, Real
@@ -59,15 +58,14 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._group_estimates import local_report_variance
-from ..accounting._costs import charge_dask_release, charge_release, check_user_id
+from ..accounting import ReleaseCost, charge_dask_release, charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
-    ValidatedParamsMixin,
     check_fit_metadata,
     validate_fit_input,
     warn_score_leak,
 )
-from ..exceptions import EmptyGroupWarning
+from ..exceptions import EmptyGroupWarning, warn_user
 from ..utils._chunks import GroupSummary, merge_chunk_summaries, summarise_chunk
 from ..utils._dask import (
     check_dask_features,
@@ -96,8 +94,7 @@ from ._k_means_statistics import (
 _STRATEGIES = ("hybrid", "tcm_only", "full_lm")
 
 
-class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedParamsMixin,
-                   BaseEstimator):
+class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Differentially private K-means for users who trust the curator to different degrees.
 
     Algorithm 1 of Avent, Dubey and Korolova (2020): tcm users' clipped values go
@@ -308,8 +305,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedP
         # Every iteration is one reduction: each chunk of users gives its statistics for
         # the current centres (an in-memory X is one chunk), the curator adds them up and
         # draws the central noise once. A Dask X is read chunk by chunk, never collected.
-        check_fit_metadata(self, trust_group, epsilon, hybrid=self.strategy == "hybrid",
-                           stacklevel=4)
+        check_fit_metadata(self, trust_group, epsilon, hybrid=self.strategy == "hybrid")
         check_user_id(self, user_id)
         in_dask = is_dask_collection(X)
         if in_dask:
@@ -461,16 +457,21 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedP
 
     # -- private helpers ------------------------------------------------------------------
 
+    def _release_cost(self, is_tcm, epsilon, **_):
+        """Each user's level over all ``n_iter`` iterations (the parameter is the total);
+        lm users are not charged under ``"tcm_only"``."""
+        return ReleaseCost.at_levels(epsilon,
+                                     charged=is_tcm if self.strategy == "tcm_only" else None)
+
     def _check_groups(self, n_tcm, n_lm, trust_given):
         if self.strategy == "tcm_only" and n_tcm == 0:
             raise ValueError("strategy='tcm_only' needs at least one tcm user; got none")
         if self.strategy == "hybrid" and trust_given and min(n_tcm, n_lm) == 0:
             present = "tcm" if n_tcm else "lm"
-            warnings.warn(
+            warn_user(
                 f"strategy='hybrid' merges two groups but every user is {present}; the "
                 f"centres come from the {present} algorithm alone",
                 EmptyGroupWarning,
-                stacklevel=4,
             )
 
     def _initial_centres(self, lower, upper, rng):

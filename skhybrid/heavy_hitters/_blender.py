@@ -27,7 +27,6 @@ are in :mod:`skhybrid.heavy_hitters._records`, the fit on chunks of a Dask input
 Neighbouring relation: replace one user's record, with the group sizes public.
 """
 
-import warnings
 from functools import partial
 from numbers import Integral, Real
 
@@ -36,14 +35,13 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..accounting._costs import charge_dask_release, charge_release, check_user_id
+from ..accounting import ReleaseCost, charge_dask_release, charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
-    ValidatedParamsMixin,
     check_fit_metadata,
     warn_score_leak,
 )
-from ..exceptions import EmptyGroupWarning
+from ..exceptions import EmptyGroupWarning, warn_user
 from ..theory import (
     blend_estimates,
     blending_weights,
@@ -102,7 +100,7 @@ def _headlist_group_size(n_optin, headlist_fraction):
     return max(0, min(int(round(headlist_fraction * n_optin)), n_optin - 2))
 
 
-class BlenderHeavyHitters(ValidatedParamsMixin, BaseEstimator):
+class BlenderHeavyHitters(BaseEstimator):
     """The most popular search records and their probabilities under the hybrid model (BLENDER).
 
     Every user holds one (query, url) record. Opt-in users ("tcm") trust the curator,
@@ -325,7 +323,7 @@ class BlenderHeavyHitters(ValidatedParamsMixin, BaseEstimator):
         -------
         self : BlenderHeavyHitters
         """
-        check_fit_metadata(self, trust_group, epsilon, hybrid=True, stacklevel=4)
+        check_fit_metadata(self, trust_group, epsilon, hybrid=True)
         check_user_id(self, user_id)
         self.__dict__.pop("_head_labels", None)
         vocabularies = None  # each column's labels, when the records are labels (secret)
@@ -360,11 +358,10 @@ class BlenderHeavyHitters(ValidatedParamsMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         n_optin = sum(n_optin_per_chunk)
         if n_optin == 0:
-            warnings.warn(
+            warn_user(
                 "every user is a client (lm): the head list is built from opt-in (tcm) "
                 "users, so it is empty and no record is estimated",
                 EmptyGroupWarning,
-                stacklevel=3,
             )
         n_headlist = _headlist_group_size(n_optin, self.headlist_fraction)
         split = _HeadListSplit(n_optin, n_headlist, rng)
@@ -552,6 +549,12 @@ class BlenderHeavyHitters(ValidatedParamsMixin, BaseEstimator):
         users = merge_chunk_summaries(summaries, type(self).__name__)
         n_optin_per_chunk = [summary.n_tcm for summary in summaries]
         return n_optin_per_chunk, users.n_lm, users.epsilon_tcm, users.epsilon_lm
+
+    def _release_cost(self, is_tcm, epsilon, **_):
+        """``(epsilon, delta)`` for every user: opt-in users by Theorem 1's head list and
+        estimates, clients by Theorem 3's local randomizer (Avent et al. 2017)."""
+        return ReleaseCost.at_levels(epsilon, delta=float(self.delta),
+                                     mechanism="laplace+randomized-response")
 
     def _client(self, epsilon):
         head = self.__dict__.get("_head_labels", self._head_records)

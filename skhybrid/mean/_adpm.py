@@ -6,11 +6,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
+from ..accounting import ReleaseCost
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
     MeanEstimatorMixin,
     NonFiniteValues,
-    ValidatedParamsMixin,
 )
 from ..mechanisms import LaplaceMechanism, LocalLaplaceRandomizer
 from ..mechanisms._feature_weights import feature_noise_weights, scaled_ranges
@@ -59,8 +59,7 @@ def _program_variance(feature_variance, lower, upper):
     return float(np.mean(feature_variance / feature_noise_weights(upper - lower) ** 2))
 
 
-class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin,
-                    BaseEstimator):
+class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
     """Private mean for users who each choose their own privacy level epsilon_i.
 
     ADPM releases ``sum_i w_i x_i + Laplace(b)`` for values clipped to the bounds, with the
@@ -339,6 +338,11 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin
                 else:
                     mechanism.variance(lower.shape[0])
         return solution
+
+    def _release_cost(self, is_tcm, epsilon, **_):
+        """Each user's own level: the affine estimate's weights give user i
+        epsilon_i-DP under the Laplace noise of :meth:`_noise` (Chaudhuri and Courtade)."""
+        return ReleaseCost.at_levels(epsilon)
 
     def _release(self, statistics, context, solution, rng):
         """Add the noise to the weighted sum with the planned weights."""

@@ -1,7 +1,6 @@
 """Hybrid-model mean estimation (Avent, Dubey and Korolova 2020)."""
 
 import operator
-import warnings
 from dataclasses import dataclass
 from numbers import Real
 
@@ -10,7 +9,6 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from .._group_estimates import (
-    MECHANISMS,
     central_group_mean,
     local_report_variance,
     planned_central_noise,
@@ -23,9 +21,9 @@ from ..base import (
     RANDOM_STATE_CONSTRAINT,
     MeanEstimatorMixin,
     NonFiniteValues,
-    ValidatedParamsMixin,
 )
-from ..exceptions import EmptyGroupWarning, WorstCaseVarianceWarning
+from ..exceptions import EmptyGroupWarning, WorstCaseVarianceWarning, warn_user
+from ..mechanisms._families import GAUSSIAN, LAPLACE, NOISE_FAMILIES, get_noise_family
 from ..theory._hybrid import (
     full_lm_mse,
     hybrid_mse,
@@ -231,8 +229,7 @@ def _sum_or_none(first, second):
     return None if first is None else first + second
 
 
-class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParamsMixin,
-                          BaseEstimator):
+class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
     """Differentially private mean for users who trust the curator to different degrees.
 
     tcm users (trusted-curator model) send raw values: the curator clips them and adds
@@ -366,7 +363,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         "strategy": [StrOptions(set(_STRATEGIES))],
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="left")],
-        "mechanism": [StrOptions(set(MECHANISMS))],
+        "mechanism": [StrOptions(set(NOISE_FAMILIES))],
         "bounds": ["array-like", None],
         "variance": [Interval(Real, 0, None, closed="left"), "array-like",
                      StrOptions({"private"}), None],
@@ -427,7 +424,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         -------
         self : HybridMeanEstimator
         """
-        self._check_mechanism()
+        self._mechanism = self._resolve_mechanism()
         self._warn_worst_case_variance()
         self._fit_statistics(X, trust_group, epsilon, user_id)
         return self
@@ -458,7 +455,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         -------
         self : HybridMeanEstimator
         """
-        self._check_mechanism()
+        self._mechanism = self._resolve_mechanism()
         self._warn_worst_case_variance()
         return self._partial_fit_statistics(X, trust_group, epsilon, user_id)
 
@@ -467,17 +464,34 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
     def _is_hybrid_fit(self):
         return self.strategy in _HYBRID_STRATEGIES
 
-    def _check_mechanism(self):
-        if self.mechanism == "gaussian":
-            if not 0 < self.delta < 1:
-                raise ValueError(
-                    f"the Gaussian mechanism needs delta in (0, 1); got delta={self.delta!r}"
-                )
-        elif self.delta != 0:
-            raise ValueError(
-                f"delta={self.delta!r} is only used by mechanism='gaussian'; the Laplace "
-                "mechanism is pure epsilon-DP, so leave delta=0"
-            )
+    def _resolve_mechanism(self):
+        """The noise family of ``mechanism``, once per fit; refuses a delta it cannot use."""
+        family = get_noise_family(self.mechanism)
+        family.check_delta(self.delta)
+        return family
+
+    def _release_cost(self, is_tcm, epsilon, **_):
+        """Each user's cost: their level, under the noise family's accounting.
+
+        With ``variance="private"`` a tcm user's epsilon is split, 5% on the group's
+        second moment and 95% on its mean (sequential composition); lm users'
+        variance estimate is post-processing of their reports. Not charged: lm users
+        under ``"tcm_only"`` and tcm users under ``"lm_only"`` (their data are not
+        used, when the other group is not empty), and lm users with
+        ``local_reports=True`` (their devices' reports are charged once when collected,
+        with :meth:`~skhybrid.accounting.PrivacyLedger.charge`; reusing them is
+        post-processing).
+        """
+        n_tcm = int(np.count_nonzero(is_tcm))
+        n_lm = is_tcm.size - n_tcm
+        uses_tcm = not (self.strategy == "lm_only" and n_lm)
+        uses_lm = not (self.strategy == "tcm_only" and n_tcm) and not self.local_reports
+        # Everyone charged (both groups used, or the one group present): no per-user mask.
+        charged = None
+        if not ((uses_tcm or not n_tcm) and (uses_lm or not n_lm)):
+            charged = np.where(is_tcm, uses_tcm, uses_lm)
+        return self._mechanism.release_cost(epsilon, delta=self.delta, n_users=is_tcm.size,
+                                            charged=charged)
 
     def _check_groups(self, n_tcm, n_lm, trust_given):
         if self.strategy == "tcm_only" and n_tcm == 0:
@@ -486,13 +500,10 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             raise ValueError("strategy='lm_only' needs at least one lm user; got none")
         if self.strategy in _HYBRID_STRATEGIES and trust_given and min(n_tcm, n_lm) == 0:
             present = "tcm" if n_tcm else "lm"
-            warnings.warn(
+            warn_user(
                 f"strategy={self.strategy!r} combines two groups but every user is {present}; "
                 f"the estimate is the {present} group's alone",
                 EmptyGroupWarning,
-                # _check_groups <- _plan_release <- _fit_statistics <- fit <- scikit-learn's
-                # fit wrapper <- the user's call
-                stacklevel=6,
             )
 
     def _weight_and_mse(self, tcm, n_tcm, n_lm, variance, s_L2):
@@ -543,7 +554,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
                 "ranges": upper - lower, "centre": centre, "square_range": square_range}
 
     def _noise(self, context):
-        return {"mechanism": self.mechanism, "delta": self.delta,
+        return {"mechanism": self._mechanism, "delta": self.delta,
                 "lower": context["lower"], "upper": context["upper"]}
 
     def _checks_finite(self):
@@ -598,7 +609,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             reports = reads_lm and self.local_reports
             sums = _group_sums(
                 X, None if all_tcm else is_tcm, lower, upper,
-                squares=(centre is not None and self.mechanism == "laplace"
+                squares=(centre is not None and self._mechanism.pure
                          and self.strategy != "lm_only"),
                 reports=reports, report_squares=reports and centre is not None,
                 check_finite=check_finite,
@@ -638,12 +649,12 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
             if statistics.tcm_square_sum is not None:  # as in _release
                 mean_share = 1.0 - PRIVATE_VARIANCE_SHARE
                 plan["second"] = planned_central_noise(
-                    statistics.n_tcm, mechanism="laplace",
+                    statistics.n_tcm, mechanism=LAPLACE,
                     epsilon=statistics.epsilon_tcm * PRIVATE_VARIANCE_SHARE, delta=0.0,
                     ranges=context["square_range"], n_features=n_features,
                 )
             plan["mean"] = planned_central_noise(
-                statistics.n_tcm, mechanism=self.mechanism,
+                statistics.n_tcm, mechanism=self._mechanism,
                 epsilon=statistics.epsilon_tcm * mean_share, delta=self.delta,
                 ranges=context["ranges"], n_features=n_features,
             )
@@ -693,7 +704,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
                 tcm = central_group_mean(
                     centred_sums(statistics.tcm_sum, lower, upper, n_users=n_tcm), n_tcm,
                     origin=lower,
-                    mechanism=self.mechanism,
+                    mechanism=self._mechanism,
                     epsilon=epsilon_tcm * mean_share, delta=self.delta, ranges=ranges,
                     rng=rng, noise=plan["mean"],
                 )
@@ -728,14 +739,12 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
 
     def _warn_worst_case_variance(self):
         if self.strategy == "kvh" and self.variance is None:
-            warnings.warn(
+            warn_user(
                 "strategy='kvh' with variance=None computes its weight for the worst-case "
                 "variance of the bounds, (upper - lower)**2 / 4, which puts far too little "
                 "weight on the tcm group for most data; pass a known variance, or "
                 "variance='private' to estimate it privately",
                 WorstCaseVarianceWarning,
-                # _warn_worst_case_variance <- fit <- scikit-learn's fit wrapper <- the user
-                stacklevel=4,
             )
 
     def _private_variance(self):
@@ -753,7 +762,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         zero = np.zeros_like(square_range)
         return central_group_mean(
             centred_sums(statistics.tcm_square_sum, zero, square_range, n_users=n_tcm), n_tcm,
-            origin=zero, mechanism="laplace", epsilon=epsilon_tcm * PRIVATE_VARIANCE_SHARE,
+            origin=zero, mechanism=LAPLACE, epsilon=epsilon_tcm * PRIVATE_VARIANCE_SHARE,
             delta=0.0, ranges=square_range, rng=rng, noise=noise,
         )
 
@@ -807,7 +816,7 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, ValidatedParam
         a smaller value in the classic calibration's range.
         """
         applicable = (
-            self.mechanism == "gaussian"
+            self._mechanism is GAUSSIAN  # Theorem 8.1 is about Gaussian noise
             and self.strategy in _HYBRID_STRATEGIES
             and lower.shape[0] == 1
             and np.isfinite(self.noise_variance_tcm_[0])

@@ -13,11 +13,10 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval
 
 from .._group_estimates import central_group_means, central_group_means_variance
-from ..accounting._costs import charge_release, check_user_id
+from ..accounting import ReleaseCost, charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
     MeanEstimatorMixin,
-    ValidatedParamsMixin,
     check_fit_metadata,
 )
 from ..mechanisms import ExponentialMechanism
@@ -103,7 +102,7 @@ def _exponential_quantile(values, quantile, lower, upper, mechanism, rng):
     return edges[chosen] + lengths[chosen] * rng.random()
 
 
-class _BaseMixedEstimator(ValidatedParamsMixin, BaseEstimator):
+class _BaseMixedEstimator(BaseEstimator):
     """Group the users by epsilon, estimate each group privately, mix the estimates."""
 
     _parameter_constraints: dict = {
@@ -113,6 +112,11 @@ class _BaseMixedEstimator(ValidatedParamsMixin, BaseEstimator):
         "random_state": RANDOM_STATE_CONSTRAINT,
         "ledger": [HasMethods(["charge"]), None],
     }
+
+    def _release_cost(self, is_tcm, epsilon, **_):
+        """Each user's own level: every privacy group's Laplace or exponential mechanism
+        runs at the group's level, on disjoint users (parallel composition)."""
+        return ReleaseCost.at_levels(epsilon)
 
     def _fit_mixture(self, X, trust_group, epsilon, user_id=None):
         """Fit the per-group estimates and their mixture.
@@ -498,7 +502,7 @@ class MixedQuantileEstimator(MeanEstimatorMixin, _BaseMixedEstimator):
         -------
         self : MixedQuantileEstimator
         """
-        check_fit_metadata(self, trust_group, epsilon, hybrid=False, stacklevel=4)
+        check_fit_metadata(self, trust_group, epsilon, hybrid=False)
         check_user_id(self, user_id)
         self.quantile_, _, _ = self._fit_mixture(X, trust_group, epsilon, user_id)
         return self

@@ -8,15 +8,15 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from .._group_estimates import central_group_mean, central_group_noise
-from ..accounting._costs import charge_dask_release, charge_release, check_user_id
+from ..accounting import ReleaseCost, charge_dask_release, charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
     MeanEstimatorMixin,
-    ValidatedParamsMixin,
     check_fit_metadata,
     clamp_estimate,
     validate_fit_input,
 )
+from ..mechanisms._families import LAPLACE
 from ..mechanisms._feature_weights import feature_noise_weights, noise_ranges
 from ..theory._mixed import (
     mse_about_empirical_mean,
@@ -149,7 +149,7 @@ def _centred_magnitude(counts, expected_kept, lower, upper):
     return float(np.sum(counts)) * (upper - lower) / (2.0 * float(expected_kept))
 
 
-class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator):
+class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
     """Private mean for per-user privacy levels by the Sample mechanism (PDP baseline).
 
     Each user i is kept independently with probability
@@ -359,7 +359,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
         -------
         self : PDPSampleEstimator
         """
-        check_fit_metadata(self, trust_group, epsilon, hybrid=False, stacklevel=4)
+        check_fit_metadata(self, trust_group, epsilon, hybrid=False)
         check_user_id(self, user_id)
         if any_dask(X, trust_group, epsilon):
             return self._fit_dask(X, trust_group, epsilon, user_id)
@@ -400,10 +400,17 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
         """Refuse a curator's noise too wide to draw, before anyone is charged."""
         if np.isfinite(threshold):
             central_group_noise(
-                float(expected_kept), mechanism="laplace", epsilon=threshold, delta=0.0,
+                float(expected_kept), mechanism=LAPLACE, epsilon=threshold, delta=0.0,
                 ranges=upper - lower,
                 magnitude=_centred_magnitude(counts, expected_kept, lower, upper),
             ).variance(lower.shape[0])
+
+    def _release_cost(self, is_tcm, epsilon, *, threshold, **_):
+        """``min(epsilon_i, t)``: a user below the threshold ``t`` is kept with
+        probability ``(e^epsilon_i - 1) / (e^t - 1)``, and subsampling a ``t``-DP release
+        with it gives ``epsilon_i`` (Jorgensen et al. 2015, Thm 1); a user above ``t`` is
+        always kept and gets ``t``."""
+        return ReleaseCost.at_levels(epsilon, cap=threshold)
 
     def _release(self, kept_sum, levels, counts, threshold, expected_kept, lower, upper,
                  variance, rng):
@@ -420,7 +427,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
             offset = centred / expected_kept
         else:
             offset = central_group_mean(
-                centred, expected_kept, origin=np.zeros_like(lower), mechanism="laplace",
+                centred, expected_kept, origin=np.zeros_like(lower), mechanism=LAPLACE,
                 epsilon=threshold, delta=0.0, ranges=upper - lower, rng=rng,
                 magnitude=_centred_magnitude(counts, expected_kept, lower, upper),
             ).mean
@@ -450,9 +457,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator
         metadata = {"trust_group": trust_group, "epsilon": epsilon}
         parts = map_chunks(functools.partial(_chunk_levels, validate=validate), X, **metadata)
         levels = functools.reduce(lambda total, part: total + part, [p[0] for p in parts])
-        lower, upper = dask_bounds(
-            self.bounds, [p[1] for p in parts], self.n_features_in_, stacklevel=6
-        )
+        lower, upper = dask_bounds(self.bounds, [p[1] for p in parts], self.n_features_in_)
         variance = resolve_variance(self.variance, lower, upper)
         threshold, level_probability = self._sampling(levels.epsilons, levels.counts,
                                                       upper - lower, variance)

@@ -6,11 +6,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval
 
-from ..accounting._costs import charge_release, check_user_id
+from ..accounting import ReleaseCost, charge_release, check_user_id
 from ..base import (
     RANDOM_STATE_CONSTRAINT,
     MeanEstimatorMixin,
-    ValidatedParamsMixin,
     check_fit_metadata,
 )
 from ..mechanisms._exponential import personalized_exponential_quantile
@@ -18,7 +17,7 @@ from ..utils._random import check_random_state
 from ._pdp import _validate_curator_fit
 
 
-class PDPQuantileEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimator):
+class PDPQuantileEstimator(MeanEstimatorMixin, BaseEstimator):
     """Private quantile for per-user privacy levels by the PE mechanism (PDP baseline).
 
     Jorgensen, Yu and Cormode's personalized exponential mechanism (PE) scores each
@@ -137,7 +136,7 @@ class PDPQuantileEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimat
         -------
         self : PDPQuantileEstimator
         """
-        check_fit_metadata(self, trust_group, epsilon, hybrid=False, stacklevel=4)
+        check_fit_metadata(self, trust_group, epsilon, hybrid=False)
         check_user_id(self, user_id)
         values, user_epsilon, lower, upper, _ = _validate_curator_fit(
             self, X, trust_group, epsilon
@@ -155,6 +154,11 @@ class PDPQuantileEstimator(MeanEstimatorMixin, ValidatedParamsMixin, BaseEstimat
             for feature in range(n_features)
         ])
         return self
+
+    def _release_cost(self, is_tcm, epsilon, **_):
+        """Each user's own level: the PE mechanism's cost of moving user i is epsilon_i
+        (Jorgensen et al. 2015)."""
+        return ReleaseCost.at_levels(epsilon)
 
     def _empirical_statistic(self, X):
         # score(X) compares quantile_ with numpy's linearly interpolated quantile of X.

@@ -21,14 +21,12 @@ import dataclasses
 import functools
 import sys
 import threading
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.utils.validation import check_array
 
-from ..accounting._costs import charge_dask_release, charge_release, check_user_id
-from ..accounting._ledger import id_array
+from ..accounting import charge_dask_release, charge_release, check_user_id, user_id_array
 from ..base import (
     NonFiniteValues,
     check_fit_metadata,
@@ -38,7 +36,7 @@ from ..base import (
     refuse_non_finite,
     validate_fit_input,
 )
-from ..exceptions import PrivacyBudgetWarning, PrivacyLeakWarning
+from ..exceptions import PrivacyBudgetWarning, PrivacyLeakWarning, warn_user
 from ..utils._dask import (
     any_dask,
     check_dask_features,
@@ -227,7 +225,7 @@ def level_lookup(level_epsilons, level_local, level_values, epsilon, local, grou
     return index.spread(np.asarray(level_values, dtype=np.float64)[order][position])
 
 
-def dask_bounds(bounds, extremes, n_features, *, stacklevel):
+def dask_bounds(bounds, extremes, n_features):
     """Validated ``bounds``, or for ``bounds=None`` the range over every chunk's raw rows.
 
     Parameters
@@ -236,8 +234,6 @@ def dask_bounds(bounds, extremes, n_features, *, stacklevel):
     extremes : list of (ndarray, ndarray) or None
         Each chunk's per-feature minimum and maximum, None for a chunk without raw rows.
     n_features : int
-    stacklevel : int
-        Of the :class:`~skhybrid.exceptions.PrivacyLeakWarning`.
 
     Returns
     -------
@@ -250,7 +246,7 @@ def dask_bounds(bounds, extremes, n_features, *, stacklevel):
         raise ValueError(
             "bounds=None cannot be derived from privatized reports alone; pass bounds"
         )
-    return resolve_bounds(None, np.vstack(seen), stacklevel=stacklevel)
+    return resolve_bounds(None, np.vstack(seen))
 
 
 def _chunk_array(X, defer_finite=False):
@@ -352,11 +348,7 @@ def _chunk_users(user_id, is_tcm, epsilon):
     Copies: the stream charges them at a later release, and the caller's arrays (the
     validated levels are a read-only view of them) may have changed by then.
     """
-    ids = id_array(user_id)
-    if ids.ndim != 1 or ids.shape[0] != is_tcm.shape[0]:
-        raise ValueError(
-            f"user_id must have one id per row of X ({is_tcm.shape[0]}); got shape {ids.shape}"
-        )
+    ids = user_id_array(user_id, is_tcm.shape[0])
     levels = np.array(epsilon, dtype=np.float64) if np.ndim(epsilon) else epsilon
     return ids.copy(), is_tcm, np.broadcast_to(levels, is_tcm.shape)
 
@@ -475,12 +467,11 @@ class StatisticsFitMixin:
 
     def __getstate__(self):
         if "_stream" in self.__dict__:
-            warnings.warn(
+            warn_user(
                 f"pickling a {type(self).__name__} that holds a partial_fit stream's secret "
                 "state (exact running sums and the noise generator); call discard_stream() "
                 "before shipping the estimator",
                 PrivacyLeakWarning,
-                stacklevel=2,
             )
         return super().__getstate__()
 
@@ -496,9 +487,7 @@ class StatisticsFitMixin:
         (what their devices would send) are made earlier, with the statistics; a fit
         refused later releases nothing of them.
         """
-        # user <- fit's validation wrapper <- fit <- here <- check_fit_metadata
-        check_fit_metadata(self, trust_group, epsilon, hybrid=self._is_hybrid_fit(),
-                           stacklevel=5)
+        check_fit_metadata(self, trust_group, epsilon, hybrid=self._is_hybrid_fit())
         check_user_id(self, user_id)
         self.discard_stream()
         rng = release_random_state(self.random_state)
@@ -531,8 +520,7 @@ class StatisticsFitMixin:
         With a ledger, the chunk's users are remembered and each release charges every
         user of the stream so far.
         """
-        check_fit_metadata(self, trust_group, epsilon, hybrid=self._is_hybrid_fit(),
-                           stacklevel=5)
+        check_fit_metadata(self, trust_group, epsilon, hybrid=self._is_hybrid_fit())
         check_user_id(self, user_id)
         if self.ledger is not None and any_dask(X, trust_group, epsilon, user_id):
             raise TypeError("partial_fit with a ledger takes numpy chunks, not Dask collections")
@@ -564,12 +552,11 @@ class StatisticsFitMixin:
 
     def _release_stream(self, stream):
         if stream.n_releases:
-            warnings.warn(
+            warn_user(
                 f"{type(self).__name__} releases a new estimate after partial_fit: every "
                 "user in an earlier release takes part again and spends their epsilon "
                 f"again (release number {stream.n_releases + 1}).",
                 PrivacyBudgetWarning,
-                stacklevel=4,
             )
         plan = self._plan_release(stream.statistics, stream.context, False)
         if stream.users:
@@ -606,7 +593,7 @@ class StatisticsFitMixin:
                 raise ValueError(
                     "bounds=None cannot be derived from privatized reports alone; pass bounds"
                 )
-            lower, upper = resolve_bounds(self.bounds, raw, stacklevel=6)
+            lower, upper = resolve_bounds(self.bounds, raw)
             context = self._public_context(lower, upper)
         users[0](is_tcm, levels)
         if not unchecked:
@@ -635,7 +622,7 @@ class StatisticsFitMixin:
                 extremes = map_chunks(
                     functools.partial(_chunk_extremes, self, validate=validate), X, **metadata
                 )
-            lower, upper = dask_bounds(self.bounds, extremes, self.n_features_in_, stacklevel=8)
+            lower, upper = dask_bounds(self.bounds, extremes, self.n_features_in_)
             context = self._public_context(lower, upper)
         if users is not None:
             users()

@@ -7,7 +7,17 @@ The rule is in :func:`feature_noise_weights`; the central mechanisms
 import numpy as np
 
 
-def feature_noise_weights(ranges, mechanism="laplace"):
+def l1_common_width(ranges):
+    """``sum(ranges) / d``: scaled to it, the features keep their summed (L1) width."""
+    return np.sum(ranges) / ranges.shape[-1]
+
+
+def l2_common_width(ranges):
+    """``sqrt(sum(ranges**2) / d)``: scaled to it, the features keep their L2 width."""
+    return np.sqrt(np.sum(ranges**2) / ranges.shape[-1])
+
+
+def feature_noise_weights(ranges, common_width=l1_common_width):
     """Each feature's share of the noise: ``w_j`` with ``ranges / w`` equal across features.
 
     A release of several features adds noise to ``statistic / w`` with a mechanism
@@ -15,11 +25,11 @@ def feature_noise_weights(ranges, mechanism="laplace"):
     and multiplies the result back by ``w``: feature j's noise is then in proportion to
     its own range, and every feature gets the same error relative to its range.
 
-    For Laplace, ``a = sum(ranges) / d``: the scaled statistic has the same L1
+    For Laplace (:func:`l1_common_width`), ``a = sum(ranges) / d``: the scaled statistic has the same L1
     sensitivity as the unscaled one, and feature j's noise scale is
     ``d * range_j / (n epsilon)``, the scale of a one-feature release at
-    ``epsilon / d`` (an even split of the budget, basic composition). For Gaussian,
-    ``a = sqrt(sum(ranges**2) / d)`` keeps the L2 sensitivity, and feature j's noise is
+    ``epsilon / d`` (an even split of the budget, basic composition). For Gaussian
+    (:func:`l2_common_width`), ``a = sqrt(sum(ranges**2) / d)`` keeps the L2 sensitivity, and feature j's noise is
     ``sqrt(d) * range_j`` times the one-feature multiplier. One feature: ``w = 1``
     exactly, and nothing changes.
 
@@ -31,7 +41,8 @@ def feature_noise_weights(ranges, mechanism="laplace"):
     Parameters
     ----------
     ranges : ndarray of shape (n_features,)
-    mechanism : {"laplace", "gaussian"}, default="laplace"
+    common_width : callable, default=l1_common_width
+        The mechanism's common width (its noise family's ``common_width``).
 
     Returns
     -------
@@ -40,11 +51,7 @@ def feature_noise_weights(ranges, mechanism="laplace"):
     ranges = np.asarray(ranges, dtype=np.float64)
     if ranges.shape[-1] == 1:
         return np.ones_like(ranges)
-    if mechanism == "laplace":
-        common = np.sum(ranges) / ranges.shape[-1]
-    else:
-        common = np.sqrt(np.sum(ranges**2) / ranges.shape[-1])
-    return ranges / common
+    return ranges / common_width(ranges)
 
 
 def scaled_ranges(ranges, weights):

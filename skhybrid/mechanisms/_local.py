@@ -11,7 +11,12 @@ from ..utils._random import check_random_state
 from ..utils._sums import rounding_slack
 from ..utils._validation import check_bounds, check_epsilon, clip_to_bounds, feature_wise
 from ._calibration import gaussian_noise_multiplier
-from ._feature_weights import feature_noise_weights, scaled_ranges
+from ._feature_weights import (
+    feature_noise_weights,
+    l1_common_width,
+    l2_common_width,
+    scaled_ranges,
+)
 from ._noise import gaussian_release, gaussian_variance, laplace_release, laplace_variance
 
 
@@ -140,7 +145,7 @@ class LocalLaplaceRandomizer(_LocalRandomizer):
         self.secure = secure
 
     def _release(self, values, ranges, eps, rng, overwrite=False):
-        weights = feature_noise_weights(ranges, "laplace")
+        weights = feature_noise_weights(ranges, l1_common_width)
         if ranges.shape[0] == 1:
             return laplace_release(values, ranges.sum(), eps, rng, self.secure,
                                    overwrite=overwrite)
@@ -160,7 +165,7 @@ class LocalLaplaceRandomizer(_LocalRandomizer):
     def _variance(self, ranges, eps):
         if ranges.shape[0] == 1:
             return laplace_variance(ranges.sum(), eps, ranges.shape[0], self.secure)
-        weights = feature_noise_weights(ranges, "laplace")
+        weights = feature_noise_weights(ranges, l1_common_width)
         variance = laplace_variance(self._scaled_sensitivity(ranges, weights), eps,
                                     ranges.shape[0], self.secure)
         return np.multiply.outer(variance, weights**2)
@@ -197,7 +202,7 @@ class LocalGaussianRandomizer(_LocalRandomizer):
         if ranges.shape[0] == 1:
             return gaussian_release(values, np.sqrt(np.sum(ranges**2)), self._multiplier(eps),
                                     rng, self.secure, overwrite=overwrite)
-        weights = feature_noise_weights(ranges, "gaussian")
+        weights = feature_noise_weights(ranges, l2_common_width)
         scaled = _divided(values, weights, overwrite)
         released = gaussian_release(scaled, self._scaled_sensitivity(ranges, weights),
                                     self._multiplier(eps), rng, self.secure, overwrite=True)
@@ -214,7 +219,7 @@ class LocalGaussianRandomizer(_LocalRandomizer):
         if ranges.shape[0] == 1:
             return gaussian_variance(np.sqrt(np.sum(ranges**2)), self._multiplier(eps),
                                      ranges.shape[0], self.secure)
-        weights = feature_noise_weights(ranges, "gaussian")
+        weights = feature_noise_weights(ranges, l2_common_width)
         variance = gaussian_variance(self._scaled_sensitivity(ranges, weights),
                                      self._multiplier(eps), ranges.shape[0], self.secure)
         return np.multiply.outer(variance, weights**2)

@@ -11,7 +11,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
 from sklearn.model_selection import (
     GridSearchCV,
     ParameterGrid,
@@ -20,7 +20,12 @@ from sklearn.model_selection import (
     check_cv,
 )
 from sklearn.utils import Bunch, _safe_indexing
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import (
+    HasMethods,
+    Interval,
+    StrOptions,
+    validate_parameter_constraints,
+)
 from sklearn.utils.metadata_routing import (
     MetadataRouter,
     MethodMapping,
@@ -30,10 +35,9 @@ from sklearn.utils.metadata_routing import (
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _check_method_params, _num_samples, check_is_fitted
 
-from ..accounting._costs import user_stacklevel, warn_unaccounted_release
-from ..accounting._ledger import id_array
-from ..base import RANDOM_STATE_CONSTRAINT, ValidatedParamsMixin
-from ..exceptions import BudgetExceededError
+from ..accounting import user_id_array, warn_unaccounted_release
+from ..base import RANDOM_STATE_CONSTRAINT
+from ..exceptions import BudgetExceededError, warn_user
 from ..mechanisms import ExponentialMechanism
 from ..utils._random import check_random_state
 from ..utils._validation import check_bounds, check_epsilon, check_trust_group
@@ -93,7 +97,7 @@ def _planned_cost(estimator, params, X, fit_params, n_rows):
 
     The fit runs with a :class:`_CostProbe` up to its charge (every estimator charges
     after validating its input and before any noise), so the cost is the estimators'
-    own (``skhybrid.accounting._costs``) and nothing is released.
+    own (each declares it in ``_release_cost``) and nothing is released.
     """
     probe = clone(estimator).set_params(**params, ledger=_CostProbe())
     try:
@@ -132,7 +136,7 @@ def _warn_once_per_kind(records, owner):
     for category, messages in by_kind.items():
         note = "" if len(messages) == 1 else (
             f" [{owner}: {len(messages)} of its fits warned {category.__name__}; shown once]")
-        warnings.warn(messages[0] + note, category, stacklevel=user_stacklevel())
+        warn_user(messages[0] + note, category)
 
 
 # -- metadata: the same routing as scikit-learn's searches ---------------------------------
@@ -156,11 +160,7 @@ def _user_ids(estimator, user_id, n_rows):
                 "user_id: pass one id per row (search.fit(X, ..., user_id=ids))"
             )
         return np.arange(n_rows)
-    ids = id_array(getattr(user_id, "to_numpy", lambda: user_id)())
-    if ids.shape != (n_rows,):
-        raise ValueError(f"user_id must have one id per row of X ({n_rows}); got shape "
-                         f"{ids.shape}")
-    return ids
+    return user_id_array(user_id, n_rows)
 
 
 class _NoPublicError(ValueError):
@@ -239,7 +239,7 @@ def _fit_candidate(estimator, X_train, fit_params, X_scored):
     return result, None if allotment is None else allotment.used, error, records
 
 
-class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimator):
+class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     """Exhaustive search over a grid whose choice is differentially private and charged.
 
     The private counterpart of scikit-learn's ``GridSearchCV`` for skhybrid's
@@ -375,6 +375,8 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
         self.n_jobs = n_jobs
         self.random_state = random_state
 
+    # The inner estimator's parameters are validated by its own fits.
+    @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None, **params):
         """Reserve the search's cost, fit the candidates, choose privately, refit.
 
@@ -392,7 +394,6 @@ class PrivateGridSearchCV(ValidatedParamsMixin, MetaEstimatorMixin, BaseEstimato
         -------
         self : PrivateGridSearchCV
         """
-        self._validate_params()
         plan = self._plan(X, y, params)
         ledger = getattr(self.estimator, "ledger", None)
         epsilon, delta = plan.reserved()
@@ -665,8 +666,8 @@ def search_cost(search, X, y=None, **params):
 
     Every fit of the search is run up to its charge (every estimator charges after
     validating its input and before drawing noise) against a probe that records the
-    cost and stops it: the costs are the estimators' own (the table of
-    :mod:`skhybrid.accounting._costs`) and nothing is released.
+    cost and stops it: the costs are the ones the estimators declare (their
+    ``_release_cost``) and nothing is released.
 
     Parameters
     ----------
@@ -688,7 +689,9 @@ def search_cost(search, X, y=None, **params):
         difference).
     """
     if isinstance(search, PrivateGridSearchCV):
-        search._validate_params()
+        validate_parameter_constraints(search._parameter_constraints,
+                                       search.get_params(deep=False),
+                                       caller_name=type(search).__name__)
         plan = search._plan(X, y, params)
         _warn_once_per_kind(plan.records + plan.probe_records, "search_cost")
         return plan.reserved()[0]

@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ..exceptions import warn_user
 from ._adpm_common import _privacy_levels, _total, lm_report_noise_variance
 
 # Clarabel's default tolerances (1e-8) leave single weights off by up to ~1e-3 (relative)
@@ -63,11 +64,10 @@ def _solve_cvxpy(eps, local, variance, data_range, counts=None):
             f"{problem.status!r}. Use solver='exact'."
         )
     if problem.status != cp.OPTIMAL:
-        warnings.warn(
+        warn_user(
             f"cvxpy (CLARABEL) stopped with status {problem.status!r}; the ADPM weights "
             f"may be inaccurate (solver='exact' solves the same program exactly)",
             ConvergenceWarning,
-            stacklevel=3,
         )
     # Back on the simplex: the interior-point solution is feasible only to tolerance.
     weights = np.maximum(scaled_weight.value, 0.0)[inverse]

@@ -5,11 +5,10 @@ Every estimator calls these in ``fit``; they never modify their inputs in place.
 
 import math
 import numbers
-import warnings
 
 import numpy as np
 
-from ..exceptions import PrivacyLeakWarning
+from ..exceptions import PrivacyLeakWarning, warn_user
 from ._trust_labels import _TRUST_EXPECTED, _from_codes, _from_labels, _pandas_column
 
 
@@ -381,7 +380,7 @@ def check_bounds_scale(lower, upper):
         )
 
 
-def resolve_bounds(bounds, X, *, stacklevel=4):
+def resolve_bounds(bounds, X):
     """Validated bounds, or bounds derived from ``X`` with a :class:`PrivacyLeakWarning`.
 
     Deriving the bounds from the data makes them a non-private statistic of it; this
@@ -391,9 +390,6 @@ def resolve_bounds(bounds, X, *, stacklevel=4):
     ----------
     bounds : tuple (lower, upper) or None
     X : ndarray of shape (n_samples, n_features)
-    stacklevel : int, default=4
-        Of the warning: 4 points at the user's call when called from ``fit`` (through
-        scikit-learn's fit wrapper).
 
     Returns
     -------
@@ -402,12 +398,11 @@ def resolve_bounds(bounds, X, *, stacklevel=4):
     n_features = X.shape[1]
     if bounds is not None:
         return check_bounds(bounds, n_features)
-    warnings.warn(
+    warn_user(
         "bounds=None: the clipping bounds are taken from the data's minimum and maximum, "
         "which leaks information about the data and voids the privacy guarantee. Pass "
         "data-independent bounds=(lower, upper) to fit privately.",
         PrivacyLeakWarning,
-        stacklevel=stacklevel,
     )
     lower = X.min(axis=0).astype(np.float64)
     upper = X.max(axis=0).astype(np.float64)

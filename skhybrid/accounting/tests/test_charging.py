@@ -3,6 +3,7 @@
 import math
 import warnings
 
+import joblib
 import numpy as np
 import pytest
 import sklearn
@@ -42,7 +43,7 @@ def _spend(estimator, fit_kwargs, X, ids):
     return ledger.spent(ids), ledger
 
 
-# -- what each estimator charges (the table in skhybrid.accounting._costs) ----------------
+# -- what each estimator charges (its _release_cost) -------------------------------------
 
 
 @pytest.mark.parametrize("strategy", ["kvh", "pwh", "naive", "full_lm"])
@@ -308,12 +309,37 @@ def test_cross_validate_charges_k_minus_one_times(users):
     np.testing.assert_array_equal(ledger.spent(ids), np.full(N_USERS, 4 * 0.5))
 
 
-def test_an_in_memory_ledger_with_n_jobs_2_is_served_to_the_workers(users):
-    """loky's workers charge the parent's in-memory ledger through its server."""
+def _raised_text(error):
+    """The messages of ``error`` and the errors chained to it (loky wraps a pickling error)."""
+    texts = []
+    while error is not None:
+        texts.append(str(error))
+        error = error.__cause__ or error.__context__
+    return "\n".join(texts)
+
+
+@pytest.mark.parametrize("run", ["grid_search", "cross_validate"])
+def test_an_in_memory_ledger_refuses_worker_processes_and_names_the_shared_ledgers(users, run):
+    X, trust, _, ids = users
+    ledger = PrivacyLedger(default_budget=50.0)
+    with pytest.raises(Exception) as raised, warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        if run == "grid_search":
+            _search(ledger, n_jobs=2)[0].fit(X, trust_group=trust, user_id=ids)
+        else:
+            cross_validate(HybridMeanEstimator(bounds=(0, 1), ledger=ledger), X, cv=3,
+                           n_jobs=2, params={"trust_group": trust, "user_id": ids})
+    text = _raised_text(raised.value)
+    assert "in-memory PrivacyLedger cannot be pickled" in text
+    assert "PrivacyLedger('ledger.sqlite')" in text and "postgresql://" in text
+    assert len(ledger.history()) == 0
+
+
+def test_an_in_memory_ledger_with_two_threads_charges_as_one_thread(users):
     X, trust, _, ids = users
     ledger = PrivacyLedger(default_budget=50.0)
     search, cv = _search(ledger, n_jobs=2)
-    with warnings.catch_warnings():
+    with joblib.parallel_backend("threading", n_jobs=2), warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         search.fit(X, trust_group=trust, user_id=ids)
     expected = _expected_grid_spend(search, ids, list(cv.split(X)),
@@ -322,13 +348,13 @@ def test_an_in_memory_ledger_with_n_jobs_2_is_served_to_the_workers(users):
     assert len(ledger.history()) == 5 * 4 + 1
 
 
-def test_a_refusal_in_a_worker_reaches_the_parent_as_the_ledgers_own_error(users):
+def test_a_refusal_in_a_thread_reaches_the_caller_as_the_ledgers_own_error(users):
     X, trust, _, ids = users
     ledger = PrivacyLedger(default_budget=1.0)
     search, _ = _search(ledger, n_jobs=2)
     search.set_params(error_score="raise")
     with pytest.raises(BudgetExceededError, match="would exceed the privacy budget"):
-        with warnings.catch_warnings():
+        with joblib.parallel_backend("threading", n_jobs=2), warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyLeakWarning)
             search.fit(X, trust_group=trust, user_id=ids)
     assert ledger.spent(ids).max() <= 1.0

@@ -16,6 +16,7 @@ import textwrap
 import time
 import warnings
 
+import joblib
 import numpy as np
 import pytest
 from sklearn.model_selection import GridSearchCV, KFold
@@ -78,7 +79,9 @@ def test_grid_search_charges_each_user_each_fit_that_included_them(backend):
     search = GridSearchCV(HybridMeanEstimator(bounds=(0, 1), ledger=ledger, random_state=0),
                           {"epsilon": [0.3, 0.7], "strategy": ["kvh", "pwh"]}, cv=cv,
                           n_jobs=2)
-    with warnings.catch_warnings():
+    # An in-memory ledger stays in this process: its workers are threads.
+    backend_name = "threading" if target is None else "loky"
+    with joblib.parallel_backend(backend_name, n_jobs=2), warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         search.fit(X, trust_group=trust, user_id=ids)
     charges = {user: [] for user in ids}

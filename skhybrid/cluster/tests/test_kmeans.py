@@ -20,6 +20,7 @@ from skhybrid._group_estimates import (
 )
 from skhybrid.audit import audit_mechanism, estimator_release
 from skhybrid.cluster import HybridKMeans
+from skhybrid.mechanisms._families import LAPLACE
 from skhybrid.cluster._k_means_budget import (
     central_iteration_mechanism,
     central_iteration_sensitivity,
@@ -270,7 +271,7 @@ def test_demixed_lm_cluster_means_are_unbiased_with_the_stated_noise_variance():
     rng, values, centres, truth = _clustered_values(5)
     lower, upper = np.zeros(2), np.ones(2)
     step = local_release_epsilon(2.0, 3)
-    noise = {"mechanism": "laplace", "delta": 0.0, "lower": lower, "upper": upper}
+    noise = {"mechanism": LAPLACE, "delta": 0.0, "lower": lower, "upper": upper}
     report_variance = local_report_variance(epsilon=step, **noise)  # per feature
     n_trials = 1500
     means, stated = np.empty((n_trials, 3, 2)), np.empty((n_trials, 3, 2))
@@ -1081,7 +1082,7 @@ def test_privatized_rows_centred_in_float64_then_stored_as_the_dtype():
     rng = np.random.default_rng(2)
     X = rng.uniform(1e6, 1e6 + 1, size=(3_000, 3))  # far from zero: centring first matters
     rows = rng.random(3_000) < 0.9
-    noise = {"mechanism": "laplace", "delta": 0.0, "lower": np.full(3, 1e6),
+    noise = {"mechanism": LAPLACE, "delta": 0.0, "lower": np.full(3, 1e6),
              "upper": np.full(3, 1e6 + 1), "epsilon": 1.0}
     centre = np.full(3, 1e6 + 0.5)
     plain = privatized_rows(X, rows, rng=np.random.default_rng(4), **noise)

@@ -5,6 +5,7 @@ import pytest
 
 from skhybrid.mechanisms._feature_weights import (
     feature_noise_weights,
+    l2_common_width,
     noise_ranges,
     scaled_ranges,
 )
@@ -14,7 +15,7 @@ RANGES = np.array([200_000.0, 120.0, 1.0])
 
 def test_one_feature_has_weight_one_exactly():
     assert feature_noise_weights(np.array([2_349_033.0]))[0] == 1.0
-    assert feature_noise_weights(np.array([0.3]), "gaussian")[0] == 1.0
+    assert feature_noise_weights(np.array([0.3]), l2_common_width)[0] == 1.0
     ranges = np.array([7.0])
     assert scaled_ranges(ranges, feature_noise_weights(ranges)) is ranges
 
@@ -29,7 +30,7 @@ def test_laplace_weights_keep_the_l1_sensitivity_and_equalise_the_scaled_ranges(
 
 
 def test_gaussian_weights_keep_the_l2_sensitivity():
-    weights = feature_noise_weights(RANGES, "gaussian")
+    weights = feature_noise_weights(RANGES, l2_common_width)
     scaled = RANGES / weights
     np.testing.assert_allclose(np.sqrt(np.sum(scaled**2)), np.sqrt(np.sum(RANGES**2)))
     np.testing.assert_allclose(scaled, scaled[0])

@@ -9,6 +9,7 @@ from skhybrid._group_estimates import (
     planned_central_noise,
 )
 from skhybrid.mechanisms import LaplaceMechanism
+from skhybrid.mechanisms._families import GAUSSIAN, LAPLACE
 from skhybrid.mechanisms._feature_weights import feature_noise_weights, scaled_ranges
 from skhybrid.mechanisms._noise import grid_step
 from skhybrid.utils._sums import rounding_slack
@@ -30,7 +31,7 @@ def test_each_group_gets_the_per_group_noise_variance(groups):
                                        ranges=ranges, rng=np.random.default_rng(1))
     for g in range(len(sizes)):
         single = central_group_mean(centred[g], int(sizes[g]), origin=origin,
-                                    mechanism="laplace", epsilon=float(epsilons[g]),
+                                    mechanism=LAPLACE, epsilon=float(epsilons[g]),
                                     delta=0.0, ranges=ranges, rng=np.random.default_rng(1))
         np.testing.assert_array_equal(variances[g], single.noise_variance)
 
@@ -77,7 +78,7 @@ def test_a_planned_noise_releases_what_the_unplanned_release_would(ranges):
     # A fit plans its noise before the charge and releases with the plan: the same
     # mechanism, variance and draws as a release that computes them itself.
     centred = np.linspace(0.1, 0.9, ranges.shape[0]) * 500 * ranges
-    arguments = {"mechanism": "laplace", "epsilon": 0.7, "delta": 0.0, "ranges": ranges}
+    arguments = {"mechanism": LAPLACE, "epsilon": 0.7, "delta": 0.0, "ranges": ranges}
     plan = planned_central_noise(500, n_features=ranges.shape[0], **arguments)
     assert plan.variance == plan.mechanism.variance(ranges.shape[0])
     planned = central_group_mean(centred, 500, origin=np.ones_like(ranges), noise=plan,
@@ -100,11 +101,11 @@ def test_a_plan_is_remembered_by_all_its_public_arguments(monkeypatch):
     monkeypatch.setattr(_group_estimates, "_PLANS", {})
     monkeypatch.setattr(_group_estimates, "_MAX_PLANS", 4)
     ranges = np.array([2.0, 0.5])
-    arguments = {"mechanism": "laplace", "epsilon": 0.7, "delta": 0.0, "ranges": ranges,
+    arguments = {"mechanism": LAPLACE, "epsilon": 0.7, "delta": 0.0, "ranges": ranges,
                  "n_features": 2}
     plan = planned_central_noise(500, **arguments)
     assert planned_central_noise(500, **{**arguments, "ranges": ranges.copy()}) is plan
-    fresh = _group_estimates.central_group_noise(500, mechanism="laplace", epsilon=0.7,
+    fresh = _group_estimates.central_group_noise(500, mechanism=LAPLACE, epsilon=0.7,
                                                  delta=0.0, ranges=ranges)
     assert plan.mechanism.sensitivity == fresh.sensitivity
     assert plan.variance == fresh.variance(2)
@@ -114,7 +115,7 @@ def test_a_plan_is_remembered_by_all_its_public_arguments(monkeypatch):
         {"ranges": np.array([2.0, 0.25])},
         {"n_features": 3},
         {"magnitude": ranges / 2.0},
-        {"mechanism": "gaussian", "delta": 1e-6},
+        {"mechanism": GAUSSIAN, "delta": 1e-6},
     ]
     for variant in variants:
         given = {"size": 500, **arguments, **variant}

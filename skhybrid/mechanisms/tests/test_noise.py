@@ -13,6 +13,7 @@ from skhybrid.mechanisms import (
     analytic_gaussian_delta,
     gaussian_noise_multiplier,
 )
+from skhybrid.mechanisms._families import LAPLACE
 from skhybrid.mechanisms._noise import (
     discrete_laplace_variance,
     grid_step,
@@ -305,7 +306,7 @@ def test_owned_privatization_equals_the_public_one():
     from skhybrid._group_estimates import privatize_locally
 
     X = np.random.default_rng(3).uniform(-1, 2, size=(5000, 2))
-    common = {"mechanism": "laplace", "epsilon": 0.7, "delta": 0.0,
+    common = {"mechanism": LAPLACE, "epsilon": 0.7, "delta": 0.0,
               "lower": np.zeros(2), "upper": np.ones(2)}
     public = privatize_locally(X, rng=np.random.default_rng(4), **common)
     owned = privatize_locally(X.copy(), rng=np.random.default_rng(4), owned=True, **common)
@@ -322,7 +323,7 @@ def test_privatized_sum_is_the_sum_of_the_selected_rows_reports(n_features):
     X = rng.uniform(-1, 2, size=(2 * _PRIVATIZE_ROWS + 999, n_features))
     rows = rng.random(X.shape[0]) < 0.7
     before = X.copy()
-    common = {"mechanism": "laplace", "epsilon": 0.7, "delta": 0.0,
+    common = {"mechanism": LAPLACE, "epsilon": 0.7, "delta": 0.0,
               "lower": np.zeros(n_features), "upper": np.ones(n_features)}
     reports = privatize_locally(X[rows], rng=np.random.default_rng(6), **common)
     sums = privatized_sum(X, rows, rng=np.random.default_rng(6), **common)
@@ -429,11 +430,11 @@ def test_small_default_releases_read_the_operating_systems_randomness(monkeypatc
     (word,) = np.frombuffer(bytes(range(7, 15)), dtype=np.uint64)
 
     # The release, by hand: the centred mean on the grid, plus the word's inversion.
-    from skhybrid._group_estimates import laplace_mean_sensitivity, slack_ranges
+    from skhybrid._group_estimates import slack_ranges
     from skhybrid.utils._sums import centred_sums, fixed_point_sums
 
     lower, upper = np.array([0.0]), np.array([1.0])
-    sensitivity = float(laplace_mean_sensitivity(slack_ranges(upper - lower, 1000), 1000))
+    sensitivity = float(LAPLACE.mean_sensitivity(slack_ranges(upper - lower, 1000), 1000))
     step = np.ldexp(1.0, np.frexp(sensitivity)[1] - GRID_BITS)
     units = _laplace_units(sensitivity, 1.0, step, 1)
     centred = centred_sums(fixed_point_sums(X, lower, upper)[0], lower, upper,
