@@ -94,6 +94,10 @@ def codes_tcm_mask(codes, uniques, entries):
     mapped = [_trust_value(value) for value in uniques]
     valid = np.array([value is not None for value in mapped] + [False])
     lookup = np.array([bool(value) for value in mapped] + [False])
+    if valid[:-1].all() and np.count_nonzero(lookup) == 1 and codes.min(initial=0) >= 0:
+        # Every value accepted, none missing, one means tcm (a category column): a
+        # comparison instead of two gathers.
+        return codes == np.flatnonzero(lookup)[0]
     bad = ~valid[codes]  # code -1 (a missing value) indexes the trailing False
     if bad.any():
         index = int(np.flatnonzero(bad)[0])
