@@ -32,7 +32,7 @@ def labels_tcm_mask(column):
     codes, uniques = pd.factorize(column, use_na_sentinel=True)
     codes, uniques = np.asarray(codes, dtype=np.intp), list(uniques)
     if column.dtype == object and not all(isinstance(value, str) for value in uniques):
-        codes, uniques = _by_type(column, codes, len(uniques))
+        codes, uniques = _by_type(column, codes)
     return codes_tcm_mask(codes, uniques, column)
 
 
@@ -67,7 +67,7 @@ def _as_mask(compared):
     return np.asarray(compared, dtype=bool)
 
 
-def _by_type(column, codes, n_values):
+def _by_type(column, codes):
     """Codes of (value, type) pairs, and one entry of each: pandas counts equal numbers
     of different types as one value (True, 1 and 1.0), of which 1.0 is refused."""
     type_codes, types = pd.factorize(np.frompyfunc(type, 1, 1)(column))
