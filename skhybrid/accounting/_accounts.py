@@ -168,12 +168,17 @@ class _Accounts:
         if kind == "budget":
             return {"budget_epsilon": per_user(0), "budget_delta": per_user(1)}, 0
         sign = -1.0 if kind == "refund" else 1.0
-        high, low = np.empty(slots.size), np.empty(slots.size)
-        from ._kernels import epsilon_totals, no_codes  # numba: imported at first use
-
-        n_over = epsilon_totals(self.high, self.low, self.budget_epsilon, slots,
-                                np.ascontiguousarray(table[:, 0]),
-                                no_codes() if codes is None else codes, sign, high, low)
+        # Knuth's TwoSum of each total and its cost, renormalised: ``high`` stays the
+        # float64 rounding of the exact sum of the costs, so ``k`` charges of ``epsilon``
+        # read back as exactly ``k * epsilon`` (see :mod:`skhybrid.accounting._composition`).
+        cost = sign * per_user(0)
+        old_high = self.high[slots]
+        total = old_high + cost
+        back = total - old_high
+        error = self.low[slots] + ((old_high - (total - back)) + (cost - back))
+        high = total + error
+        low = error - (high - total)
+        n_over = int(np.count_nonzero(high > self.budget_epsilon[slots]))
         changed = {"high": high, "low": low}
         if table[:, 1].any():
             changed["delta"] = self.delta[slots] + sign * per_user(1)
@@ -182,13 +187,8 @@ class _Accounts:
         return changed, n_over
 
     def apply(self, slots, changed):
-        if "high" in changed:
-            from ._kernels import scatter_pair
-
-            scatter_pair(self.high, self.low, slots, changed["high"], changed["low"])
         for name, values in changed.items():
-            if name not in ("high", "low"):
-                self.columns[name][slots] = values
+            self.columns[name][slots] = values
         self.any_delta |= "delta" in changed
         self.any_gaussian |= "gaussian" in changed
 

@@ -368,7 +368,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
             self, X, trust_group, epsilon, clip=False
         )
         # Everything public is computed per privacy level, then spread to the users.
-        index = LevelIndex.of(user_epsilon)
+        index = LevelIndex(user_epsilon)
         levels, counts = index.levels, index.counts
         threshold, level_probability = self._sampling(levels, counts, upper - lower, variance)
         self._check_noise(threshold, level_probability @ counts, counts, lower, upper)

@@ -115,37 +115,29 @@ class LevelStatistics:
         n_samples, n_features = X.shape
         non_finite = np.zeros(1, dtype=np.int64) if check_finite and n_features else None
         epsilon = np.asarray(epsilon, dtype=np.float64)
-        if epsilon.ndim == 0 and not local.any():
+        any_local = bool(local.any())
+        if epsilon.ndim == 0 and not any_local:
             # One level: no grouping pass over millions of equal keys.
             index = None
             levels, counts = np.array([float(epsilon)]), np.array([n_samples], dtype=np.int64)
+            labels = None
         else:
             epsilon = np.broadcast_to(epsilon, local.shape)
-            # epsilon > 0, so a negated level marks lm without colliding with a tcm level
-            # (no keys to build when every user is tcm).
-            if local.any():
-                index = LevelIndex.of(np.where(local, -epsilon, epsilon), with_labels=True)
-            elif n_features:
-                # Grouped and summed in one pass.
-                index, sums = LevelIndex.with_code_sums(epsilon, X, lower, upper, non_finite)
-            else:
-                index = LevelIndex.of(epsilon)
+            # epsilon > 0, so a negated level marks lm without colliding with a tcm level.
+            index = LevelIndex(np.where(local, -epsilon, epsilon) if any_local else epsilon)
             levels, counts = index.levels, index.counts
-        if index is None or not n_features:
-            sums = np.zeros((levels.size, n_features), dtype=np.int64)
+            # lm rows get the label one past the last level: left out of the sums.
+            labels = np.where(local, levels.size, index.labels) if any_local else index.labels
+        sums = np.zeros((levels.size, n_features), dtype=np.int64)
         report_sums = np.zeros((levels.size, n_features))
-        if index is None and n_features:
-            sums = fixed_point_sums(X, lower, upper, non_finite=non_finite)
-        elif n_features and local.any():
-            # lm rows get the label one past the last group: left out of the sums.
-            labels = index.labels  # groups, not sorted levels
-            sums = index.sorted(fixed_point_sums(
-                X, lower, upper, labels=np.where(local, levels.size, labels),
-                n_groups=levels.size, non_finite=non_finite))
-            report_sums = index.sorted(np.stack([
-                np.bincount(labels[local], weights=column, minlength=levels.size)
+        if n_features:
+            sums = fixed_point_sums(X, lower, upper, labels=labels, n_groups=levels.size,
+                                    non_finite=non_finite)
+        if n_features and any_local:
+            report_sums = np.stack([
+                np.bincount(index.labels[local], weights=column, minlength=levels.size)
                 for column in reports.T
-            ], axis=1))
+            ], axis=1)
         if non_finite is not None and non_finite[0]:
             raise NonFiniteValues
         return dataclasses.replace(cls._ordered(levels, counts, sums, report_sums), groups=index)
@@ -218,7 +210,7 @@ def level_lookup(level_epsilons, level_local, level_values, epsilon, local, grou
     # much faster than searching a million unsorted keys.
     index = groups
     if index is None:
-        index = LevelIndex.of(np.where(local, -epsilon, epsilon) if local.any() else epsilon)
+        index = LevelIndex(np.where(local, -epsilon, epsilon) if local.any() else epsilon)
     position = np.minimum(np.searchsorted(level_keys[order], index.levels), order.size - 1)
     if not np.array_equal(level_keys[order][position], index.levels):
         raise ValueError("a user's privacy level is not among the fitted levels")

@@ -156,7 +156,7 @@ def sample_mechanism_probabilities(epsilon, threshold):
     threshold = _check_array(threshold, "threshold", allow_inf=True)
     if threshold.ndim == 0 and epsilon.size > 1024:
         # Millions of users on far fewer levels: one formula per level, then spread.
-        index = LevelIndex.of(epsilon)
+        index = LevelIndex(epsilon)
         return index.spread(_keep_probability(index.levels, threshold))
     return _keep_probability(*np.broadcast_arrays(epsilon, threshold))
 

@@ -7,9 +7,10 @@ import math
 import numbers
 
 import numpy as np
+import pandas as pd
 
 from ..exceptions import PrivacyLeakWarning, warn_user
-from ._trust_labels import _TRUST_EXPECTED, _from_codes, _from_labels, _pandas_column
+from ._trust_labels import _TRUST_EXPECTED, codes_tcm_mask, labels_tcm_mask, pandas_column
 
 
 def _as_1d(values, name, n_samples):
@@ -80,25 +81,31 @@ def check_trust_group(trust_group, n_samples):
 
     Notes
     -----
-    Only the distinct values are inspected in Python; the rows are read in compiled or
-    vectorised passes. An object column whose rows share a few string objects (as
-    pandas' CSV reader and Python literals give) is numbered by object identity;
-    Arrow-backed strings (pandas' ``str``, ``string[pyarrow]``) are compared byte by
-    byte; category columns by their codes. Other columns of exactly ``"tcm"`` / ``"lm"``
-    are compared with numpy, and anything else is factorised (by pandas when
-    installed), which also finds the first bad entry.
+    Only the distinct values are inspected in Python; the rows are read in vectorized
+    passes. Columns of exactly ``"tcm"`` / ``"lm"`` are compared as a whole (a numpy
+    ``<U3`` column by its code points); category columns are read by their codes;
+    anything else is factorized by pandas, which also finds the first bad entry.
     """
     if trust_group is None:
         return _filled(n_samples, True, bool)
     _refuse_column_name(trust_group, "trust_group")
-    pandas_column = _pandas_column(trust_group)
-    if pandas_column is not None:
-        _as_1d(np.empty(len(pandas_column)), "trust_group", n_samples)  # the length
-        if str(pandas_column.dtype) == "category":
-            codes = np.asarray(pandas_column.cat.codes)
-            return _from_codes(codes, list(pandas_column.cat.categories), pandas_column)
-        if pandas_column.dtype.kind not in "biu":
-            return _from_labels(pandas_column)
+    column = pandas_column(trust_group)
+    if column is not None:
+        _as_1d(np.empty(len(column)), "trust_group", n_samples)  # the length
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            return codes_tcm_mask(np.asarray(column.cat.codes), list(column.cat.categories),
+                                  column)
+        if column.dtype.kind in "biu":
+            missing = column.isna().to_numpy()
+            if missing.any():  # pd.NA of a "boolean" or "Int64" column
+                _first_bad(missing, column.to_numpy(dtype=object), "trust_group",
+                           _TRUST_EXPECTED)
+            trust_group = column.to_numpy(dtype=getattr(column.dtype, "numpy_dtype",
+                                                        column.dtype))
+        elif column.dtype != object:  # pandas' string dtypes
+            return labels_tcm_mask(column)
+        else:
+            trust_group = column.to_numpy()
     array = _as_1d(trust_group, "trust_group", n_samples)
     if array.dtype.kind == "b":
         return array.astype(bool, copy=True)
@@ -107,10 +114,9 @@ def check_trust_group(trust_group, n_samples):
         if bad.any():
             _first_bad(bad, array, "trust_group", _TRUST_EXPECTED)
         return array == 1
-    if array.dtype.kind not in "OU":
+    if array.dtype.kind not in "OUST":
         _first_bad(np.ones(array.shape[0], dtype=bool), array, "trust_group", _TRUST_EXPECTED)
-    return _from_labels(array)
-
+    return labels_tcm_mask(array)
 
 
 def check_epsilon(epsilon, n_samples=None, *, allow_inf=False, name="epsilon"):

@@ -98,9 +98,8 @@ def test_trust_group_pandas_columns_of_every_dtype():
 
 
 def test_trust_group_arrow_strings_in_chunks_with_offsets():
-    """Arrow-backed columns are compared by Arrow and their bits unpacked: chunks that
-    start inside their buffers (offsets) keep their rows; nulls and other spellings
-    fall back to the factorisation and its message."""
+    """Arrow-backed columns in chunks that start inside their buffers (offsets) keep
+    their rows; nulls and other spellings get the factorization's message."""
     pd = pytest.importorskip("pandas")
     pa = pytest.importorskip("pyarrow")
     chunks = pa.chunked_array([pa.array(["x", "tcm", "lm", "tcm"]).slice(1),
@@ -119,57 +118,69 @@ def test_trust_group_arrow_strings_in_chunks_with_offsets():
 
 
 _WORDS = ["", "t", "l", "m", "c", "x", "tc", "cm", "lm", "tcm", "tcml", "mt", "lmt", "ml",
-          "tmc", "ll", "tt", "mlm", "cmt", "lmtcm", "tcmlm", "LM", "tct", "lt"]
+          "tmc", "ll", "tt", "mlm", "cmt", "lmtcm", "tcmlm", "LM", "tct", "lt", "lm\x01",
+          "tcn", "lmm", "\u0174cm"]
 
 
-def test_arrow_strings_are_tcm_or_lm_exactly_in_every_arrangement():
-    """The compiled byte comparison of Arrow strings against Python's ``==``: every
-    list of up to 3 words from prefixes, suffixes and concatenations of "tcm" and "lm",
-    in 32- and 64-bit-offset arrays that start inside their buffers, or hold 0 or 1
-    byte in all."""
+def test_string_columns_are_tcm_or_lm_exactly_in_every_arrangement():
+    """Every list of up to 3 words (<U3 columns, read by their code points) or 2 (other
+    kinds) from prefixes, suffixes and concatenations of "tcm" and "lm", in numpy (<U3
+    or wider, strided, bytes, StringDType), object and pandas string columns: accepted
+    with Python's answer when each word is one of them in any case, else refused at the
+    first bad word."""
     import itertools
 
-    pa = pytest.importorskip("pyarrow")
-    from skhybrid.utils._trust_labels import _arrow_tcm_mask
-
+    pd = pytest.importorskip("pandas")
     for n_words in range(4):
         for words in itertools.product(_WORDS, repeat=n_words):
-            valid = all(word in ("tcm", "lm") for word in words)
-            expected = [word == "tcm" for word in words] if valid else None
-            for arrow_type in (pa.string(), pa.large_string()):
-                for strings in (pa.array(["tc", *words, "m"], arrow_type).slice(1, n_words),
-                                pa.array(words, arrow_type)):
-                    got = _arrow_tcm_mask(strings)
-                    assert (None if got is None else got.tolist()) == expected, words
+            bad = [i for i, word in enumerate(words) if word.lower() not in ("tcm", "lm")]
+            strided = np.array([w for word in words for w in (word, "x")], dtype="U6")[::2]
+            columns = []
+            if all(len(word) <= 3 for word in words):  # as np.where(mask, "tcm", "lm")
+                columns += [np.array(words, dtype="U3"), strided.astype("U3")]
+            if n_words < 3:  # the other kinds' comparisons are numpy's and pandas' own
+                columns += [np.array(words, dtype="U6"), strided, np.array(words, dtype=object),
+                            np.array(words, dtype="T"), pd.Series(words, dtype="str"),
+                            pd.Series(words, dtype="string")]
+            if all(word.isascii() for word in words) and n_words < 3:
+                columns.append(np.array([word.encode() for word in words], dtype="S6"))
+            for column in columns:
+                if bad:
+                    with pytest.raises(ValueError, match=f"at index {bad[0]}$"):
+                        check_trust_group(column, n_words)
+                else:
+                    assert check_trust_group(column, n_words).tolist() == [
+                        word.lower() == "tcm" for word in words], (words, column.dtype)
 
 
-def test_object_columns_sharing_a_few_objects_are_read_by_identity():
-    """Rows holding the same few objects (as CSV readers and literals give) are numbered
-    by address and only the distinct objects are inspected; columns of many distinct
-    objects, and unaccepted values, fall back to the comparisons and their messages."""
-    from skhybrid.utils._trust_labels import _MAX_IDENTITIES, _tcm_mask_by_identity
+def test_missing_values_of_every_pandas_dtype_are_named_not_ambiguous():
+    """pd.NA (boolean, Int64, string columns, object lists), None and NaN are refused
+    with the library's message, never pandas' "boolean value of NA is ambiguous"."""
+    pd = pytest.importorskip("pandas")
+    for column in (pd.Series([True, pd.NA, False], dtype="boolean"),
+                   pd.Series([1, pd.NA, 0], dtype="Int64"),
+                   pd.Series(["tcm", pd.NA, "lm"], dtype="string"),
+                   pd.Series(["tcm", None, "lm"], dtype="str"),
+                   pd.Series(["tcm", None, "lm"], dtype="category"),
+                   ["tcm", pd.NA, "lm"], [True, pd.NA, False], [True, None, False],
+                   np.array(["tcm", float("nan"), "lm"], dtype=object)):
+        with pytest.raises(ValueError, match=r"^trust_group must be .* at index 1$"):
+            check_trust_group(column, 3)
+    assert check_trust_group(pd.Series([True, False], dtype="boolean"), 2).tolist() == [
+        True, False]
+    assert check_trust_group(pd.Series([0, 1], dtype="Int64"), 2).tolist() == [False, True]
 
-    rng = np.random.default_rng(5)
-    accepted = np.array(["tcm", "lm", "TCM", True, 0, np.True_, "Lm"], dtype=object)
-    picks = rng.integers(0, accepted.size, 10_000)
-    shared = accepted[picks]
-    expected = np.array([_as_tcm(value) for value in accepted])[picks]
-    np.testing.assert_array_equal(_tcm_mask_by_identity(shared), expected)
-    np.testing.assert_array_equal(check_trust_group(shared, shared.size), expected)
-    strided = shared[::3]  # the addresses are read with the array's strides
-    np.testing.assert_array_equal(_tcm_mask_by_identity(strided), expected[::3])
-    assert _tcm_mask_by_identity(np.array(["lm"] * 5, dtype=object)).tolist() == [False] * 5
-    assert _tcm_mask_by_identity(np.empty(0, dtype=object)).tolist() == []
-    # One string object per row (equal texts, different objects): too many to number.
-    distinct = np.array(["tcm", "lm"] * 20).astype(object)
-    assert len({id(value) for value in distinct}) > _MAX_IDENTITIES
-    assert _tcm_mask_by_identity(distinct) is None
-    assert check_trust_group(distinct, 40).tolist() == [True, False] * 20
-    for bad in (None, float("nan"), "tcmm", 2):
-        column = np.array(["tcm", "lm"] * 4 + [bad, "lm"], dtype=object)
-        assert _tcm_mask_by_identity(column) is None
-        with pytest.raises(ValueError, match=r"at index 8$"):
-            check_trust_group(column, column.size)
+
+def test_numbers_equal_to_accepted_ones_are_still_refused():
+    """pandas counts True, 1 and 1.0 as one value: the float is refused all the same."""
+    for column in ([True, 1.0], [0, 0.0], [np.True_, 1, 1.0], [1, np.float64(1.0)],
+                   ["tcm", False, 0.0]):
+        last = len(column) - 1
+        with pytest.raises(ValueError, match=rf"got {float(column[last])} at index {last}$"):
+            check_trust_group(np.array(column, dtype=object), len(column))
+    mixed = np.array(["tcm", "lm", "TCM", True, 0, np.True_, "Lm"], dtype=object)
+    assert check_trust_group(mixed, 7).tolist() == [True, False, True, True, False, True,
+                                                    False]
 
 
 def _as_tcm(value):
@@ -399,28 +410,6 @@ def test_scalar_bounds_fast_path_agrees_with_the_array_checks(lower, upper, n_fe
     else:
         np.testing.assert_array_equal(fast[0], general[0])
         np.testing.assert_array_equal(fast[1], general[1])
-
-
-def test_arrow_strings_compared_in_parts_on_threads(monkeypatch):
-    """Millions of rows are compared in parts on threads: every part boundary keeps its
-    rows (the offsets are sliced with one more entry than the part), and a bad string
-    in any part sends the column to the factorisation."""
-    import functools
-
-    pa = pytest.importorskip("pyarrow")
-    from skhybrid.utils import _threads
-    from skhybrid.utils._trust_labels import _arrow_tcm_mask
-
-    monkeypatch.setattr(_threads, "available_cores", lambda: 4)
-    monkeypatch.setattr(_threads, "in_parts",
-                        functools.partial(_threads.in_parts, min_rows=5))
-    words = np.where(np.random.default_rng(2).random(43) < 0.4, "tcm", "lm").tolist()
-    strings = pa.chunked_array([pa.array(["lm", *words[:30]]).slice(1), pa.array(words[30:])])
-    assert _arrow_tcm_mask(strings).tolist() == [word == "tcm" for word in words]
-    for bad_row in (0, 7, 29, 42):
-        spoiled = list(words)
-        spoiled[bad_row] = "tc"
-        assert _arrow_tcm_mask(pa.array(spoiled)) is None
 
 
 def test_in_parts_covers_the_rows_once_in_order(monkeypatch):
