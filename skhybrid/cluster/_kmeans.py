@@ -43,7 +43,6 @@ Departures from Algorithm 1, none of which changes what a user spends:
 """
 
 import warnings
-from contextlib import nullcontext
 from functools import partial
 from numbers import Integral, Real
 
@@ -77,14 +76,13 @@ from ..utils._dask import (
     n_chunks,
 )
 from ..utils._random import check_random_state
-from ..utils._threads import iteration_threads
 from ..utils._validation import (
     check_epsilon,
     check_group_epsilons,
     resolve_bounds,
 )
 from ._k_means_budget import central_iteration_mechanism, local_release_epsilon
-from ._k_means_lloyd import nearest_centre, within_cluster_sum_of_squares
+from ._k_means_lloyd import nearest_centre, openmp_threads, within_cluster_sum_of_squares
 from ._k_means_statistics import (
     _add_statistics,
     _chunk_statistics,
@@ -133,6 +131,13 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedP
     init : "random" or array-like of shape (n_clusters, n_features), default="random"
         Initial centres, which must not depend on the private data: ``"random"`` draws
         them uniformly in the bounds from ``random_state``; an array is used as given.
+    n_jobs : int or None, default=None
+        The threads of each Lloyd pass over an in-memory input (OpenMP's, the only
+        threads skhybrid starts). ``None`` uses all the cores OpenMP sees, as
+        scikit-learn does: ``OMP_NUM_THREADS`` and threadpoolctl's
+        ``threadpool_limits(n, user_api="openmp")`` lower it; -1 also means all, -2 all
+        but one, and so on. Every seeded result is the same whatever the threads. A
+        Dask input runs each chunk on one thread (Dask's threads run the chunks).
     random_state : None, int or numpy.random.Generator, default=None
         ``None`` draws the noise (and random initial centres) from the operating
         system's secure randomness; an int gives reproducible noise (simulations only).
@@ -217,14 +222,10 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedP
     responses) comes from each chunk's own generator, so a fit on several chunks has the
     distribution of the in-memory fit, and equals it when only the curator draws noise.
 
-    **Threads.** Each iteration over an input of at least ``2**17`` values runs on the
-    calling thread and a pool of one thread per available core. For the duration of
-    one pass, the calling thread is kept on the core it runs on and the pool's threads
-    on the others (its own set of cores is given back after the pass; not while
-    another thread runs such a pass): Linux otherwise wakes a pool thread on the
-    caller's core at times, and the two then share it to the pass's end (measured: a
-    pass in two or three at 1.5-1.8x its time, on two cores). Which thread computes
-    what, and so every seeded result, does not depend on the threads.
+    **Threads.** Each pass over the users is one OpenMP loop over fixed chunks of rows
+    on ``n_jobs`` threads (:func:`~skhybrid.cluster._k_means_lloyd.lloyd_pass`); each
+    chunk has its own sums, added in chunk order, so no seeded result depends on the
+    threads.
 
     References
     ----------
@@ -255,6 +256,8 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedP
         "strategy": [StrOptions(set(_STRATEGIES))],
         "bounds": ["array-like", None],
         "init": [StrOptions({"random"}), "array-like"],
+        "n_jobs": [Interval(Integral, None, -1, closed="right"),
+                   Interval(Integral, 1, None, closed="left"), None],
         "random_state": RANDOM_STATE_CONSTRAINT,
         "ledger": [HasMethods(["charge"]), None],
     }
@@ -268,6 +271,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedP
         strategy="hybrid",
         bounds=None,
         init="random",
+        n_jobs=None,
         random_state=None,
         ledger=None,
     ):
@@ -277,6 +281,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedP
         self.strategy = strategy
         self.bounds = bounds
         self.init = init
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.ledger = ledger
 
@@ -349,22 +354,16 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedP
             statistics = partial(self._dask_statistics, X, trust_group, plan, device_rngs)
         else:
             rngs = device_rngs[0] if device_rngs else [None] * (self.n_iter + 1)
-            chunk = _ChunkClustering(X, is_tcm, plan, rngs[0])  # clipped on the way
+            chunk = _ChunkClustering(X, is_tcm, plan, rngs[0],  # clipped on the way
+                                     n_threads=openmp_threads(self.n_jobs))
 
             def statistics(centres, iteration):
-                # The next iteration's generator too: its draws are made during this
-                # iteration's curator work (LloydPasses.run).
-                following = rngs[2 + iteration] if 2 + iteration < len(rngs) else None
-                return chunk.statistics(centres, rngs[1 + iteration], following)
+                return chunk.statistics(centres, rngs[1 + iteration])
 
         weight = np.full(centres.shape, np.nan)
-        # The threads placed once for the fit, not at every pass (two system calls less
-        # per pass and per pool thread moved: measured, 3.5% of an iteration at 1e5),
-        # and kept between its passes (kept_threads: a pass's threads start at once).
-        with nullcontext() if in_dask else iteration_threads():
-            for iteration in range(self.n_iter):
-                central, local = statistics(centres, iteration)
-                centres, weight = _next_centres(plan, central, local, centres, rng)
+        for iteration in range(self.n_iter):
+            central, local = statistics(centres, iteration)
+            centres, weight = _next_centres(plan, central, local, centres, rng)
 
         self.cluster_centers_ = centres
         self.n_iter_ = self.n_iter
@@ -411,7 +410,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedP
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        return nearest_centre(X, self.cluster_centers_)
+        return nearest_centre(X, self.cluster_centers_, n_threads=openmp_threads(self.n_jobs))
 
     def transform(self, X):
         """Euclidean distance of each row of ``X`` to each centre.

@@ -120,14 +120,12 @@ def _arrow_tcm_mask(strings):
     """The tcm mask of an Arrow string column of exactly ``"tcm"`` / ``"lm"``, else None.
 
     Each chunk's offsets and bytes are read in place by one compiled pass
-    (:func:`~skhybrid.utils._kernels.tcm_lm_strings`), in parts on the available cores
-    for millions of rows. Nulls and other spellings give None: the caller's
+    (:func:`~skhybrid.utils._kernels.tcm_lm_strings`). Nulls and other spellings give None: the caller's
     factorisation handles them and names the first bad entry.
     """
     import pyarrow as pa  # present: pandas' Arrow-backed strings need it
 
     from ._kernels import tcm_lm_strings
-    from ._threads import in_parts
 
     chunks = getattr(strings, "chunks", [strings])
     is_tcm = np.empty(len(strings), dtype=bool)
@@ -139,10 +137,7 @@ def _arrow_tcm_mask(strings):
         offsets, data = _string_buffers(chunk)
         mask = is_tcm[start : start + len(chunk)]
 
-        def compare(first, stop, offsets=offsets, data=data, mask=mask):
-            return tcm_lm_strings(offsets[first : stop + 1], data, mask[first:stop])
-
-        if not all(in_parts(compare, len(chunk))):
+        if not tcm_lm_strings(offsets, data, mask):
             return None
         start += len(chunk)
     return is_tcm
