@@ -16,6 +16,7 @@ cimport openmp
 from cython.parallel cimport parallel, prange
 from libc.stdint cimport int64_t, uint16_t, uint32_t
 from libc.stdlib cimport free, malloc
+from scipy.linalg.cython_blas cimport dgemm
 
 from skhybrid._fixed_point cimport fixed_point_code
 
@@ -24,6 +25,9 @@ from skhybrid._fixed_point cimport fixed_point_code
 #: partial sums (chunks x clusters x features) small beside the input.
 CHUNK_ROWS = 2048
 DEF _CHUNK_ROWS = 2048
+#: Rows of a block of a chunk: the block transposed and its distances stay in cache
+#: (scikit-learn's Lloyd iterations use 256 too).
+DEF _BLOCK_ROWS = 256
 
 ctypedef fused draw_t:
     uint16_t
@@ -60,50 +64,62 @@ cdef void _chunk_pass(
         const Py_ssize_t[::1] level, const double[::1] widths, const draw_t[::1] draws,
         const float[:, ::1] reports, Py_ssize_t[::1] labels,
         int64_t[::1] counts, int64_t[:, ::1] sums, double[::1] local_counts,
-        double[:, ::1] local_sums, double *distances) noexcept nogil:
-    """Rows ``start:stop``: each row's label, then its code sums (central) or its
-    response and report sums (local), into this chunk's partial sums. ``local``: the
-    chunk's first local user."""
+        double[:, ::1] local_sums, double *buffer) noexcept nogil:
+    """Rows ``start:stop``, block by block: each row's label, then its code sums
+    (central) or its response and report sums (local), into this chunk's partial sums.
+    ``local``: the chunk's first local user. ``buffer``: the thread's scratch space of
+    ``(n_features + n_clusters) * _BLOCK_ROWS`` values."""
     cdef Py_ssize_t n_features = X.shape[1], n_clusters = scaled.shape[1]
-    cdef Py_ssize_t row, feature, centre, label, group
+    cdef Py_ssize_t first, n_block, row, block_row, feature, centre, label, group
     cdef double value, best
-    for row in range(start, stop):
-        # ||c||^2 - 2 (x - origin) . c, feature by feature (the loop over centres
-        # vectorizes without reordering any sum); the first minimum on ties.
-        for centre in range(n_clusters):
-            distances[centre] = norms[centre]
-        for feature in range(n_features):
-            value = X[row, feature]
-            if value < lower[feature]:
-                value = lower[feature]
-            elif value > upper[feature]:
-                value = upper[feature]
-            value = value - origin[feature]
-            for centre in range(n_clusters):
-                distances[centre] += value * scaled[feature, centre]
-        label, best = 0, distances[0]
-        for centre in range(1, n_clusters):
-            if distances[centre] < best:
-                label, best = centre, distances[centre]
-        if labels.shape[0] > 0:
-            labels[row] = label
-        if is_local.shape[0] > 0 and is_local[row]:
-            group = label
-            if draws.shape[0] > 0:
-                group = respond(label, draws[local],
-                                widths[level[local] if level.shape[0] > 0 else 0],
-                                n_clusters)
-            if level.shape[0] > 0:
-                group = group + level[local] * n_clusters
-            local_counts[group] += 1.0
+    cdef double *shifted = buffer
+    cdef double *products = buffer + n_features * _BLOCK_ROWS
+    cdef int blas_k = <int>n_clusters, blas_d = <int>n_features, blas_n
+    cdef double one = 1.0, zero = 0.0
+    for first in range(start, stop, _BLOCK_ROWS):
+        n_block = min(_BLOCK_ROWS, stop - first)
+        # The block clipped and centred on the origin, row-major.
+        for block_row in range(n_block):
             for feature in range(n_features):
-                local_sums[group, feature] += reports[local, feature]
-            local += 1
-        elif code_sums:
-            counts[label] += 1
-            for feature in range(n_features):
-                sums[label, feature] += <int64_t>fixed_point_code(
-                    X[row, feature], lower[feature], upper[feature], scale[feature])
+                value = X[first + block_row, feature]
+                if value < lower[feature]:
+                    value = lower[feature]
+                elif value > upper[feature]:
+                    value = upper[feature]
+                shifted[block_row * n_features + feature] = value - origin[feature]
+        # products = shifted . (-2 c^T), by BLAS as scikit-learn's Lloyd iterations:
+        # row-major (n_block x k) is BLAS's column-major (k x n_block) =
+        # scaled^T (k x d) . shifted^T (d x n_block).
+        blas_n = <int>n_block
+        dgemm("N", "N", &blas_k, &blas_n, &blas_d, &one, <double *>&scaled[0, 0], &blas_k,
+              shifted, &blas_d, &zero, products, &blas_k)
+        for block_row in range(n_block):
+            row = first + block_row
+            # ||c||^2 - 2 (x - origin) . c: the first minimum on ties (``<`` only).
+            label, best = 0, norms[0] + products[block_row * n_clusters]
+            for centre in range(1, n_clusters):
+                value = norms[centre] + products[block_row * n_clusters + centre]
+                if value < best:
+                    label, best = centre, value
+            if labels.shape[0] > 0:
+                labels[row] = label
+            if is_local.shape[0] > 0 and is_local[row]:
+                group = label
+                if draws.shape[0] > 0:
+                    group = respond(label, draws[local],
+                                    widths[level[local] if level.shape[0] > 0 else 0],
+                                    n_clusters)
+                if level.shape[0] > 0:
+                    group = group + level[local] * n_clusters
+                local_counts[group] += 1.0
+                for feature in range(n_features):
+                    local_sums[group, feature] += reports[local, feature]
+                local += 1
+            elif code_sums:
+                counts[label] += 1
+                for feature in range(n_features):
+                    sums[label, feature] += <int64_t>fixed_point_code(
+                        X[row, feature], lower[feature], upper[feature], scale[feature])
 
 
 def _per_feature(value, n_features):
@@ -220,10 +236,10 @@ def lloyd_pass(const double[:, ::1] X, centres, *, origin, lower, upper, scale=N
     cdef double[:, :, ::1] chunk_local_sums = np.zeros(
         (n_chunks if with_local else 1, n_groups, n_features))
     cdef Py_ssize_t chunk, start, stop
-    cdef double *distances
+    cdef double *buffer
     n_threads = max(1, min(n_threads, n_chunks))
     with nogil, parallel(num_threads=n_threads):
-        distances = <double *>malloc(n_clusters * sizeof(double))
+        buffer = <double *>malloc((n_features + n_clusters) * _BLOCK_ROWS * sizeof(double))
         for chunk in prange(n_chunks, schedule="static"):
             start = chunk * _CHUNK_ROWS
             stop = min(start + _CHUNK_ROWS, n_rows)
@@ -232,14 +248,14 @@ def lloyd_pass(const double[:, ::1] X, centres, *, origin, lower, upper, scale=N
                             code_sums, is_local_, first_local_[chunk], level_, widths_,
                             draws16, reports_, labels_, chunk_counts[chunk],
                             chunk_sums[chunk if code_sums else 0], chunk_local_counts[chunk],
-                            chunk_local_sums[chunk if with_local else 0], distances)
+                            chunk_local_sums[chunk if with_local else 0], buffer)
             else:
                 _chunk_pass(X, start, stop, origin_, scaled, norms, lower_, upper_, scale_,
                             code_sums, is_local_, first_local_[chunk], level_, widths_,
                             draws32, reports_, labels_, chunk_counts[chunk],
                             chunk_sums[chunk if code_sums else 0], chunk_local_counts[chunk],
-                            chunk_local_sums[chunk if with_local else 0], distances)
-        free(distances)
+                            chunk_local_sums[chunk if with_local else 0], buffer)
+        free(buffer)
     counts = np.asarray(chunk_counts).sum(axis=0)
     sums = np.asarray(chunk_sums).sum(axis=0)
     # numpy adds the chunks' rows in order along axis 0 (its pairwise summation is
