@@ -24,10 +24,11 @@ from skhybrid._fixed_point cimport fixed_point_code
 #: are the same whatever the threads. 2**11 rows keep a chunk's rows in cache and the
 #: partial sums (chunks x clusters x features) small beside the input.
 CHUNK_ROWS = 2048
-DEF _CHUNK_ROWS = 2048
-#: Rows of a block of a chunk: the block transposed and its distances stay in cache
-#: (scikit-learn's Lloyd iterations use 256 too).
-DEF _BLOCK_ROWS = 256
+cdef enum:
+    _CHUNK_ROWS = 2048
+    # Rows of a block of a chunk: the block, clipped, and its products with the centres
+    # stay in cache (scikit-learn's Lloyd iterations use 256 too).
+    _BLOCK_ROWS = 256
 
 ctypedef fused draw_t:
     uint16_t
@@ -149,7 +150,9 @@ def lloyd_pass(const double[:, ::1] X, centres, *, origin, lower, upper, scale=N
     Each row, clipped to ``[lower, upper]``, gets the label of its nearest centre
     (``argmin_k ||c_k||^2 - 2 (x - origin) . c_k``, the first on ties, in coordinates
     centred on ``origin``: the products' rounding errors then scale with
-    ``|x - origin| |c - origin|``, not ``|x| |c|``). Then:
+    ``|x - origin| |c - origin|``, not ``|x| |c|``; the products of each block of rows
+    by one BLAS call, as scikit-learn's Lloyd iterations: 2-4x quicker than loops
+    over the features, measured at 1e6 x 2 and x 10). Then:
 
     - a central row (not local; with ``code_sums``) is counted in its label's count and
       its fixed-point codes (``skhybrid/_fixed_point.pxd``) are added to its label's

@@ -43,7 +43,7 @@ Departures from Algorithm 1, none of which changes what a user spends:
 """
 
 import warnings
-from functools import partial
+from functools import cache, partial
 from numbers import Integral, Real
 
 import numpy as np
@@ -56,6 +56,7 @@ from sklearn.base import (
 from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import ThreadpoolController
 
 from .._group_estimates import local_report_variance
 from ..accounting._costs import charge_dask_release, charge_release, check_user_id
@@ -92,6 +93,12 @@ from ._k_means_statistics import (
 )
 
 _STRATEGIES = ("hybrid", "tcm_only", "full_lm")
+
+
+@cache
+def _threadpool_controller():
+    # Made once: inspecting the loaded libraries costs milliseconds.
+    return ThreadpoolController()
 
 
 class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedParamsMixin,
@@ -361,9 +368,12 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedP
                 return chunk.statistics(centres, rngs[1 + iteration])
 
         weight = np.full(centres.shape, np.nan)
-        for iteration in range(self.n_iter):
-            central, local = statistics(centres, iteration)
-            centres, weight = _next_centres(plan, central, local, centres, rng)
+        # Each OpenMP thread of a pass calls BLAS on its blocks: one BLAS thread each, as
+        # scikit-learn's KMeans does (more would oversubscribe the cores).
+        with _threadpool_controller().limit(limits=1, user_api="blas"):
+            for iteration in range(self.n_iter):
+                central, local = statistics(centres, iteration)
+                centres, weight = _next_centres(plan, central, local, centres, rng)
 
         self.cluster_centers_ = centres
         self.n_iter_ = self.n_iter
@@ -410,7 +420,9 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ValidatedP
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        return nearest_centre(X, self.cluster_centers_, n_threads=openmp_threads(self.n_jobs))
+        with _threadpool_controller().limit(limits=1, user_api="blas"):
+            return nearest_centre(X, self.cluster_centers_,
+                                  n_threads=openmp_threads(self.n_jobs))
 
     def transform(self, X):
         """Euclidean distance of each row of ``X`` to each centre.
