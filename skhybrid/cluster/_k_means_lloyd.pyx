@@ -24,11 +24,11 @@ from skhybrid._fixed_point cimport fixed_point_code
 #: are the same whatever the threads. 2**11 rows keep a chunk's rows in cache and the
 #: partial sums (chunks x clusters x features) small beside the input.
 CHUNK_ROWS = 2048
-cdef enum:
-    _CHUNK_ROWS = 2048
-    # Rows of a block of a chunk: the block, clipped, and its products with the centres
-    # stay in cache (scikit-learn's Lloyd iterations use 256 too).
-    _BLOCK_ROWS = 256
+DEF _CHUNK_ROWS = 2048
+#: Rows of a block of a chunk: the block, clipped, and its products with the centres
+#: stay in cache (scikit-learn's Lloyd iterations use 256 too). A compile-time constant:
+#: the step of a C loop.
+DEF _BLOCK_ROWS = 256
 
 ctypedef fused draw_t:
     uint16_t
