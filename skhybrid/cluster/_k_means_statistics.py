@@ -24,20 +24,46 @@ from ..mechanisms._randomized_response import (
     randomized_response_drawn_probabilities,
     randomized_response_widths,
     response_bits,
+    response_draws,
 )
-from ..utils._sums import centred_sums
+from ..theory._hybrid import pwh_weight_unchecked
+from ..utils._sums import FIXED_POINT_BITS, _bounds_and_scale, centred_sums
 from ..utils._validation import (
     check_trust_group,
     masked_rows,
 )
-from ._k_means_lloyd import (
-    REPORT_DTYPE,
-    LloydPasses,
-    LocalResponses,
-    centred_code_sums,
-    cluster_sums,
-    local_task_counts,
-)
+from ._k_means_lloyd import chunk_local_offsets, lloyd_pass
+
+#: The lm users' fixed reports are kept in float32: each iteration reads them all, and
+#: at 1e6 x 50 the pass is bound by memory. Already private, they may be rounded
+#: (post-processing): a report's rounding error, at most 2**-24 of its magnitude, is
+#: negligible beside its Laplace noise. Their sums are float64.
+REPORT_DTYPE = np.float32
+
+
+def centred_code_sums(code_sums, counts):
+    """Each cluster's exact sum of its members' values centred on the middle of the box.
+
+    In fixed-point units (:func:`~skhybrid.utils._sums.fixed_point_sums`): a clipped
+    value's code is in ``[0, 2**B]``, so ``code - 2**(B - 1)`` is the value minus the
+    middle of the box, of magnitude at most ``2**(B - 1)`` (half the range), computed in
+    integers without rounding. A user who moves to another cluster changes two of these
+    sums by at most ``2**(B - 1)`` per feature; one who stays, one sum by ``2**B``
+    (see :func:`central_iteration_sensitivity`).
+
+    Parameters
+    ----------
+    code_sums : ndarray of int64 of shape (n_clusters, n_features)
+        The codes' exact sums per cluster (from
+        :func:`~skhybrid.cluster._k_means_lloyd.lloyd_pass`).
+    counts : ndarray of int of shape (n_clusters,)
+        Each cluster's number of members.
+
+    Returns
+    -------
+    sums : ndarray of int64 of shape (n_clusters, n_features)
+    """
+    return code_sums - (counts[:, np.newaxis].astype(np.int64) << (FIXED_POINT_BITS - 1))
 
 
 @dataclass(frozen=True)
@@ -66,12 +92,17 @@ class _ClusterMeans:
 
 def _cluster_means(midpoint, centred_sums, sizes, sum_variance):
     """:class:`_ClusterMeans` from centred sums, private sizes and the sums' noise
-    variance (:func:`~skhybrid.cluster._k_means_curator.cluster_means`)."""
-    from ._k_means_curator import cluster_means  # numba: imported at first use
-
-    means, variance = np.empty(centred_sums.shape), np.empty(centred_sums.shape)
-    cluster_means(midpoint, centred_sums, sizes, sum_variance, means, variance)
-    return _ClusterMeans(means, sizes, sizes >= 1.0, variance)
+    variance (Algorithm 1, lines 10 and 12): ``midpoint + centred_sums / size`` and
+    ``sum_variance / size**2`` for a cluster of private size at least 1 (present); NaN
+    rows for the others (a non-empty cluster has a member; dividing by less would
+    amplify the noise without bound)."""
+    present = sizes >= 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        means = midpoint + centred_sums / sizes[:, np.newaxis]
+        variance = sum_variance / (sizes * sizes)[:, np.newaxis]
+    means[~present] = np.nan
+    variance[~present] = np.nan
+    return _ClusterMeans(means, sizes, present, variance)
 
 
 class _CentralStatistics(NamedTuple):
@@ -144,20 +175,28 @@ def _release_central(statistics, lower, upper, mechanism, rng, constants=None):
     sums converted from exact fixed point to the values' units, the rounding of which
     the mechanism's sensitivity accounts for); a cluster's mean is the middle of the box
     plus its noisy centred sum over its noisy count, added after the noise
-    (:func:`~skhybrid.cluster._k_means_curator.central_means`).
+    (:func:`_central_means`).
     ``constants``: the bounds' :func:`_central_constants`, if computed already.
     """
     if constants is None:
         constants = _central_constants(lower, upper)
     released = _released_central(statistics, lower, upper, mechanism, rng, constants)
-    k, n_features = statistics.sums.shape
-    from ._k_means_curator import central_means  # numba: imported at first use
+    return _central_means(released, constants,
+                          _central_variance(mechanism, released.size, constants))
 
-    means, variance = np.empty((k, n_features)), np.empty((k, n_features))
-    central_means(constants.midpoint, released, constants.weights,
-                  _central_variance(mechanism, released.size, constants), means, variance)
-    sizes = released[:k]
-    return _ClusterMeans(means, sizes, sizes >= 1.0, variance)
+
+def _central_means(released, constants, central_variance):
+    """The tcm :class:`_ClusterMeans` from the curator's release: the noisy counts are
+    the sizes, the noisy sums (divided by each feature's noise weight, but for one
+    feature) are multiplied back by it, the sums' noise variance is
+    ``central_variance`` per feature."""
+    n_features = constants.weights.shape[0]
+    k = released.shape[0] // (1 + n_features)
+    sums = released[k:].reshape(k, n_features)
+    if n_features > 1:
+        sums = sums * constants.weights
+    return _cluster_means(constants.midpoint, sums, released[:k],
+                          np.broadcast_to(central_variance, sums.shape))
 
 
 def _released_central(statistics, lower, upper, mechanism, rng, constants):
@@ -234,17 +273,24 @@ def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance,
     if constants is None:
         constants = _response_constants(release_epsilon, statistics.counts.shape[1], ranges,
                                         report_variance)
-    from ._k_means_curator import demixed_sums  # numba: imported at first use
-
     # The mean's error is (S_j - mu_j N_j) / N_j = sum_i (x_i + Y_i - mu_j) w_ij / N_j
     # over all users, with w_ij = (1[report_i = j] - other) / gain of second moment
     # other (1 - other) / gain^2 outside cluster j and
     # (keep (1 - other)^2 + (1 - keep) other^2) / gain^2 inside it; E[(x + Y - mu)^2]
     # is the report's noise variance plus at most range^2 (``second_moment``).
-    k, n_features = statistics.sums.shape[1:]
-    sizes, centred = np.empty(k), np.empty((k, n_features))
-    sum_variance = np.empty((k, n_features))
-    demixed_sums(*statistics, *constants, sizes, centred, sum_variance)
+    counts, sums, n_users, report_totals = statistics
+    other, gain, outside, inside_moment, second_moment = constants
+    # Per level l and cluster j: N_j = (count_j - other n) / gain and
+    # S_j = (sum_j - other T) / gain, summed over the levels in their order.
+    sizes = centred = sum_variance = 0.0
+    for level in range(counts.shape[0]):
+        users, share, scale = n_users[level], other[level, 0], gain[level, 0]
+        size = (counts[level] - share * users) / scale
+        inside = np.minimum(np.maximum(size, 0.0), users)
+        spread = (users - inside) * outside[level, 0] + inside * inside_moment[level, 0]
+        sizes = sizes + size
+        centred = centred + (sums[level] - share * report_totals[level]) / scale
+        sum_variance = sum_variance + spread[:, np.newaxis] * second_moment[level]
     return _cluster_means(midpoint, centred, sizes, sum_variance)
 
 
@@ -261,26 +307,28 @@ class _CentralClustering:
         Raw values, clipped to the bounds on the way (never copied).
     lower, upper : ndarray of shape (n_features,)
     mechanism : LaplaceMechanism
+    n_threads : int, default=1
+        The threads of each pass.
     """
 
-    def __init__(self, values, lower, upper, mechanism):
-        self._values = values
-        self._lower = lower
-        self._upper = upper
-        # The nearest-centre search runs on values near zero (better conditioned), block
-        # by block; it only picks each user's cluster, from their own value.
+    def __init__(self, values, lower, upper, mechanism, n_threads=1):
+        self._values = np.ascontiguousarray(values, dtype=np.float64)
+        self._lower, self._upper, self._scale = _bounds_and_scale(lower, upper,
+                                                                  self._values.shape[1])
+        # The nearest-centre search runs on values near zero (better conditioned); it
+        # only picks each user's cluster, from their own value.
         self._midpoint = (lower + upper) / 2.0
         self._mechanism = mechanism
-        self._passes = None  # the passes' set-up, made at the first iteration
+        self._n_threads = n_threads
 
     def statistics(self, centres):
         """Each cluster's count and centred sum: :class:`_CentralStatistics`."""
         # The exact code sums per cluster in one pass over the users, the codes computed
         # on the way (no copy of the users' values is kept, no label array written).
-        if self._passes is None:
-            self._passes = LloydPasses(self._values, origin=self._midpoint,
-                                       bounds=(self._lower, self._upper), code_sums=True)
-        _, counts, code_sums, _ = self._passes.run(centres - self._midpoint)
+        _, counts, code_sums, _, _ = lloyd_pass(
+            self._values, centres - self._midpoint, origin=self._midpoint,
+            lower=self._lower, upper=self._upper, scale=self._scale, code_sums=True,
+            n_threads=self._n_threads)
         return _CentralStatistics(counts, centred_code_sums(code_sums, counts))
 
     def estimate(self, centres, rng):
@@ -305,7 +353,7 @@ class _LocalClustering:
     centred_reports : ndarray of shape (n_users, n_features)
         The users' reports minus ``midpoint``, computed once (every iteration adds up
         these same differences), in float32
-        (:data:`~skhybrid.cluster._k_means_lloyd.REPORT_DTYPE`; converted if not).
+        (:data:`REPORT_DTYPE`; converted if not).
     midpoint, ranges : ndarray of shape (n_features,)
     release_epsilon : ndarray of shape (n_levels,)
         Each privacy level's budget per release.
@@ -320,59 +368,57 @@ class _LocalClustering:
     """
 
     def __init__(self, values, centred_reports, midpoint, ranges, release_epsilon, report_variance,
-                 level, *, rows=None, bounds=None):
-        self._values = values
-        self._rows = rows
-        self._bounds = bounds
+                 level, *, rows=None, bounds=None, n_threads=1):
+        self._values = np.ascontiguousarray(values, dtype=np.float64)
+        n_rows, n_features = self._values.shape
+        # Every row local: a mask all True (one byte a row) keeps one code path.
+        self._rows = np.ones(n_rows, bool) if rows is None else np.asarray(rows, bool)
+        self._first_local = chunk_local_offsets(self._rows, n_rows)
+        # (No bounds: the values are clipped already, and no code is summed.)
+        self._grid = ((-np.inf, np.inf, 0.0) if bounds is None
+                      else _bounds_and_scale(*bounds, n_features))
         self._midpoint = midpoint
         self._ranges = ranges
-        centred_reports = np.ascontiguousarray(centred_reports, dtype=REPORT_DTYPE)
-        self._reports = centred_reports
+        self._reports = np.ascontiguousarray(centred_reports, dtype=REPORT_DTYPE)
         self._release_epsilon = release_epsilon
         self._report_variance = report_variance
-        self._level = level
-        # (n_clusters, without central) -> the passes' set-up (the responses' bits and
-        # widths, the local users of each task, the draws' array), the same in every
-        # iteration
-        self._passes = {}
-        self._n_users, self._report_totals = cluster_sums(
-            centred_reports, 0.0,
-            np.zeros(centred_reports.shape[0], np.int8) if level is None else level,
-            release_epsilon.shape[0],
-        )
+        self._level = None if level is None else np.asarray(level, dtype=np.intp)
+        self._n_threads = n_threads
+        n_levels = release_epsilon.shape[0]
+        level = np.zeros(self._reports.shape[0], np.intp) if level is None else self._level
+        self._n_users = np.bincount(level, minlength=n_levels).astype(np.float64)
+        self._report_totals = np.stack([
+            self._reports[level == index].sum(axis=0, dtype=np.float64)
+            for index in range(n_levels)])
 
-    def statistics(self, centres, rng, *, central=None, next_rng=None):
+    def statistics(self, centres, rng, *, central=False):
         """The reports by privacy level and reported cluster: :class:`_LocalStatistics`.
 
-        With ``central`` (the tcm group's ``(lower, upper)``: the rows not local are its
-        users), one pass gives both groups' statistics: (:class:`_CentralStatistics`,
-        :class:`_LocalStatistics`). ``next_rng``: the next iteration's generator (its
-        draws made ahead, see :meth:`~skhybrid.cluster._k_means_lloyd.LloydPasses.run`).
+        With ``central`` (the rows not local are the tcm group's users), one pass gives
+        both groups' statistics: (:class:`_CentralStatistics`, :class:`_LocalStatistics`).
         """
         k, n_features = centres.shape
         n_levels = self._release_epsilon.shape[0]
-        if self._reports.shape[0] == 0 and central is None:
-            return _LocalStatistics(np.zeros((n_levels, k)), np.zeros((n_levels, k, n_features)),
-                                    self._n_users, self._report_totals)
         # Each device's nearest centre from its clipped value, sent through randomized
         # response (Algorithm 1, line 7), and its report added to the reported cluster's
         # sums, in one pass over the users (with the tcm users' code sums for ``central``).
-        key = (k, central is None)  # a fit's ``central`` is the same in every iteration
-        if key not in self._passes:
-            bits = response_bits(self._release_epsilon, k)
-            local = LocalResponses(
-                self._rows, self._reports, self._level, self._response_widths(k, bits),
-                local_task_counts(self._rows, *self._values.shape), bits)
-            self._passes[key] = LloydPasses(
-                self._values, origin=self._midpoint,
-                bounds=self._bounds if central is None else central,
-                code_sums=central is not None, local=local)
-        _, counts, code_sums, (reported, sums) = self._passes[key].run(
-            centres - self._midpoint, rng=rng, next_rng=next_rng)
+        # The draws of all the pass's local users at once, before it, in row order.
+        n_local = self._reports.shape[0]
+        if n_local == 0 and not central:
+            return _LocalStatistics(np.zeros((n_levels, k)), np.zeros((n_levels, k, n_features)),
+                                    self._n_users, self._report_totals)
+        bits = response_bits(self._release_epsilon, k)
+        draws = response_draws(rng, n_local, bits) if k > 1 and n_local else None
+        _, counts, code_sums, reported, sums = lloyd_pass(
+            self._values, centres - self._midpoint, origin=self._midpoint,
+            lower=self._grid[0], upper=self._grid[1], scale=self._grid[2],
+            code_sums=central, is_local=self._rows, first_local=self._first_local,
+            level=self._level, widths=self._response_widths(k, bits), draws=draws,
+            reports=self._reports, n_levels=n_levels, n_threads=self._n_threads)
         statistics = _LocalStatistics(reported.reshape(n_levels, k),
                                       sums.reshape(n_levels, k, n_features), self._n_users,
                                       self._report_totals)
-        if central is None:
+        if not central:
             return statistics
         return _CentralStatistics(counts, centred_code_sums(code_sums, counts)), statistics
 
@@ -399,48 +445,56 @@ def _merge_cluster_means(tcm, lm, previous, lower, upper):
     noise. A cluster with one group's estimate takes it (weight 1 or 0); a cluster with
     neither keeps its previous centre (weight NaN). The centres are then clipped to the
     bounds: post-processing that only brings them closer to the clusters' true means,
-    which lie in the box (:func:`~skhybrid.cluster._k_means_curator.merged_centres`).
+    which lie in the box.
 
     Returns
     -------
     centres : ndarray of shape (n_clusters, n_features)
     weight : ndarray of shape (n_clusters, n_features)
     """
-    from ._k_means_curator import merged_centres  # numba: imported at first use
-
-    centres, weight = np.empty(previous.shape), np.empty(previous.shape)
-    empty = _ClusterMeans(np.empty((0, previous.shape[1])), np.empty(0), None, None)
-    tcm_means, lm_means = tcm or empty, lm or empty
-    merged_centres(tcm is not None, tcm_means.means, tcm_means.sizes,
-                   tcm_means.noise_variance if tcm is not None else tcm_means.means,
-                   lm is not None, lm_means.means, lm_means.sizes,
-                   lm_means.noise_variance if lm is not None else lm_means.means,
-                   previous, lower, upper, centres, weight)
+    shape = previous.shape
+    has_tcm = np.zeros(shape, bool) if tcm is None else np.broadcast_to(
+        tcm.present[:, np.newaxis], shape)
+    has_lm = np.zeros(shape, bool) if lm is None else np.broadcast_to(
+        lm.present[:, np.newaxis], shape)
+    weight = np.where(has_tcm, 1.0, np.where(has_lm, 0.0, np.nan))
+    value = previous
+    if lm is not None:
+        value = np.where(has_lm, lm.means, value)
+    if tcm is not None:
+        value = np.where(has_tcm, tcm.means, value)
+    both = has_tcm & has_lm
+    if both.any():
+        # Sizes of at least 1 in both groups and finite noise variances: in the range
+        # that pwh_weight checks.
+        n_tcm, n_lm = tcm.sizes[:, np.newaxis], lm.sizes[:, np.newaxis]
+        n = n_tcm + n_lm
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = pwh_weight_unchecked(n, n_tcm / n, tcm.noise_variance,
+                                         n_lm * lm.noise_variance)
+            merged = share * tcm.means + (1.0 - share) * lm.means
+        weight = np.where(both, share, weight)
+        value = np.where(both, merged, value)
+    # Clipped to the bounds (a comparison, not np.clip, as the centres were before).
+    centres = np.where(value < lower, lower, np.where(value > upper, upper, value))
     return centres, weight
 
 
 def _next_centres(plan, central, local, previous, rng):
     """One iteration's new centres and their tcm weights from its statistics (either may
     be None): :func:`_release_central`, :func:`_demix_local` and
-    :func:`_merge_cluster_means` in one compiled call
-    (:func:`~skhybrid.cluster._k_means_curator.iteration_centres`), the release's noise
-    drawn from ``rng``."""
-    from ._k_means_curator import iteration_centres  # numba: imported at first use
-
+    :func:`_merge_cluster_means`, the release's noise drawn from ``rng``."""
     constants = plan.central_constants
-    released = central_variance = None
+    tcm = lm = None
     if central is not None:
         released = _released_central(central, plan.lower, plan.upper, plan.central, rng,
                                      constants)
-        central_variance = plan.central_variance(released.size)
-    local_arrays = (None,) * 9
+        tcm = _central_means(released, constants, plan.central_variance(released.size))
     if local is not None:
-        local_arrays = (*local, *plan.response_constants(local.counts.shape[1]))
-    centres, weight = np.empty(previous.shape), np.empty(previous.shape)
-    iteration_centres(plan.lower, plan.upper, constants.midpoint, released, constants.weights,
-                      central_variance, plan.midpoint, *local_arrays, previous, centres,
-                      weight)
-    return centres, weight
+        lm = _demix_local(local, plan.midpoint, plan.ranges, plan.release_epsilon,
+                          plan.report_variance,
+                          plan.response_constants(local.counts.shape[1]))
+    return _merge_cluster_means(tcm, lm, previous, plan.lower, plan.upper)
 
 
 @dataclass(frozen=True)
@@ -530,7 +584,7 @@ class _ChunkClustering:
         The chunk's devices' randomness for their reports (None without local users).
     """
 
-    def __init__(self, values, is_tcm, plan, report_rng):
+    def __init__(self, values, is_tcm, plan, report_rng, n_threads=1):
         # Read at every iteration by the compiled pass, which takes rows contiguous.
         values = np.ascontiguousarray(values, dtype=np.float64)
         self.central = self.local = None
@@ -541,11 +595,10 @@ class _ChunkClustering:
         if plan.central is not None and not self._fused:
             self.central = _CentralClustering(
                 values if is_tcm.all() else masked_rows(values, is_tcm), plan.lower, plan.upper,
-                plan.central,
+                plan.central, n_threads,
             )
         if local_rows is None:
             return
-        self._bounds = (plan.lower, plan.upper)
         level = None
         # The reports are only ever added up centred on the middle of the box: each is
         # centred (in float64) and kept in float32 (REPORT_DTYPE: the pass reads them
@@ -566,18 +619,16 @@ class _ChunkClustering:
         # The users' true values stay the chunk's rows: no copy of them is kept.
         self.local = _LocalClustering(
             values, reports, plan.midpoint, plan.ranges, plan.release_epsilon,
-            plan.report_variance, level, rows=None if local_rows.all() else local_rows,
-            bounds=(plan.lower, plan.upper),
+            plan.report_variance, level, rows=local_rows, bounds=(plan.lower, plan.upper),
+            n_threads=n_threads,
         )
 
-    def statistics(self, centres, response_rng, next_rng=None):
-        """(:class:`_CentralStatistics` or None, :class:`_LocalStatistics` or None).
-        ``next_rng``: the next iteration's response generator, if any."""
+    def statistics(self, centres, response_rng):
+        """(:class:`_CentralStatistics` or None, :class:`_LocalStatistics` or None)."""
         if self._fused:
-            return self.local.statistics(centres, response_rng, central=self._bounds,
-                                         next_rng=next_rng)
+            return self.local.statistics(centres, response_rng, central=True)
         central = self.central.statistics(centres) if self.central is not None else None
-        local = (self.local.statistics(centres, response_rng, next_rng=next_rng)
+        local = (self.local.statistics(centres, response_rng)
                  if self.local is not None else None)
         return central, local
 

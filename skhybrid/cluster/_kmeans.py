@@ -42,8 +42,7 @@ Departures from Algorithm 1, none of which changes what a user spends:
   and of one report).
 """
 
-from contextlib import nullcontext
-from functools import partial
+from functools import cache, partial
 from numbers import Integral, Real
 
 import numpy as np
@@ -56,6 +55,7 @@ from sklearn.base import (
 from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import ThreadpoolController
 
 from .._group_estimates import local_report_variance
 from ..accounting import ReleaseCost, charge_dask_release, charge_release, check_user_id
@@ -75,14 +75,13 @@ from ..utils._dask import (
     n_chunks,
 )
 from ..utils._random import check_random_state
-from ..utils._threads import iteration_threads
 from ..utils._validation import (
     check_epsilon,
     check_group_epsilons,
     resolve_bounds,
 )
 from ._k_means_budget import central_iteration_mechanism, local_release_epsilon
-from ._k_means_lloyd import nearest_centre, within_cluster_sum_of_squares
+from ._k_means_lloyd import nearest_centre, openmp_threads, within_cluster_sum_of_squares
 from ._k_means_statistics import (
     _add_statistics,
     _chunk_statistics,
@@ -92,6 +91,12 @@ from ._k_means_statistics import (
 )
 
 _STRATEGIES = ("hybrid", "tcm_only", "full_lm")
+
+
+@cache
+def _threadpool_controller():
+    # Made once: inspecting the loaded libraries costs milliseconds.
+    return ThreadpoolController()
 
 
 class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -130,6 +135,13 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
     init : "random" or array-like of shape (n_clusters, n_features), default="random"
         Initial centres, which must not depend on the private data: ``"random"`` draws
         them uniformly in the bounds from ``random_state``; an array is used as given.
+    n_jobs : int or None, default=None
+        The threads of each Lloyd pass over an in-memory input (OpenMP's, the only
+        threads skhybrid starts). ``None`` uses all the cores OpenMP sees, as
+        scikit-learn does: ``OMP_NUM_THREADS`` and threadpoolctl's
+        ``threadpool_limits(n, user_api="openmp")`` lower it; -1 also means all, -2 all
+        but one, and so on. Every seeded result is the same whatever the threads. A
+        Dask input runs each chunk on one thread (Dask's threads run the chunks).
     random_state : None, int or numpy.random.Generator, default=None
         ``None`` draws the noise (and random initial centres) from the operating
         system's secure randomness; an int gives reproducible noise (simulations only).
@@ -214,14 +226,10 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
     responses) comes from each chunk's own generator, so a fit on several chunks has the
     distribution of the in-memory fit, and equals it when only the curator draws noise.
 
-    **Threads.** Each iteration over an input of at least ``2**17`` values runs on the
-    calling thread and a pool of one thread per available core. For the duration of
-    one pass, the calling thread is kept on the core it runs on and the pool's threads
-    on the others (its own set of cores is given back after the pass; not while
-    another thread runs such a pass): Linux otherwise wakes a pool thread on the
-    caller's core at times, and the two then share it to the pass's end (measured: a
-    pass in two or three at 1.5-1.8x its time, on two cores). Which thread computes
-    what, and so every seeded result, does not depend on the threads.
+    **Threads.** Each pass over the users is one OpenMP loop over fixed chunks of rows
+    on ``n_jobs`` threads (:func:`~skhybrid.cluster._k_means_lloyd.lloyd_pass`); each
+    chunk has its own sums, added in chunk order, so no seeded result depends on the
+    threads.
 
     References
     ----------
@@ -252,6 +260,8 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         "strategy": [StrOptions(set(_STRATEGIES))],
         "bounds": ["array-like", None],
         "init": [StrOptions({"random"}), "array-like"],
+        "n_jobs": [Interval(Integral, None, -1, closed="right"),
+                   Interval(Integral, 1, None, closed="left"), None],
         "random_state": RANDOM_STATE_CONSTRAINT,
         "ledger": [HasMethods(["charge"]), None],
     }
@@ -265,6 +275,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         strategy="hybrid",
         bounds=None,
         init="random",
+        n_jobs=None,
         random_state=None,
         ledger=None,
     ):
@@ -274,6 +285,7 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         self.strategy = strategy
         self.bounds = bounds
         self.init = init
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.ledger = ledger
 
@@ -345,19 +357,16 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
             statistics = partial(self._dask_statistics, X, trust_group, plan, device_rngs)
         else:
             rngs = device_rngs[0] if device_rngs else [None] * (self.n_iter + 1)
-            chunk = _ChunkClustering(X, is_tcm, plan, rngs[0])  # clipped on the way
+            chunk = _ChunkClustering(X, is_tcm, plan, rngs[0],  # clipped on the way
+                                     n_threads=openmp_threads(self.n_jobs))
 
             def statistics(centres, iteration):
-                # The next iteration's generator too: its draws are made during this
-                # iteration's curator work (LloydPasses.run).
-                following = rngs[2 + iteration] if 2 + iteration < len(rngs) else None
-                return chunk.statistics(centres, rngs[1 + iteration], following)
+                return chunk.statistics(centres, rngs[1 + iteration])
 
         weight = np.full(centres.shape, np.nan)
-        # The threads placed once for the fit, not at every pass (two system calls less
-        # per pass and per pool thread moved: measured, 3.5% of an iteration at 1e5),
-        # and kept between its passes (kept_threads: a pass's threads start at once).
-        with nullcontext() if in_dask else iteration_threads():
+        # Each OpenMP thread of a pass calls BLAS on its blocks: one BLAS thread each, as
+        # scikit-learn's KMeans does (more would oversubscribe the cores).
+        with _threadpool_controller().limit(limits=1, user_api="blas"):
             for iteration in range(self.n_iter):
                 central, local = statistics(centres, iteration)
                 centres, weight = _next_centres(plan, central, local, centres, rng)
@@ -407,7 +416,9 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        return nearest_centre(X, self.cluster_centers_)
+        with _threadpool_controller().limit(limits=1, user_api="blas"):
+            return nearest_centre(X, self.cluster_centers_,
+                                  n_threads=openmp_threads(self.n_jobs))
 
     def transform(self, X):
         """Euclidean distance of each row of ``X`` to each centre.

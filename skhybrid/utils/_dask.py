@@ -17,8 +17,7 @@ import sys
 from contextlib import contextmanager
 
 import numpy as np
-
-from ._threads import single_threaded_blas
+from threadpoolctl import threadpool_limits
 
 
 @contextmanager
@@ -164,7 +163,7 @@ def map_chunks(function, X, *, generators=None, **metadata):
         dask.delayed(function)(*block, offset=int(offset), rng=rng)
         for block, offset, rng in zip(blocks, offsets, generators)
     ]
-    with single_threaded_blas():  # Dask's threads run our small products in parallel
+    with threadpool_limits(limits=1, user_api="blas"):  # Dask's threads run our small products in parallel
         return list(dask.compute(*tasks))
 
 
@@ -245,7 +244,7 @@ def _map_partitions_one_pass(function, X, generators, metadata):
         dask.delayed(_located_columns)(function, block, features, order, rng=rng)
         for block, rng in zip(combined.to_delayed(), generators)
     ]
-    with single_threaded_blas():  # Dask's threads run our small products in parallel
+    with threadpool_limits(limits=1, user_api="blas"):  # Dask's threads run our small products in parallel
         results = dask.compute(*tasks)
     offset = 0
     for _, length, message in results:

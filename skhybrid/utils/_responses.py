@@ -1,9 +1,8 @@
 """k-ary randomized response from its draws, in plain numpy (no numba).
 
-Shared by the mechanism (:mod:`skhybrid.mechanisms._randomized_response`, on arrays) and
-the compiled K-means pass (:mod:`skhybrid.utils._kernels` compiles it inline), so that
-both give the same report from the same draws; kept apart from the kernels so that
-importing the mechanism does not import numba.
+The mechanism's (:mod:`skhybrid.mechanisms._randomized_response`, on arrays). The
+K-means pass (``skhybrid/cluster/_k_means_lloyd.pyx``) has the same arithmetic in C, and
+the tests check that both give the same report from the same draws.
 """
 
 import numpy as np

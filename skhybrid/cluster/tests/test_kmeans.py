@@ -27,7 +27,10 @@ from skhybrid.cluster._k_means_budget import (
     local_release_epsilon,
 )
 from skhybrid.cluster._k_means_lloyd import (
+    CHUNK_ROWS,
+    lloyd_pass,
     nearest_centre,
+    openmp_threads,
     within_cluster_sum_of_squares,
 )
 from skhybrid.cluster._k_means_statistics import (
@@ -39,9 +42,10 @@ from skhybrid.cluster._k_means_statistics import (
 from skhybrid.exceptions import PrivacyLeakWarning
 from skhybrid.mean import EmptyGroupWarning
 from skhybrid.mechanisms import LaplaceMechanism
+from skhybrid.mechanisms._randomized_response import randomized_response_widths, response_draws
 from skhybrid.theory._hybrid import pwh_weight
-from skhybrid.utils._sums import centred_sums
-from skhybrid.utils.tests.test_validation import _linux_cores
+from skhybrid.utils._responses import respond
+from skhybrid.utils._sums import FIXED_POINT_BITS, centred_sums
 
 STRATEGIES = ["hybrid", "tcm_only", "full_lm"]
 CORNERS = np.array([[0.25, 0.25], [0.25, 0.75], [0.75, 0.25], [0.75, 0.75]])
@@ -393,57 +397,6 @@ def test_merge_of_one_group_takes_its_clipped_means(group):
     assert np.all(np.isnan(weight[1]))
 
 
-@pytest.mark.parametrize("groups", ["both", "tcm", "lm"])
-@pytest.mark.parametrize("n_features", [1, 3])
-@pytest.mark.parametrize("n_levels", [1, 2])
-def test_an_iterations_compiled_centres_are_its_release_demixing_and_merge(
-        groups, n_features, n_levels):
-    """_next_centres (one compiled call per iteration) gives, bit for bit, the centres
-    and weights of _release_central, _demix_local and _merge_cluster_means called in
-    turn, absent clusters included (a tcm cluster of one user, lm counts that de-mix
-    below 1), over bounds of other widths per feature and several privacy levels."""
-    from skhybrid.cluster._k_means_statistics import (
-        _CentralStatistics,
-        _demix_local,
-        _FitPlan,
-        _LocalStatistics,
-        _next_centres,
-        _release_central,
-    )
-
-    k, rng = 4, np.random.default_rng(n_features * 10 + n_levels)
-    lower = np.linspace(-1.0, 0.3, n_features)
-    upper = lower + np.linspace(0.7, 3.0, n_features)
-    mechanism = central_iteration_mechanism(upper - lower, 3, 2.0)
-    levels = np.array([0.4, 1.3][:n_levels])
-    plan = _FitPlan(lower, upper, central=mechanism, local_groups=(False, True),
-                    release_epsilon=levels, report_variance=rng.uniform(0.5, 2.0,
-                                                                        (n_levels, n_features)))
-    counts = np.array([900, 1, 400, 700])
-    central = _CentralStatistics(counts, rng.integers(-2**40, 2**40, (k, n_features)))
-    n_users = np.full(n_levels, 5000.0)
-    reported = rng.uniform(2000, 2500, (n_levels, k))
-    reported[:, 2] = 0.0  # de-mixes to a negative size: absent
-    local = _LocalStatistics(reported, rng.normal(0, 50, (n_levels, k, n_features)), n_users,
-                             rng.normal(0, 100, (n_levels, n_features)))
-    central = central if groups != "lm" else None
-    local = local if groups != "tcm" else None
-    previous = rng.uniform(0, 1, (k, n_features))
-    for seed in range(100):  # a release whose cluster of one user is absent (size < 1)
-        tcm = (_release_central(central, lower, upper, mechanism, np.random.default_rng(seed))
-               if central is not None else None)
-        if tcm is None or not tcm.present[1]:
-            break
-    lm = (_demix_local(local, plan.midpoint, plan.ranges, levels, plan.report_variance)
-          if local is not None else None)
-    expected = _merge_cluster_means(tcm, lm, previous, lower, upper)
-    centres, weight = _next_centres(plan, central, local, previous, np.random.default_rng(seed))
-    np.testing.assert_array_equal(centres, expected[0])
-    np.testing.assert_array_equal(weight, expected[1])
-    assert tcm is None or tcm.present.tolist() == [True, False, True, True]
-    assert lm is None or lm.present.tolist() == [True, True, False, True]
-
-
 @pytest.mark.parametrize("sizes", [[40.0, 10.0, 3.0], [40.0, 0.5, -2.0]])
 def test_cluster_means_divide_by_the_private_sizes_of_at_least_one(sizes):
     """A cluster of private size at least 1: the midpoint plus its centred sum over its
@@ -506,9 +459,9 @@ def test_random_initial_centres_are_uniform_in_the_bounds_and_ignore_the_data(mo
     searched = []
     original = statistics_module._ChunkClustering.statistics
 
-    def recording(chunk, centres, rng, next_rng=None):
+    def recording(chunk, centres, rng):
         searched.append(centres.copy())
-        return original(chunk, centres, rng, next_rng)
+        return original(chunk, centres, rng)
 
     monkeypatch.setattr(statistics_module._ChunkClustering, "statistics", recording)
     initial = []
@@ -740,340 +693,197 @@ def test_clone_and_pickle_keep_parameters_and_fitted_state():
     np.testing.assert_array_equal(restored.predict(X), km.predict(X))
 
 
-@pytest.mark.parametrize("n_features", [2, 7, 30])
-def test_fused_pass_gives_the_labels_and_the_exact_grouped_code_sums(n_features):
-    """Large enough for the threaded path: the per-task counts and sums add up to the
-    exact ones; rows are clipped to the bounds on the way, and shifted by an origin."""
-    from skhybrid.cluster._k_means_lloyd import nearest_centre
-    from skhybrid.utils._sums import fixed_point_sums
-
-    rng = np.random.default_rng(12)
-    X = rng.uniform(-0.5, 1.5, size=(400_000, n_features))  # some beyond the bounds
-    centres = rng.uniform(0, 1, size=(5, n_features))
-    lower, upper = np.zeros(n_features), np.ones(n_features)
-    clipped = np.clip(X, lower, upper)
-    labels, counts, sums = nearest_centre(X, centres, bounds=(lower, upper), code_sums=True)
-    np.testing.assert_array_equal(labels, nearest_centre(clipped, centres))
-    np.testing.assert_array_equal(counts, np.bincount(labels, minlength=5))
-    np.testing.assert_array_equal(sums, fixed_point_sums(X, lower, upper, labels=labels,
-                                                         n_groups=5))
-    origin = np.full(n_features, 0.5)
-    shifted, _, _ = nearest_centre(X, centres - origin, origin=origin, bounds=(lower, upper),
-                                   code_sums=True)
-    np.testing.assert_array_equal(shifted, nearest_centre(clipped - origin, centres - origin))
-    with pytest.raises(ValueError, match="bounds"):
-        nearest_centre(X, centres, code_sums=True)
+# -- the Lloyd pass (_k_means_lloyd.pyx) against a numpy reference -----------------------------
 
 
-@pytest.mark.parametrize("n_clusters", [1, 2, 3, 10, 300])
-@pytest.mark.parametrize("with_sums", [False, True])
-@pytest.mark.parametrize("per_feature", [False, True],
-                         ids=["same bounds per feature", "bounds per feature"])
-@pytest.mark.parametrize("n_features", [1, 2, 3, 5, 30])
-def test_compiled_pass_is_argmin_with_ties_first_and_exact_sums(n_clusters, with_sums,
-                                                                 per_feature, n_features):
-    """The compiled labels equal ``argmin`` of ``||c||^2 - 2 x . c`` for the clipped rows
-    (ties to the first centre: small integers make every distance exact, with many
-    ties), over more rows
-    than one block; the fused sums equal numpy's exact per-label sums of the codes, at
-    the top of the grid too (codes of 2**32, values beyond the bounds). Both loops: the
-    one for the same constants in every feature, and the one for constants per feature;
-    the three searches: the transposed block's loops up to ``_COLUMN_FEATURES`` features
-    (fused with the comparisons up to ``_FUSED_FEATURES``, by pairs of centres at 2;
-    else pairs of centres and an odd one, groups of four features and the rest), above
-    them row by row for few centres (1 to 3 of 30 features) and BLAS for more."""
-    from skhybrid.utils._kernels import (
-        _COLUMN_FEATURES,
-        _FUSED_FEATURES,
-        _ROW_FEATURES_PER_CENTRE,
-        nearest_centre_sums,
-    )
-    from skhybrid.utils._sums import FIXED_POINT_BITS
-
-    assert 5 <= _COLUMN_FEATURES < 30  # the three searches are tested
-    assert _FUSED_FEATURES == 3  # so are the fused loops at 1, 2 and 3 features
-    assert 3 * _ROW_FEATURES_PER_CENTRE <= 30 < 10 * _ROW_FEATURES_PER_CENTRE
-    rng = np.random.default_rng(n_clusters)
-    n = 5_001
-    X = rng.integers(-2, 3, size=(n, n_features)).astype(np.float64)
-    centres = rng.integers(-2, 3, size=(n_clusters, n_features)).astype(np.float64)
-    lower = np.linspace(-1.0, -2.0, n_features) if per_feature else np.full(n_features, -1.0)
-    upper = np.full(n_features, 1.0)
-    # Rows are clipped to the bounds before their distances.
-    expected = (np.einsum("kd,kd->k", centres, centres)
-                - 2.0 * np.clip(X, lower, upper) @ centres.T).argmin(axis=1)
-    scale = 2.0**FIXED_POINT_BITS / (upper - lower)
-    labels = np.full(n + 3, -1, dtype=np.intp)
-    counts = np.full(n_clusters, 3, dtype=np.int64)
-    sums = np.full((n_clusters, n_features), 7, dtype=np.int64) if with_sums else None
-    nearest_centre_sums(X, 0, n, np.zeros(n_features), np.ascontiguousarray(-2.0 * centres.T),
-                        np.einsum("kd,kd->k", centres, centres), lower, upper, scale, labels,
-                        counts, sums)
-    np.testing.assert_array_equal(labels[:n], expected)
-    expected_counts = 3 + (np.bincount(expected, minlength=n_clusters) if with_sums else 0)
-    np.testing.assert_array_equal(counts, expected_counts)
-    assert (labels[n:] == -1).all()  # rows past ``stop`` are never written
-    if with_sums:
-        codes = np.rint((np.clip(X, lower, upper) - lower) * scale).astype(np.int64)
-        assert codes.max() == 2**FIXED_POINT_BITS
-        expected_sums = np.full((n_clusters, n_features), 7, dtype=np.int64)
-        np.add.at(expected_sums, expected, codes)
-        np.testing.assert_array_equal(sums, expected_sums)
-
-
-@pytest.mark.parametrize("n_features", [10, 30, 50])
-def test_float32_search_is_exact_for_rows_too_close_to_call_in_float32(n_features):
-    """The distances are float32 (BLAS's product above ``_COLUMN_FEATURES`` features,
-    the compiled loops' from ``_NARROW_COLUMN_PRODUCTS`` products per row); a row
-    whose two nearest centres are within the float32 error bound is searched again in
-    float64. Rows a relative 1e-9 to 1e-11 off the bisector of two centres (beyond
-    float32's resolution: a float32 search alone mislabels many) get the float64
-    labels, as do random rows; the search is float64 where bounds are infinite."""
-    from skhybrid.utils._kernels import (
-        _COLUMN_FEATURES,
-        _NARROW_COLUMN_PRODUCTS,
-        narrow_tolerance,
-        nearest_centre_sums,
-    )
-
-    k = 8
-    assert n_features > _COLUMN_FEATURES or k * n_features >= _NARROW_COLUMN_PRODUCTS
-    rng = np.random.default_rng(n_features)
-    lower, upper = np.zeros(n_features), np.ones(n_features)
-    centres = rng.uniform(0.2, 0.8, size=(k, n_features))
-    first, second = centres[0], centres[1]
-    n_close = 4_000
-    offsets = rng.choice([-1.0, 1.0], n_close) * 10.0 ** rng.uniform(-11, -9, n_close)
-    direction = (second - first) / np.linalg.norm(second - first)
-    # Points on the bisector, moved a little along it, and along it only.
-    along = rng.normal(size=(n_close, n_features)) * 0.05
-    along -= np.outer(along @ direction, direction)
-    close = (first + second) / 2 + along + offsets[:, None] * direction
-    X = np.concatenate([close, rng.uniform(0, 1, size=(3_000, n_features))])
-    origin = np.full(n_features, 0.5)
-    shifted = centres - origin
-    scaled, norms = np.ascontiguousarray(-2.0 * shifted.T), np.einsum("kd,kd->k", shifted, shifted)
-
-    def search(lo, hi):
-        labels = np.full(X.shape[0], -1, dtype=np.intp)
-        nearest_centre_sums(X, 0, X.shape[0], origin, scaled, norms, lo, hi,
-                            np.ones(n_features), labels, np.zeros(k, dtype=np.int64), None)
-        return labels
-
-    direct = ((X[:, None, :] - centres[None]) ** 2).sum(axis=2).argmin(axis=1)
-    assert np.isfinite(narrow_tolerance(lower, upper, origin, scaled, norms))
-    np.testing.assert_array_equal(search(lower, upper), direct)
-    # The rows are beyond float32: a float32 search alone mislabels many of them.
-    x32, c32 = (X - origin).astype(np.float32), shifted.astype(np.float32)
-    alone = ((c32 * c32).sum(axis=1) - 2 * x32 @ c32.T).argmin(axis=1)
-    assert np.mean(alone[:n_close] != direct[:n_close]) > 0.05
-    # Infinite bounds: float64 throughout, the same labels.
-    infinite = np.full(n_features, np.inf)
-    assert narrow_tolerance(-infinite, infinite, origin, scaled, norms) == np.inf
-    np.testing.assert_array_equal(search(-infinite, infinite), direct)
-
-
-def test_float32_search_is_used_only_where_nothing_overflows_or_underflows():
-    from skhybrid.utils._kernels import narrow_tolerance
-
-    n_features = 30
-    origin, centres = np.zeros(n_features), np.full((n_features, 2), -1.0)
-    norms = np.full(2, n_features * 0.25)
-
-    def tolerance(half_range, scale=1.0):
-        return narrow_tolerance(np.full(n_features, -half_range), np.full(n_features, half_range),
-                                origin, centres * scale, norms * scale**2)
-
-    unit = tolerance(1.0)
-    # 4 (d + 4) 2**-24 max_c B_c, with B_c = ||c||^2 + sum_f R_f |a_cf|.
-    bound = n_features * 0.25 + n_features  # ||c||^2 + sum_f R_f |a_f|, R = 1, |a| = 1
-    assert unit == pytest.approx(4 * (n_features + 4) * 2.0**-24 * bound)
-    assert tolerance(1e20) == np.inf  # beyond 2**60
-    assert tolerance(1.0, scale=1e-25) == np.inf  # B below 2**-60
-    assert np.isfinite(tolerance(1e6, scale=1e6))
-
-
-def _hybrid_pass_inputs(n, seed, n_features=3, k=4):
-    """Rows of a hybrid chunk: a tenth central, the rest local at two privacy levels."""
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-0.2, 1.2, size=(n, n_features))  # some beyond the bounds
-    centres = rng.uniform(0, 1, size=(k, n_features))
-    is_local = rng.random(n) >= 0.1
-    n_local = int(is_local.sum())
-    # In float32, as a fit keeps them (REPORT_DTYPE).
-    reports = rng.normal(0.0, 3.0, size=(n_local, n_features)).astype(np.float32)
-    level = rng.integers(0, 2, n_local)
-    release_epsilon = np.array([0.3, 2.0])
-    return X, centres, is_local, reports, level, release_epsilon
-
-
-# k clusters at 2 privacy levels: 2 k groups of reports. The last three cases sum the
-# reports group by group (_reported_sums: 2 k (n_features + 1) <= _GROUPED_SUMS), the
-# others report by report.
-@pytest.mark.parametrize("n_features, bits, k", [(3, 32, 4), (3, 16, 4), (30, 16, 4),
-                                                 (1, 32, 4), (2, 16, 3), (3, 32, 2)])
-@pytest.mark.parametrize("n", [5_000, 300_000])
-def test_fused_pass_responds_as_randomized_response_and_sums_by_reported_cluster(n,
-                                                                              n_features,
-                                                                              bits, k):
-    """One pass gives the central rows' exact code sums and, for the local rows, the sums
-    of their reports by privacy level and reported cluster, where each reported cluster
-    is the randomized response of the row's nearest centre (from the draws of
-    ``response_draws``, at once for a few users, else in chunks of tasks in row order,
-    into an array a fit's passes share)."""
-    from skhybrid.cluster._k_means_lloyd import (
-        _DRAWN_AT_ONCE,
-        LloydPasses,
-        LocalResponses,
-        _draw_chunks,
-        lloyd_pass,
-        local_task_counts,
-    )
-    from skhybrid.mechanisms._randomized_response import (
-        randomized_response_widths,
-        response_draws,
-    )
-    from skhybrid.utils._kernels import respond
-    from skhybrid.utils._sums import fixed_point_sums
-
-    X, centres, is_local, reports, level, release_epsilon = _hybrid_pass_inputs(
-        n, n, n_features=n_features, k=k)
-    lower, upper = np.zeros(n_features), np.ones(n_features)
-    widths = randomized_response_widths(release_epsilon, k, bits)
-    local = LocalResponses(is_local, reports, level, widths, bits=bits)
-    labels, counts, sums, (reported_counts, reported_sums) = lloyd_pass(
-        X, centres, bounds=(lower, upper), labels=True, code_sums=True, local=local,
-        rng=np.random.default_rng(3))
-    # A fit's passes set up once (their draws into one array): the same pass, twice.
-    passes = LloydPasses(X, bounds=(lower, upper), code_sums=True, local=local)
-    for _ in range(2):
-        again = passes.run(centres, labels=True, rng=np.random.default_rng(3))
-        for got, expected in zip(again[3], (reported_counts, reported_sums)):
-            np.testing.assert_array_equal(got, expected)
-
-    np.testing.assert_array_equal(labels, nearest_centre(np.clip(X, lower, upper), centres))
+def _reference_pass(X, centres, origin, lower, upper, scale, is_local, level, widths, draws,
+                    reports, n_levels):
+    """:func:`lloyd_pass` in numpy: ``||c||^2 - 2 (x - origin) . c`` by a matrix product
+    as the kernel's (BLAS's rounding of a block's products and numpy's differ only for
+    rows within about 1e-16 of a tie, which these data do not have), the first minimum,
+    the codes of the central rows, and the local rows' responses by the mechanism's
+    ``respond``."""
+    k, n_features = centres.shape
+    shifted = np.clip(X, lower, upper) - origin
+    distances = np.einsum("kd,kd->k", centres, centres) + shifted @ (-2.0 * centres.T)
+    labels = np.argmin(distances, axis=1)
     central = ~is_local
-    np.testing.assert_array_equal(counts, np.bincount(labels[central], minlength=k))
-    np.testing.assert_array_equal(sums, fixed_point_sums(X[central], lower, upper,
-                                                         labels=labels[central], n_groups=k))
-    # The same draws, made as the pass makes them.
+    codes = np.rint((np.clip(X, lower, upper) - lower) * scale).astype(np.int64)
+    counts = np.bincount(labels[central], minlength=k)
+    sums = np.zeros((k, n_features), np.int64)
+    np.add.at(sums, labels[central], codes[central])
+    groups = labels[is_local]
+    if draws is not None:
+        groups = respond(groups, draws, widths[level], k)
+    groups = groups + level * k
+    local_counts = np.bincount(groups, minlength=n_levels * k).astype(np.float64)
+    local_sums = np.zeros((n_levels * k, n_features))
+    np.add.at(local_sums, groups, reports.astype(np.float64))
+    return labels, counts, sums, local_counts, local_sums
+
+
+def _pass_inputs(n, n_features, k, n_levels, seed, bits=32):
+    """A hybrid pass's inputs over bounds of different widths per feature, with rows
+    outside them (clipped), a third of the rows central, and ``n_levels`` levels."""
+    rng = np.random.default_rng(seed)
+    lower = np.linspace(-1.0, 0.5, n_features)
+    upper = lower + np.linspace(1.0, 3.0, n_features)
+    X = rng.uniform(lower - 0.2, upper + 0.2, (n, n_features))
+    origin = (lower + upper) / 2.0
+    centres = rng.uniform(lower, upper, (k, n_features)) - origin
+    is_local = rng.random(n) < 2 / 3
+    n_local = int(is_local.sum())
+    level = rng.integers(0, n_levels, n_local)
+    widths = randomized_response_widths(np.array([0.5, 2.0][:n_levels]), k, bits)
+    draws = response_draws(rng, n_local, bits) if k > 1 else None
+    reports = rng.normal(0.0, 3.0, (n_local, n_features)).astype(np.float32)
+    scale = 2.0**FIXED_POINT_BITS / (upper - lower)
+    return dict(X=X, centres=centres, origin=origin, lower=lower, upper=upper, scale=scale,
+                is_local=is_local, level=level, widths=widths, draws=draws, reports=reports,
+                n_levels=n_levels)
+
+
+@pytest.mark.parametrize("n_features", [1, 2, 7])
+@pytest.mark.parametrize("k", [1, 3, 10])
+@pytest.mark.parametrize("n_levels", [1, 2])
+def test_lloyd_pass_gives_the_references_labels_exact_sums_responses_and_report_sums(
+        n_features, k, n_levels):
+    """Over several chunks and a partial one: the labels, the central rows' exact code
+    sums, the local rows' responses (their counts by level and reported cluster) and the
+    sums of their reports (float64, in another order than the reference's)."""
+    inputs = _pass_inputs(CHUNK_ROWS * 3 + 123, n_features, k, n_levels, seed=k + n_features)
+    labels, counts, sums, local_counts, local_sums = lloyd_pass(
+        inputs["X"], inputs["centres"], origin=inputs["origin"], lower=inputs["lower"],
+        upper=inputs["upper"], scale=inputs["scale"], code_sums=True,
+        is_local=inputs["is_local"], level=inputs["level"], widths=inputs["widths"],
+        draws=inputs["draws"], reports=inputs["reports"], n_levels=n_levels,
+        return_labels=True, n_threads=2)
+    expected = _reference_pass(**inputs)
+    np.testing.assert_array_equal(labels, expected[0])
+    np.testing.assert_array_equal(counts, expected[1])
+    np.testing.assert_array_equal(sums, expected[2])
+    np.testing.assert_array_equal(local_counts, expected[3])
+    np.testing.assert_allclose(local_sums, expected[4], rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("bits", [16, 32])
+def test_lloyd_pass_responses_are_the_mechanisms_at_every_slot_boundary(bits):
+    """Draws on both sides of every slot boundary (``j * width - 1`` and ``j * width``)
+    and at the grid's ends: the kernel's float quotient gives the mechanism's
+    ``respond`` exactly. Integer reports: their float sums are then exact too."""
+    k, n_levels = 5, 2
+    widths = randomized_response_widths(np.array([0.3, 3.0]), k, bits)
+    edges = np.concatenate([np.arange(1, k) * width + offset for width in widths
+                            for offset in (-1, 0)] + [[0, 2**bits - 1]])
+    draws = np.repeat(edges, k).astype(np.uint16 if bits == 16 else np.uint32)
+    n = draws.shape[0]
+    X = np.tile(np.arange(k, dtype=np.float64), n // k)[:, np.newaxis]  # row i nearest i % k
+    level = np.arange(n) % n_levels
+    reports = np.arange(n, dtype=np.float32)[:, np.newaxis]
+    inputs = dict(X=X, centres=np.arange(k, dtype=np.float64)[:, np.newaxis] - 2.0,
+                  origin=np.array([2.0]), lower=np.array([0.0]), upper=np.array([4.0]),
+                  scale=np.array([1.0]), is_local=np.ones(n, bool), level=level,
+                  widths=widths, draws=draws, reports=reports, n_levels=n_levels)
+    *_, local_counts, local_sums = lloyd_pass(
+        X, inputs["centres"], origin=[2.0], lower=[0.0], upper=[4.0], is_local=inputs["is_local"],
+        level=level, widths=widths, draws=draws, reports=reports, n_levels=n_levels)
+    expected = _reference_pass(**inputs)
+    np.testing.assert_array_equal(local_counts, expected[3])
+    np.testing.assert_array_equal(local_sums, expected[4])
+
+
+def test_lloyd_pass_breaks_ties_to_the_first_centre_and_clips_rows():
+    centres = np.array([[1.0, 0.0], [1.0, 0.0], [-1.0, 0.0], [5.0, 0.0]])
+    X = np.array([[2.0, 0.0], [-3.0, 0.0], [0.0, 7.0], [100.0, 0.0]])
+    labels, *_ = lloyd_pass(X, centres, origin=[0.0, 0.0], lower=-2.0, upper=2.0,
+                            return_labels=True)
+    # Row 3 is clipped to (2, 0): nearer centre 0 than centre 3 at (5, 0).
+    np.testing.assert_array_equal(labels, [0, 2, 0, 0])
+
+
+def test_lloyd_pass_sums_are_the_same_bits_on_any_number_of_threads():
+    """Each chunk's partial sums are added in chunk order: the float sums of the
+    reports do not depend on the threads (nor, then, any seeded release)."""
+    inputs = _pass_inputs(CHUNK_ROWS * 7 + 5, 3, 4, 2, seed=7)
+    del inputs["X"], inputs["centres"]
+    X = np.random.default_rng(8).uniform(-1, 4, (CHUNK_ROWS * 7 + 5, 3))
+    centres = np.random.default_rng(9).normal(0, 1, (4, 3))
+    results = [lloyd_pass(X, centres, code_sums=True, return_labels=True, n_threads=threads,
+                          **inputs) for threads in (1, 2, 3)]
+    for result in results[1:]:
+        for got, expected in zip(result, results[0]):
+            assert got.tobytes() == expected.tobytes()
+
+
+def test_lloyd_pass_over_no_rows_gives_zero_sums():
+    empty = np.empty((0, 2))
+    labels, counts, sums, local_counts, local_sums = lloyd_pass(
+        empty, np.ones((3, 2)), origin=0.0, lower=0.0, upper=1.0, scale=2.0**32,
+        code_sums=True, is_local=np.empty(0, bool), reports=np.empty((0, 2), np.float32),
+        widths=np.ones(1), return_labels=True, n_threads=2)
+    assert labels.shape == (0,)
+    assert not counts.any() and not sums.any() and not local_counts.any()
+    assert local_sums.shape == (3, 2) and not local_sums.any()
+
+
+def test_nearest_centre_of_far_data_is_the_direct_argmin():
     rng = np.random.default_rng(3)
-    if is_local.sum() <= _DRAWN_AT_ONCE:
-        words = response_draws(rng, int(is_local.sum()), bits)
-    else:
-        first_local = np.cumsum([0, *local_task_counts(is_local, n, n_features)])
-        words = np.concatenate([
-            response_draws(rng, int(first_local[stop] - first_local[start]), bits)
-            for start, stop in _draw_chunks(np.diff(first_local).tolist())])
-    assert words.dtype == (np.uint16 if bits == 16 else np.uint32)
-    reported = respond(labels[is_local], words, widths[level], k)
-    group = level * k + reported
-    np.testing.assert_array_equal(reported_counts, np.bincount(group, minlength=2 * k))
-    expected = np.zeros((2 * k, n_features))
-    np.add.at(expected, group, reports.astype(np.float64))
-    np.testing.assert_allclose(reported_sums, expected, rtol=1e-12, atol=1e-9)
+    X = 1e6 + rng.random((5_000, 3))
+    centres = 1e6 + rng.random((6, 3))
+    direct = np.argmin(((X[:, np.newaxis, :] - centres) ** 2).sum(axis=2), axis=1)
+    np.testing.assert_array_equal(nearest_centre(X, centres, n_threads=2), direct)
 
 
-@pytest.mark.parametrize("n_features, n_groups", [(1, 2), (1, 10), (2, 3), (2, 6), (3, 5)])
-def test_reports_summed_group_by_group_are_their_sums_by_group(n_features, n_groups):
-    """The grouped sums of the lm users' reports (a pass over the users per group) count
-    each user in its group and add its report there, from the user ``first`` on and for
-    ``n_users`` users only; to the counts and sums already there. The reports are
-    multiples of 2**-10 below 2**10 in magnitude: their float64 sums are exact in any
-    order, so they are compared exactly."""
-    from skhybrid.utils._kernels import _GROUPED_FEATURES, _GROUPED_SUMS, _reported_sums
-
-    # The cases the pass sums this way (the fused pass's test covers them in a pass).
-    assert n_features <= _GROUPED_FEATURES and n_groups * (n_features + 1) <= _GROUPED_SUMS
-    rng = np.random.default_rng(n_groups)
-    reports = (rng.integers(-2**20, 2**20, size=(1000, n_features)) / 1024).astype(np.float32)
-    groups = rng.integers(0, n_groups, size=700)  # a span's groups, longer than the users
-    first, n_users = 123, 601
-    counts = np.arange(n_groups, dtype=np.float64)
-    sums = rng.integers(-5, 5, size=(n_groups, n_features)).astype(np.float64)
-    expected_counts = counts + np.bincount(groups[:n_users], minlength=n_groups)
-    expected_sums = sums.copy()
-    np.add.at(expected_sums, groups[:n_users], reports[first:first + n_users])
-    _reported_sums(groups, n_users, reports.reshape(-1), first, n_features, counts, sums)
-    np.testing.assert_array_equal(counts, expected_counts)
-    np.testing.assert_array_equal(sums, expected_sums)
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_n_jobs_1_and_2_give_byte_identical_releases(strategy):
+    rng = np.random.default_rng(11)
+    n = 5 * CHUNK_ROWS + 17
+    X = rng.normal(0.5, 0.2, (n, 3))
+    trust = np.where(rng.random(n) < 0.3, "tcm", "lm")
+    epsilon = np.where(trust == "tcm", 3.0, 2.0) if strategy == "full_lm" else None
+    fits = [HybridKMeans(4, strategy=strategy, bounds=(0, 1), n_jobs=n_jobs,
+                         random_state=5).fit(X, trust_group=trust, epsilon=epsilon)
+            for n_jobs in (1, 2)]
+    assert fits[0].cluster_centers_.tobytes() == fits[1].cluster_centers_.tobytes()
+    assert fits[0].weight_.tobytes() == fits[1].weight_.tobytes()
 
 
-@pytest.mark.parametrize("n_rows, n_features", [
-    (1, 1), (5_000, 3), (60_000, 2), (100_000, 1), (100_000, 2), (100_000, 10), (200_000, 2),
-    (1_000_000, 2), (1_000_000, 50), (10_000_000, 2),
-])
-def test_lloyd_pass_tasks_depend_on_the_shape_and_on_local_users_alone(n_rows, n_features):
-    """The passes' partition: whole tasks of at least _MIN_TASK_ROWS rows (unless one), at
-    most _CHUNK_ROWS; a power of two of them up to _TASKS where rows allow; with local
-    users, tasks of at most _TASK_ROWS rows (up to _TASKS of them, at any number of
-    values: their responses cost more than the values) and never fewer tasks than
-    without."""
-    from skhybrid.cluster import _k_means_lloyd as lloyd
+def test_the_passes_threads_are_openmps_and_threadpoolctl_limits_them():
+    """n_jobs=None is OpenMP's maximum, which threadpoolctl (as scikit-learn's own
+    OpenMP loops) limits; an explicit n_jobs is taken as it is."""
+    from threadpoolctl import threadpool_info, threadpool_limits
 
-    def n_tasks(local):
-        starts, stops = lloyd._task_bounds(n_rows, n_features, local)
-        assert starts[0] == 0 and stops[-1] == n_rows
-        assert all(stop == start for start, stop in zip(starts[1:], stops[:-1]))
-        sizes = np.subtract(stops, starts)
-        if len(sizes) > 1:
-            assert sizes[:-1].min() >= lloyd._MIN_TASK_ROWS
-        assert sizes.max() <= max(lloyd._CHUNK_ROWS, lloyd._MIN_TASK_ROWS)
-        return len(sizes), sizes.max()
-
-    central, _ = n_tasks(False)
-    local, local_rows = n_tasks(True)
-    assert local >= central
-    if n_rows <= lloyd._TASKS * lloyd._CHUNK_ROWS:
-        for count in (central, local):
-            assert count & (count - 1) == 0 and count <= lloyd._TASKS
-    if local < lloyd._TASKS:
-        assert local_rows <= max(lloyd._TASK_ROWS, lloyd._MIN_TASK_ROWS)
-    if n_rows * n_features < 2 * lloyd._MIN_TASK_VALUES:
-        assert central == 1
-    if n_rows <= lloyd._TASK_ROWS:
-        assert local == 1
+    assert any(info["user_api"] == "openmp" for info in threadpool_info())
+    with threadpool_limits(limits=1, user_api="openmp"):
+        assert openmp_threads(None) == 1
+        assert openmp_threads(-1) == 1
+        assert openmp_threads(2) == 2
+    with threadpool_limits(limits=3, user_api="openmp"):
+        assert openmp_threads(None) == 3 and openmp_threads(-2) == 2
 
 
-def test_a_hybrid_pass_over_few_values_is_split_over_threads_by_its_local_users():
-    """1e5 rows of 1 feature: too few values for a second thread alone, but their local
-    users' responses count too (``_LOCAL_ROW_VALUES``), and their tasks are split by
-    rows."""
-    from skhybrid.cluster._k_means_lloyd import LloydPasses, LocalResponses
-    from skhybrid.mechanisms._randomized_response import randomized_response_widths
-    from skhybrid.utils._threads import available_cores
+@pytest.mark.parametrize("n_jobs", [0, 1.5, "2"])
+def test_n_jobs_must_be_a_nonzero_integer_or_none(n_jobs):
+    from sklearn.utils._param_validation import InvalidParameterError
 
-    rng = np.random.default_rng(5)
-    X = rng.uniform(0, 1, size=(100_000, 1))
-    is_local = rng.random(X.shape[0]) >= 0.05
-    reports = rng.normal(size=(int(is_local.sum()), 1)).astype(np.float32)
-    widths = randomized_response_widths(np.array([1.0]), 3, 32)
-    local = LocalResponses(is_local, reports, None, widths)
-    central = LloydPasses(X, bounds=(0.0, 1.0), code_sums=True)
-    hybrid = LloydPasses(X, bounds=(0.0, 1.0), code_sums=True, local=local)
-    assert central._workers == 1 and len(central._starts) == 1
-    assert hybrid._workers == min(available_cores(), 2) and len(hybrid._starts) == 4
+    with pytest.raises(InvalidParameterError, match="n_jobs"):
+        HybridKMeans(2, bounds=(0, 1), n_jobs=n_jobs).fit(np.zeros((10, 2)))
 
 
-@pytest.mark.parametrize("n_local", [[5], [10, 10, 10], [30_000] * 32, [1_000] * 32,
-                                     [0, 70_000, 0, 3], [40_000] * 5])
-def test_draw_chunks_cover_the_tasks_in_order_doubling_within_the_draws_at_once(n_local):
-    """The chunks of a pass's draws: every task once, in order; one task first; each
-    chunk at most twice the last, and of at most _DRAWN_AT_ONCE users unless a single
-    task; as large as those rules allow."""
-    from skhybrid.cluster._k_means_lloyd import _DRAWN_AT_ONCE, _draw_chunks
+def test_a_fits_response_draws_are_made_at_once_per_iteration(monkeypatch):
+    """All of an iteration's local users' draws by one call of response_draws, from
+    that iteration's generator: the draw stream does not depend on chunks or threads."""
+    calls = []
+    original = statistics_module.response_draws
 
-    chunks = _draw_chunks(n_local)
-    assert chunks[0] == (0, 1) and chunks[-1][1] == len(n_local)
-    assert all(stop == start for (_, stop), (start, _) in zip(chunks, chunks[1:]))
-    previous = 1
-    for start, stop in chunks[1:]:
-        users = sum(n_local[start:stop])
-        assert stop - start <= 2 * previous
-        assert users <= _DRAWN_AT_ONCE or stop - start == 1
-        grown = stop < len(n_local) and stop - start < 2 * previous
-        assert not (grown and users + n_local[stop] <= _DRAWN_AT_ONCE)  # stopped early
-        previous = stop - start
+    def recording(rng, n_users, bits):
+        calls.append(n_users)
+        return original(rng, n_users, bits)
+
+    monkeypatch.setattr(statistics_module, "response_draws", recording)
+    X, trust = _blobs(n=3 * CHUNK_ROWS)
+    HybridKMeans(4, n_iter=3, bounds=(0, 1), random_state=0).fit(X, trust_group=trust)
+    assert calls == [int(np.sum(trust == "lm"))] * 3
 
 
 def test_privatized_rows_centred_in_float64_then_stored_as_the_dtype():
@@ -1092,36 +902,12 @@ def test_privatized_rows_centred_in_float64_then_stored_as_the_dtype():
     np.testing.assert_array_equal(stored, (plain - centre).astype(np.float32))
 
 
-def test_fused_pass_reads_reports_of_another_dtype_as_float32():
-    """The pass keeps its reports in float32 (REPORT_DTYPE): float64 reports give the
-    sums of their float32 roundings, not of the float64 values."""
-    from skhybrid.cluster._k_means_lloyd import REPORT_DTYPE, LocalResponses, lloyd_pass
-    from skhybrid.mechanisms._randomized_response import randomized_response_widths
-
-    assert REPORT_DTYPE == np.float32
-    X, centres, is_local, reports, level, release_epsilon = _hybrid_pass_inputs(2_000, 5)
-    precise = reports.astype(np.float64) + 1e-4  # not float32 values
-    widths = randomized_response_widths(release_epsilon, centres.shape[0])
-
-    def report_sums(given):
-        local = LocalResponses(is_local, given, level, widths)
-        return lloyd_pass(X, centres, bounds=(0.0, 1.0), local=local,
-                          rng=np.random.default_rng(1))[3][1]
-
-    rounded = report_sums(precise.astype(np.float32))
-    np.testing.assert_array_equal(report_sums(precise), rounded)
-    assert not np.array_equal(rounded, report_sums(reports))  # the 1e-4 counts
-
 
 def _fused_responses(category, epsilon, k=5, bits=None):
-    """Reported clusters of ``n`` users whose nearest centre is ``category``, by the fused
+    """Reported clusters of ``n`` users whose nearest centre is ``category``, by the
     pass (its counts per reported cluster, as one report per user), from draws of
     ``bits`` bits (None: as a fit chooses them, ``response_bits``)."""
-    from skhybrid.cluster._k_means_lloyd import LocalResponses, lloyd_pass
-    from skhybrid.mechanisms._randomized_response import (
-        randomized_response_widths,
-        response_bits,
-    )
+    from skhybrid.mechanisms._randomized_response import response_bits
 
     centres = np.arange(k, dtype=np.float64)[:, np.newaxis]
     level = np.array([epsilon])
@@ -1129,9 +915,10 @@ def _fused_responses(category, epsilon, k=5, bits=None):
 
     def release(n, rng):
         X = np.full((n, 1), float(category))
-        local = LocalResponses(None, np.zeros((n, 1)), None,
-                               randomized_response_widths(level, k, bits), bits=bits)
-        *_, (reported, _) = lloyd_pass(X, centres, local=local, rng=rng)
+        *_, reported, _ = lloyd_pass(
+            X, centres, origin=0.0, lower=-np.inf, upper=np.inf, is_local=np.ones(n, bool),
+            widths=randomized_response_widths(level, k, bits),
+            draws=response_draws(rng, n, bits), reports=np.zeros((n, 1), np.float32))
         return np.repeat(np.arange(k), reported.astype(np.int64))
 
     return release
@@ -1162,159 +949,3 @@ def test_fused_pass_responses_pass_the_audit_and_fail_it_at_1_4_times_the_epsilo
                              n_samples=N_AUDIT, random_state=34)
     assert not failed.passed, str(failed)
 
-
-def test_task_totals_add_the_tasks_in_order_and_zero_them():
-    """The pass's totals: the tasks' integer arrays added exactly, the float ones in task
-    order (as numpy's sum over the first axis), each task's row zeroed for the next."""
-    from skhybrid.utils._kernels import task_totals
-
-    rng = np.random.default_rng(0)
-    rows = [rng.integers(-2**50, 2**50, (7, 8)), rng.integers(-2**40, 2**40, (7, 16)),
-            rng.normal(0, 1e6, (7, 8)), rng.normal(0, 1, (7, 24))]
-    sizes = [3, 9, 6, 18]
-    expected = [part[:, :size].sum(axis=0) for part, size in zip(rows, sizes)]
-    totals = [np.empty(size, dtype=part.dtype) for part, size in zip(rows, sizes)]
-    task_totals(*rows, *totals)
-    for total, want, part in zip(totals, expected, rows):
-        np.testing.assert_array_equal(total, want)
-        assert not part.any()
-    task_totals(rows[0], None, None, None, totals[0], None, None, None)  # counts alone
-    assert not totals[0].any()
-
-
-def test_a_pass_after_one_that_raised_starts_from_zeroed_task_arrays(monkeypatch):
-    """The task arrays are zeroed by the pass's totals: a pass that raised before them
-    (its values left in the arrays) is not added into the next."""
-    from skhybrid.cluster._k_means_lloyd import LloydPasses
-    from skhybrid.utils import _threads
-
-    rng = np.random.default_rng(1)
-    X = rng.uniform(0, 1, (50_000, 2))
-    centres = np.array([[-0.3, 0.1], [0.2, -0.1], [0.3, 0.3]])
-    passes = LloydPasses(X, origin=np.full(2, 0.5), bounds=(0.0, 1.0), code_sums=True)
-    _, counts, sums, _ = passes.run(centres)
-    run = _threads.CompiledTasks.run
-
-    def raising(self, prepare=None):
-        run(self, prepare)  # the tasks' values are in the arrays
-        raise RuntimeError("after the tasks")
-
-    monkeypatch.setattr(_threads.CompiledTasks, "run", raising)
-    with pytest.raises(RuntimeError, match="after the tasks"):
-        passes.run(centres)
-    monkeypatch.undo()
-    _, again, again_sums, _ = passes.run(centres)
-    np.testing.assert_array_equal(again, counts)
-    np.testing.assert_array_equal(again_sums, sums)
-
-
-def test_fused_pass_over_no_rows_gives_zero_sums():
-    # (A chunk of a Dask input may hold no rows.)
-    from skhybrid.cluster._k_means_lloyd import LocalResponses, lloyd_pass
-
-    local = LocalResponses(None, np.zeros((0, 2)), None, np.array([0.5]))
-    labels, counts, sums, (reported, report_sums) = lloyd_pass(
-        np.zeros((0, 2)), np.ones((3, 2)), bounds=(0.0, 1.0), labels=True, code_sums=True,
-        local=local, rng=np.random.default_rng(0))
-    assert labels.shape == (0,)
-    np.testing.assert_array_equal(counts, np.zeros(3))
-    np.testing.assert_array_equal(sums, np.zeros((3, 2)))
-    np.testing.assert_array_equal(reported, np.zeros(3))
-    np.testing.assert_array_equal(report_sums, np.zeros((3, 2)))
-
-
-@pytest.mark.skipif(not _linux_cores(), reason="needs sched_getcpu and two cores (Linux)")
-def test_fit_keeps_the_caller_on_its_core_for_its_iterations(monkeypatch):
-    """The threads are placed once per fit (cores_apart around the iterations, not at
-    every pass): the caller stays on one core through them, and its cores are given
-    back after the fit."""
-    import os
-
-    from skhybrid.cluster import _kmeans
-
-    seen = []
-    next_centres = _kmeans._next_centres
-
-    def recording(*args, **kwargs):
-        seen.append(os.sched_getaffinity(0))
-        return next_centres(*args, **kwargs)
-
-    monkeypatch.setattr(_kmeans, "_next_centres", recording)
-    before = os.sched_getaffinity(0)
-    rng = np.random.default_rng(0)
-    X = rng.uniform(0, 1, (200_000, 2))  # large enough for the pool's thread
-    HybridKMeans(3, n_iter=3, bounds=(0.0, 1.0), random_state=0).fit(
-        X, trust_group=rng.random(200_000) < 0.1)
-    assert len(seen) == 3 and len({frozenset(cores) for cores in seen}) == 1
-    assert len(seen[0]) == 1
-    assert os.sched_getaffinity(0) == before
-
-
-@pytest.mark.parametrize("strategy", ["hybrid", "tcm_only"])
-def test_fit_keeps_its_pass_threads_between_iterations(strategy, monkeypatch):
-    """A fit's passes share the pool's thread (kept_threads around the iterations): one
-    submission to the pool per fit, not one per pass, and the thread returns to the
-    pool when the fit ends."""
-    import time
-
-    from skhybrid.utils import _threads
-
-    if _threads.available_cores() < 2:
-        pytest.skip("needs two cores")
-    pool = _threads.shared_pool()
-    submitted = []
-    submit = pool.submit
-    monkeypatch.setattr(pool, "submit",
-                        lambda *args: submitted.append(submit(*args)) or submitted[-1])
-    rng = np.random.default_rng(0)
-    X = rng.uniform(0, 1, (200_000, 2))  # large enough for the pool's thread
-    trust_group = rng.random(200_000) < 0.1 if strategy == "hybrid" else None  # all tcm
-    HybridKMeans(3, n_iter=4, strategy=strategy, bounds=(0.0, 1.0), random_state=0).fit(
-        X, trust_group=trust_group)
-    assert len(submitted) == 1
-    deadline = time.monotonic() + 10
-    while not submitted[0].done() and time.monotonic() < deadline:
-        time.sleep(0.001)
-    assert submitted[0].done() and submitted[0].exception() is None
-
-
-@pytest.mark.parametrize("epsilon", [7.0, 40.0])  # 16-bit draws, then 32-bit (response_bits)
-def test_draws_made_ahead_by_the_kept_thread_are_those_the_caller_makes(epsilon,
-                                                                        monkeypatch):
-    """A fit's next pass's draws, made by the pool's thread kept between the passes (a
-    job posted at the end of a pass), are the caller's own, chunk for chunk: the same
-    fit, bit for bit, as with the caller making every pass's draws."""
-    import time
-
-    from skhybrid.cluster._k_means_lloyd import LloydPasses
-    from skhybrid.utils import _compiled_tasks, _threads
-
-    if _threads.available_cores() < 2:
-        pytest.skip("needs two cores")
-    rng = np.random.default_rng(0)
-    X = rng.uniform(0, 1, (200_000, 2))  # 180,000 lm users: draws in chunks of tasks
-    trust_group = rng.random(200_000) < 0.1
-    taken = []
-    take_back = _threads.CompiledTasks.take_back_job
-
-    def after_the_thread_took_it(tasks):
-        # Wait until the kept thread has taken the job (or left): deterministic.
-        deadline = time.monotonic() + 10
-        while (tasks._state[_compiled_tasks.JOB] > 0 and tasks._state[_compiled_tasks.LIVE]
-               and time.monotonic() < deadline):
-            time.sleep(1e-4)
-        caller_draws = take_back(tasks)
-        taken.append(not caller_draws)
-        return caller_draws
-
-    monkeypatch.setattr(_threads.CompiledTasks, "take_back_job", after_the_thread_took_it)
-    ahead = HybridKMeans(3, epsilon=epsilon, n_iter=5, bounds=(0.0, 1.0),
-                         random_state=0).fit(X, trust_group=trust_group)
-    assert taken == [True] * 4  # every pass after the first
-    monkeypatch.setattr(LloydPasses, "_post_draws", lambda *args: None)
-    taken.clear()
-    alone = HybridKMeans(3, epsilon=epsilon, n_iter=5, bounds=(0.0, 1.0),
-                         random_state=0).fit(X, trust_group=trust_group)
-    assert not any(taken)
-    np.testing.assert_array_equal(ahead.cluster_centers_, alone.cluster_centers_)
-    np.testing.assert_array_equal(ahead.weight_, alone.weight_)
