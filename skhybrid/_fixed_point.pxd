@@ -3,14 +3,11 @@
 #
 # A value's integer code on the grid of [lower, upper], as a float:
 # rint((clip(value, lower, upper) - lower) * scale), scale = 2**B / (upper - lower)
-# (B = FIXED_POINT_BITS, skhybrid.utils._sums). No code leaves [0, 2**B]: for
-# lower <= x <= upper rounding is monotone, so 0 <= fl(x - lower) <= fl(upper - lower);
-# scale and the product each round by at most 2**-53 (relative), so the scaled value is
-# at most 2**B (1 + 2**-52), which rint brings back to 2**B while 2**B * 2**-52 < 1/2
-# (B <= 50). Infinite values are clipped to the bounds and NaN to ``upper``, so no NaN
-# is ever converted to an integer; callers count non-finite values and refuse such sums.
-# Compiled without contraction (setup.py: -ffp-contract=off): the product's operand is
-# a difference, and no fused multiply-add may change the rounding the proof relies on.
+# (B = FIXED_POINT_BITS), an integer in [0, 2**B]: the proof is in the docstring of
+# skhybrid/utils/_fixed_point_sums.pyx. Infinite values are clipped to the bounds and
+# NaN to ``upper``, so no NaN is ever converted to an integer; callers count non-finite
+# values and refuse such sums. Compiled without contraction (setup.py:
+# -ffp-contract=off): no fused multiply-add may change the rounding the proof relies on.
 
 from libc.math cimport rint
 

@@ -8,21 +8,14 @@ does, :func:`~skhybrid.utils._kernels.hash_groups`), the same pass can add the u
 fixed-point codes to their level's exact sums, only the few distinct levels are
 sorted, and per-level results are reordered instead of the users. A per-user lookup
 probes the table again (no per-user label array is kept). Up to two levels, comparison
-passes do it without a table, and small inputs go through ``np.unique`` (no compiled
-code to load; see :func:`skhybrid.utils._sums._compiled`).
+passes do it without a table, and the others go through ``np.unique``.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._sums import (
-    _bounds_and_scale,
-    _compiled,
-    _float_rows,
-    _NumpyTimer,
-    fixed_point_sums,
-)
+from ._sums import _bounds_and_scale, _float_rows, fixed_point_sums
 
 
 @dataclass(frozen=True)
@@ -80,12 +73,9 @@ class LevelIndex:
         if keys.ndim != 1:
             raise ValueError(f"keys must be 1-d; got shape {keys.shape}")
         index = _two_or_fewer(keys)
-        # numpy's sort costs about 30-120 ns per key (1e5 to 1e7 keys): while that is
-        # less than loading the kernels, sort.
-        if index is None and not _compiled(keys.shape[0], 1, seconds_per_value=1e-7):
-            with _NumpyTimer():
-                distinct, inverse, counts = np.unique(keys, return_inverse=True,
-                                                      return_counts=True)
+        if index is None:
+            distinct, inverse, counts = np.unique(keys, return_inverse=True,
+                                                  return_counts=True)
             index = cls(distinct, counts.astype(np.int64), inverse.astype(np.int32),
                         np.arange(distinct.size))
         if index is not None:
@@ -134,14 +124,7 @@ class LevelIndex:
         """
         per_group = np.ascontiguousarray(self.per_group(per_level), dtype=np.float64)
         if self.labels is not None:
-            if not _compiled(self.labels.shape[0], 1, seconds_per_value=_GATHER_SECONDS):
-                with _NumpyTimer():
-                    return per_group[self.labels]
-            from ._kernels import gather_table  # numba: imported at first use
-
-            spread = np.empty(self.labels.shape[0])
-            gather_table(per_group, self.labels, spread)
-            return spread
+            return per_group[self.labels]
         table, slots = self._table
         spread = np.empty(self._keys.shape[0])
         from ._kernels import hash_lookup
@@ -150,11 +133,6 @@ class LevelIndex:
             # Every key was grouped by this table: only keys changed since can miss.
             raise ValueError("the keys changed after they were grouped")
         return spread
-
-
-#: numpy's cost of a gather by labels, per key (about 1.8 ns at 1e7 keys), for the
-#: first-fit rule (:func:`~skhybrid.utils._sums._compiled`).
-_GATHER_SECONDS = 2e-9
 
 
 #: Keys :func:`_two_or_fewer` looks at before its passes: more than two distinct keys

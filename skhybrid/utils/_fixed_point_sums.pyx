@@ -1,0 +1,304 @@
+"""Sums of clipped values that keep their sensitivity in floating point: the kernels.
+
+A release is calibrated to a sensitivity: replacing one user's value moves the sum of
+the clipped values by at most ``upper - lower`` per coordinate. In exact arithmetic it
+does; in float64 it need not. With bounds far from zero relative to their width
+(``(2**52, 2**52 + 1)``, ``(1e9, 1e9 + 1e-6)``), rounding in the sum moves it by more
+than the width, and a sum computed by subtracting sums of unclipped values carries a
+user's raw magnitude into the result. Both break the guarantee (found by audits).
+
+Every sum that feeds a release is therefore computed here, in fixed point, in one pass
+over the values (:func:`code_sums`, :func:`moment_sums`; called through
+:mod:`skhybrid.utils._sums`):
+
+1. each value is clipped to ``[lower, upper]`` and mapped to an integer code
+   ``k = rint((x - lower) * 2**B / (upper - lower))`` (``B = FIXED_POINT_BITS``), the
+   inline ``fixed_point_code`` of ``skhybrid/_fixed_point.pxd``. No code leaves
+   ``[0, 2**B]``: for ``lower <= x <= upper`` rounding is monotone, so
+   ``0 <= fl(x - lower) <= fl(upper - lower)``; the scale and the product each round by
+   at most 2**-53 (relative), so the scaled value is at most ``2**B (1 + 2**-52)``,
+   which ``rint`` brings back to ``2**B`` while ``2**B * 2**-52 < 1/2`` (B <= 50).
+   Infinities are clipped to the bounds and NaN to ``upper``: no NaN is ever converted
+   to an integer, and a caller that asks for the count of non-finite values refuses
+   the sums when it is positive;
+2. the square code of a coded row, ``rint((k - 2**(B-1))**2 * 2**(2-B))``, is its
+   squared distance to the midpoint on the grid of ``[0, ((upper - lower) / 2)**2]``
+   in ``2**B`` steps: ``k`` is an integer in ``[0, 2**B]``, so ``k - 2**(B-1)`` is
+   exact and at most ``2**(B-1)`` in magnitude, its square rounds monotonically to at
+   most ``2**(2B-2)``, the product by a power of two is exact, and ``rint`` gives an
+   integer in ``[0, 2**B]`` whatever the bounds;
+3. the codes, integers of at most ``2**B``, are converted exactly to int64 and added in
+   int64: integer additions are exact in any order, and the sums stay below 2**63 for
+   the at most ``MAX_USERS = 2**(63 - B) - 1`` users of one sum
+   (:func:`skhybrid.utils._sums.centred_sums` refuses more).
+
+Replacing one user then moves an integer sum by at most ``2**B`` per coordinate,
+exactly. The estimators release what they compute from these integers in the centred
+domain (the sum of ``x - lower``, never of magnitude ``n * |lower|``) and add ``lower``
+after the noise; the few float operations between the integers and the noise are
+charged as :func:`skhybrid.utils._sums.rounding_slack`. Quantisation: a value is
+represented to within ``(upper - lower) / 2**(B + 1)``, about 1e-10 of the range.
+
+The float operations are the ones written here and in the .pxd, compiled without
+contraction into fused multiply-adds and without fast-math (setup.py): the proof above
+relies on each rounding. Only the lm users' already private reports are added in
+float64 (:func:`moment_sums`), in a fixed order: per feature, blocks of 4096 rows, each
+block's reports (0.0 for coded rows) in eight interleaved partial sums added in lane
+order after the block's last ``n % 8`` rows, and the blocks' totals in row order.
+"""
+
+from libc.math cimport INFINITY, fabs, rint
+from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdlib cimport free, malloc
+
+from skhybrid._fixed_point cimport fixed_point_code
+
+#: Bits of the fixed-point grid over [lower, upper] (one code step = range / 2**32); at
+#: most 50, so that codes never round past the grid.
+FIXED_POINT_BITS = 32
+# The middle of the codes' grid, and the factor that puts a squared centred code on a
+# grid of 2**B steps (B = FIXED_POINT_BITS).
+cdef double HALF_GRID = 2.0 ** 31
+cdef double SQUARE_STEP = 2.0 ** -30
+# Rows per block of moment_sums: a block's lm reports are buffered, then summed.
+cdef enum:
+    BLOCK_ROWS = 4096
+
+ctypedef fused label_t:
+    uint8_t
+    int32_t
+    int64_t
+
+
+cdef inline int64_t is_non_finite(double value) noexcept nogil:
+    # NaN compares False: 1 for NaN or an infinity, a count that needs no branch.
+    return not (fabs(value) < INFINITY)
+
+
+def code_sums(const double[:, ::1] columns, const double[::1] lower,
+              const double[::1] upper, const double[::1] scale, const label_t[::1] labels,
+              bint labelled, int64_t[:, ::1] sums, int64_t[::1] non_finite):
+    """``sums[g, j] +=`` the codes of feature ``j`` of the rows labelled ``g``, exactly.
+
+    Parameters
+    ----------
+    columns : ndarray of float64 of shape (n_features, n_rows)
+        The values, feature-major and C-contiguous.
+    lower, upper, scale : ndarray of float64 of shape (n_features,)
+    labels : ndarray of uint8, int32 or int64 of shape (n_rows,)
+        Each row's group, read when ``labelled``; rows labelled outside
+        ``[0, n_groups)`` are left out.
+    labelled : bool
+        False puts every row in group 0.
+    sums : ndarray of int64 of shape (n_groups, n_features)
+        Added to in place.
+    non_finite : ndarray of int64 of shape (1,) or None
+        Unless None, ``non_finite[0] +=`` the number of NaN or infinite values of every
+        row (labelled out or not); a caller that counts any must discard the sums.
+    """
+    cdef Py_ssize_t n_features = columns.shape[0], n_rows = columns.shape[1]
+    cdef Py_ssize_t n_groups = sums.shape[0], feature, row, group
+    cdef double low, high, step, value
+    cdef int64_t code, first, second, bad = 0
+    cdef bint check = non_finite is not None
+    with nogil:
+        for feature in range(n_features):
+            low, high, step = lower[feature], upper[feature], scale[feature]
+            first = second = 0
+            if not labelled:
+                for row in range(n_rows):
+                    value = columns[feature, row]
+                    if check:
+                        bad += is_non_finite(value)
+                    first += <int64_t>fixed_point_code(value, low, high, step)
+            elif n_groups <= 2:
+                # The common case (kept or dropped): each row's code or 0 in each group's
+                # total, by selection rather than an unpredictable branch.
+                for row in range(n_rows):
+                    value = columns[feature, row]
+                    if check:
+                        bad += is_non_finite(value)
+                    code = <int64_t>fixed_point_code(value, low, high, step)
+                    first += code if labels[row] == 0 else 0
+                    second += code if labels[row] == 1 else 0
+            else:
+                for row in range(n_rows):
+                    value = columns[feature, row]
+                    if check:
+                        bad += is_non_finite(value)
+                    group = labels[row]
+                    if 0 <= group < n_groups:
+                        sums[group, feature] += <int64_t>fixed_point_code(value, low, high,
+                                                                          step)
+            if not labelled or n_groups <= 2:
+                sums[0, feature] += first
+                if n_groups == 2:
+                    sums[1, feature] += second
+    if check:
+        non_finite[0] += bad
+
+
+cdef struct Totals:
+    int64_t codes, squares, non_finite
+    double others, other_squares
+
+
+cdef inline double lane_sum(const double *buffer, Py_ssize_t length) noexcept nogil:
+    # Eight interleaved partial sums (they vectorize), the rows past them, then the lanes.
+    cdef double lanes[8]
+    cdef double total = 0.0
+    cdef Py_ssize_t row = 0, lane
+    for lane in range(8):
+        lanes[lane] = 0.0
+    while row + 8 <= length:
+        for lane in range(8):
+            lanes[lane] += buffer[row + lane]
+        row += 8
+    while row < length:
+        total += buffer[row]
+        row += 1
+    for lane in range(8):
+        total += lanes[lane]
+    return total
+
+
+cdef inline void moment_block(
+    const double *values, const uint8_t *is_coded, Py_ssize_t n_rows, double low,
+    double high, double step, double middle, double *other_buffer,
+    double *other_square_buffer, Totals *totals, const bint masked, const bint squares,
+    const bint others, const bint other_squares,
+) noexcept nogil:
+    # One block of one feature. Every caller passes the flags as constants: each
+    # combination is then a loop of its own, without branches on them.
+    cdef int64_t code_total = 0, square_total = 0, bad = 0
+    cdef double value, code, distance, offset
+    cdef bint coded = True
+    cdef Py_ssize_t row
+    for row in range(n_rows):
+        value = values[row]
+        bad += is_non_finite(value)
+        code = fixed_point_code(value, low, high, step)
+        if masked:
+            coded = is_coded[row] != 0
+        code_total += <int64_t>code if coded else 0
+        if squares:
+            distance = code - HALF_GRID
+            square_total += <int64_t>rint(distance * distance * SQUARE_STEP) if coded else 0
+        if others:
+            other_buffer[row] = 0.0 if coded else value
+            if other_squares:
+                offset = value - middle
+                other_square_buffer[row] = 0.0 if coded else offset * offset
+    totals.codes += code_total
+    totals.squares += square_total
+    totals.non_finite += bad
+    if others:
+        totals.others += lane_sum(other_buffer, n_rows)
+        if other_squares:
+            totals.other_squares += lane_sum(other_square_buffer, n_rows)
+
+
+cdef void moment_feature(
+    const double *values, const uint8_t *is_coded, Py_ssize_t n_rows, double low,
+    double high, double step, double middle, double *buffers, Totals *totals,
+    bint squares, bint others, bint other_squares,
+) noexcept nogil:
+    cdef double *square_buffer = buffers + BLOCK_ROWS
+    if is_coded == NULL:
+        if squares:
+            moment_block(values, NULL, n_rows, low, high, step, middle, buffers,
+                         square_buffer, totals, False, True, False, False)
+        else:
+            moment_block(values, NULL, n_rows, low, high, step, middle, buffers,
+                         square_buffer, totals, False, False, False, False)
+    elif not others:
+        if squares:
+            moment_block(values, is_coded, n_rows, low, high, step, middle, buffers,
+                         square_buffer, totals, True, True, False, False)
+        else:
+            moment_block(values, is_coded, n_rows, low, high, step, middle, buffers,
+                         square_buffer, totals, True, False, False, False)
+    elif not other_squares:
+        if squares:
+            moment_block(values, is_coded, n_rows, low, high, step, middle, buffers,
+                         square_buffer, totals, True, True, True, False)
+        else:
+            moment_block(values, is_coded, n_rows, low, high, step, middle, buffers,
+                         square_buffer, totals, True, False, True, False)
+    elif squares:
+        moment_block(values, is_coded, n_rows, low, high, step, middle, buffers,
+                     square_buffer, totals, True, True, True, True)
+    else:
+        moment_block(values, is_coded, n_rows, low, high, step, middle, buffers,
+                     square_buffer, totals, True, False, True, True)
+
+
+def moment_sums(const double[:, ::1] columns, const double[::1] lower,
+                const double[::1] upper, const double[::1] scale, const double[::1] centre,
+                const uint8_t[::1] is_coded, int64_t[::1] code_sums,
+                int64_t[::1] square_code_sums, double[::1] float_sums,
+                double[::1] float_square_sums, int64_t[::1] non_finite):
+    """The hybrid mean's sums of one chunk, in one pass over its values.
+
+    The rows in ``is_coded`` (every row when it is None; the tcm users) add their
+    clipped value's code to ``code_sums`` and, unless ``square_code_sums`` is None,
+    their square code to ``square_code_sums``, both exactly. The other rows (lm users'
+    reports, already private) add their value to ``float_sums`` and, unless
+    ``float_square_sums`` is None, ``(x - centre)**2`` to ``float_square_sums``, in the
+    order of the module docstring. No sum includes a row of the other kind.
+
+    Parameters
+    ----------
+    columns : ndarray of float64 of shape (n_features, n_rows)
+        The values, feature-major and C-contiguous.
+    lower, upper, scale, centre : ndarray of float64 of shape (n_features,)
+        ``centre`` is the midpoint, read for the other rows' squares only.
+    is_coded : ndarray of uint8 of shape (n_rows,) or None
+    code_sums, square_code_sums : ndarray of int64 of shape (n_features,)
+        Added to in place (``square_code_sums`` may be None).
+    float_sums, float_square_sums : ndarray of float64 of shape (n_features,) or None
+        Added to in place; read only with ``is_coded`` (else there are no other rows).
+    non_finite : ndarray of int64 of shape (1,) or None
+        Unless None, ``non_finite[0] +=`` the number of NaN or infinite values (of every
+        row, coded or not); a caller that counts any must discard every sum.
+    """
+    cdef Py_ssize_t n_features = columns.shape[0], n_rows = columns.shape[1]
+    cdef Py_ssize_t feature, start, length
+    cdef bint squares = square_code_sums is not None
+    cdef bint others = float_sums is not None and is_coded is not None
+    cdef bint other_squares = others and float_square_sums is not None
+    cdef const uint8_t *mask = NULL
+    cdef double *buffers = NULL
+    cdef Totals totals
+    cdef int64_t bad = 0
+    if n_rows == 0:
+        return
+    if is_coded is not None:
+        mask = &is_coded[0]
+    if others:
+        buffers = <double *>malloc(2 * BLOCK_ROWS * sizeof(double))
+        if buffers == NULL:
+            raise MemoryError
+    with nogil:
+        for feature in range(n_features):
+            totals = Totals(0, 0, 0, 0.0, 0.0)
+            start = 0
+            while start < n_rows:
+                length = min(<Py_ssize_t>BLOCK_ROWS, n_rows - start)
+                moment_feature(&columns[feature, start],
+                               NULL if mask == NULL else mask + start, length,
+                               lower[feature], upper[feature], scale[feature],
+                               centre[feature], buffers, &totals, squares, others,
+                               other_squares)
+                start += length
+            code_sums[feature] += totals.codes
+            if squares:
+                square_code_sums[feature] += totals.squares
+            if others:
+                float_sums[feature] += totals.others
+                if other_squares:
+                    float_square_sums[feature] += totals.other_squares
+            bad += totals.non_finite
+    free(buffers)
+    if non_finite is not None:
+        non_finite[0] += bad
