@@ -1,17 +1,10 @@
-"""Users grouped by level: the hash table's groups are np.unique's, on every path."""
+"""Users grouped by level: the groups are np.unique's."""
 
 import numpy as np
 import pytest
 
 from skhybrid.utils._level_index import LevelIndex
 from skhybrid.utils._sums import fixed_point_sums
-from skhybrid.utils.tests.test_sums import force_path
-
-
-@pytest.fixture(params=["numpy", "compiled"])
-def path(request, monkeypatch):
-    force_path(monkeypatch, request.param)
-    return request.param
 
 
 def _keys(n_levels, n, seed=0):
@@ -22,7 +15,7 @@ def _keys(n_levels, n, seed=0):
 
 
 @pytest.mark.parametrize("n_levels", [1, 2, 3, 40, 5_000, 50_000])
-def test_levels_counts_and_lookups_are_np_unique_s(path, n_levels):
+def test_levels_counts_and_lookups_are_np_unique_s(n_levels):
     """Sorted levels and counts as np.unique gives them; each key's entry of a per-level
     table is its own level's; the code sums per level equal fixed_point_sums under
     np.unique's labels. 5,000 levels grow the table several times; 50,000 past the
@@ -51,7 +44,7 @@ def test_levels_counts_and_lookups_are_np_unique_s(path, n_levels):
 
 
 @pytest.mark.parametrize("levels", [[1.0, 2.0], [1.0, 2.0, 3.0], [0.5], [0.5, 0.5, 0.7]])
-def test_grouped_keys_whose_first_thousands_hold_fewer_levels(path, levels):
+def test_grouped_keys_whose_first_thousands_hold_fewer_levels(levels):
     """Keys grouped by level (sorted, as a file of users per level may be): the first
     4096 keys hold one level, later ones the others; the index is still np.unique's."""
     from skhybrid.utils._level_index import _HEAD_KEYS
@@ -67,7 +60,7 @@ def test_grouped_keys_whose_first_thousands_hold_fewer_levels(path, levels):
 
 @pytest.mark.parametrize("n_levels", [1, 2, 40])
 @pytest.mark.parametrize("bad", [np.nan, -np.inf])
-def test_code_sums_count_non_finite_values_when_asked(path, n_levels, bad):
+def test_code_sums_count_non_finite_values_when_asked(n_levels, bad):
     """with_code_sums' finiteness check sees every value (the hash kernel's blocks, the
     sort's labelled sums): none counted for finite values, whose sums are unchanged;
     a NaN or an infinity in the last row counted."""
@@ -84,18 +77,9 @@ def test_code_sums_count_non_finite_values_when_asked(path, n_levels, bad):
     assert count[0] > 0
 
 
-def test_no_keys_and_bad_shapes(path):
+def test_no_keys_and_bad_shapes():
     index, sums = LevelIndex.with_code_sums(np.zeros(0), np.zeros((0, 3)), 0.0, 1.0)
     assert index.levels.size == 0 and sums.shape == (0, 3)
     assert index.spread(np.zeros(0)).shape == (0,)
     with pytest.raises(ValueError, match="1-d"):
         LevelIndex.of(np.ones((2, 2)))
-
-
-def test_the_compiled_grouping_keeps_no_per_user_labels(monkeypatch):
-    """Past two levels the compiled path finds each user's group again in its table:
-    no n-long label array unless asked for."""
-    force_path(monkeypatch, "compiled")
-    keys = _keys(100, 300_000)
-    assert LevelIndex.of(keys).labels is None
-    assert LevelIndex.of(keys, with_labels=True).labels.dtype == np.int32
