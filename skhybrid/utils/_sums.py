@@ -72,7 +72,15 @@ def _bounds_and_scale(lower, upper, n_features, width=None):
     lower, upper = per_feature(lower, n_features), per_feature(upper, n_features)
     if width is None:
         width = check_fixed_point_range(lower, upper)
-    return lower, upper, np.divide(_SCALE, width)  # width has shape (n_features,)
+    with np.errstate(over="ignore"):
+        scale = np.divide(_SCALE, width)  # width has shape (n_features,)
+    if not np.isfinite(scale).all():
+        # Below a width of about 2.4e-299 the grid's step is not a float64.
+        j = int(np.flatnonzero(~np.isfinite(scale))[0])
+        raise ValueError(
+            f"bounds must be at least {_SCALE / np.finfo(np.float64).max:.3g} apart; "
+            f"feature {j} has lower={float(lower[j])!r} and upper={float(upper[j])!r}")
+    return lower, upper, scale
 
 
 def per_feature(values, n_features, *, copy=False):

@@ -102,8 +102,8 @@ def _reference_codes(X, lower, upper):
 def test_one_replaced_user_moves_the_fixed_point_sum_by_at_most_one_grid_range(
     lower, log_width, values, replacement
 ):
-    """On any bounds (far from zero, of any width) and values up to 1e300: the kernels'
-    code and square-code sums are the Python-integer sums of the definitions' codes, each
+    """On any bounds (far from zero, of any width; too narrow for a grid step refused) and
+    values up to 1e300: the kernels' code and square-code sums are the Python-integer sums of the definitions' codes, each
     code on its grid, so one replaced user moves either sum by at most one grid range."""
     with np.errstate(over="ignore"):
         upper = lower + 10.0**log_width
@@ -111,6 +111,10 @@ def test_one_replaced_user_moves_the_fixed_point_sum_by_at_most_one_grid_range(
         return
     lower_, upper_ = np.array([lower]), np.array([upper])
     X = np.array(values).reshape(-1, 1)
+    if upper - lower < 2.0**FIXED_POINT_BITS / np.finfo(np.float64).max:
+        with pytest.raises(ValueError, match="apart"):  # no float64 grid step
+            fixed_point_sums(X, lower_, upper_)
+        return
     X_prime = X.copy()
     X_prime[0, 0] = replacement
     moved = fixed_point_sums(X_prime, lower_, upper_) - fixed_point_sums(X, lower_, upper_)
