@@ -54,16 +54,18 @@ from libc.string cimport memcpy
 
 from skhybrid._fixed_point cimport TWO_52, biased_code, integer_code, integer_of
 
-#: Bits of the fixed-point grid over [lower, upper] (one code step = range / 2**32); at
-#: most 50, so that codes never round past the grid.
-FIXED_POINT_BITS = 32
-# The middle of the codes' grid, and the factor that puts a squared centred code on a
-# grid of 2**B steps (B = FIXED_POINT_BITS).
-cdef double HALF_GRID = 2.0 ** 31
-cdef double SQUARE_STEP = 2.0 ** -30
-# Rows per block of moment_sums: a block's lm reports are buffered, then summed.
 cdef enum:
+    # Bits of the fixed-point grid over [lower, upper] (one code step = range / 2**32);
+    # at most 50, so that codes never round past the grid.
+    BITS = 32
+    # Rows per block of moment_sums: a block's lm reports are buffered, then summed.
     BLOCK_ROWS = 4096
+
+FIXED_POINT_BITS = BITS
+# The middle of the codes' grid, and the factor that puts a squared centred code on a
+# grid of 2**B steps.
+cdef double HALF_GRID = 2.0 ** (BITS - 1)
+cdef double SQUARE_STEP = 2.0 ** (2 - BITS)
 
 ctypedef fused label_t:
     uint8_t
@@ -172,7 +174,9 @@ cdef inline void moment_block(
     # One block of one feature. Every caller passes the flags as constants: each
     # combination is then a loop of its own, without branches on them.
     cdef int64_t code_total = 0, square_total = 0, bad = 0
+    # Local copies: the buffers' stores cannot alias them, so the loop vectorizes.
     cdef double value, biased, distance, offset
+    cdef double half_grid = HALF_GRID, square_step = SQUARE_STEP
     cdef bint coded = True
     cdef Py_ssize_t row
     for row in range(n_rows):
@@ -184,8 +188,8 @@ cdef inline void moment_block(
         code_total += integer_of(biased) if coded else 0
         if squares:
             # The square code, rint(distance**2 * 2**(2-B)), as the code: by adding 2**52.
-            distance = (biased - TWO_52) - HALF_GRID
-            square_total += (integer_of(distance * distance * SQUARE_STEP + TWO_52)
+            distance = (biased - TWO_52) - half_grid
+            square_total += (integer_of(distance * distance * square_step + TWO_52)
                              if coded else 0)
         if others:
             other_buffer[row] = 0.0 if coded else value
