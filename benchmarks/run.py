@@ -3,13 +3,9 @@
 Run by hand: ``python benchmarks/run.py [n_users]`` (default 10 million); run it three
 times for the spread that ``benchmarks/README.md`` reports. For each case the estimator
 and its baseline run in turn within each of ``ROUNDS`` rounds (interleaved: a busy
-moment slows both), after one untimed warm-up of each, in a process whose compiled
-kernels are loaded (the state a long-running process reaches after 0.4 s of numpy's
-passes under the first-fit rule, ``skhybrid.utils._sums._compiled``; set here at the
-start): the table is of warm fits. The hybrid mean's sums are the C extension's
-(``_skhybrid_native``) where it is built, as in every process. The first fit in a fresh
-process has rows of its own, with numba's cache cold and warm (the C extension needs
-neither). A row reports the ratio of the two minimum
+moment slows both), after one untimed warm-up of each: the table is of warm fits (the
+fixed-point sums are compiled at install, one path in every process). The first fit in
+a fresh process has rows of its own, with numba's cache cold and warm. A row reports the ratio of the two minimum
 times and the median of the per-round ratios, and the load average is printed before
 and after.
 
