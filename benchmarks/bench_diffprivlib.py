@@ -1,30 +1,26 @@
-"""skhybrid's TCM-only mean against diffprivlib's ``tools.mean``, in one interleaved run.
+"""skhybrid's central mean against diffprivlib's ``tools.mean``, in one interleaved run.
 
 diffprivlib needs an older scikit-learn than skhybrid, so it runs in a side
 environment: ``python benchmarks/bench_diffprivlib.py [VENV]`` creates ``VENV``
 (default ``~/.cache/skhybrid-bench/diffprivlib``) with diffprivlib 0.6.6 and
-scikit-learn 1.6 on first use. For each n, rounds alternate between the libraries;
-each round times a few calls after a warm-up call (diffprivlib inside its own process,
-start-up and imports excluded), and the table gives the minimum over the rounds and
-the median of the per-round ratios. Both compute an epsilon-DP mean of n values in
-[0, 1] with Laplace noise: skhybrid's ``HybridMeanEstimator("tcm_only")`` (clipping,
-exact fixed-point sums, secure discrete Laplace noise; by default it also releases a
-private variance at 5% of the budget, ``variance="private"``) and diffprivlib's
-``tools.mean`` (clipping, a float sum, its own Laplace sampler). The column "mean only"
-is skhybrid with the variance given (``variance=1 / 12``): the same single release as
-diffprivlib's.
+scikit-learn 1.6 on first use. For each n, ``ROUNDS`` rounds run the three calls in
+turn (a busy moment slows all of them); each round times ``CALLS`` calls after a
+warm-up call and keeps the fastest (diffprivlib inside its own process, start-up and
+imports excluded). The table gives each call's minimum over the rounds and the
+per-round ratios to diffprivlib: min / median / max.
 
-skhybrid computes the hybrid mean's sums by its C extension (``_skhybrid_native``,
-built at install where a C compiler is found) in every process, from its first fit.
-Without the extension, it sums every input by numpy's passes until they would have cost
-the process about the load of numba's kernels (0.4 s; the first-fit rule,
-``skhybrid.utils._sums._compiled``), then by numba's kernels. The three tiers are
-measured separately, each pinned for the whole table (a benchmark-only setting of that
-rule's private state): "C extension" is what every process gets where skhybrid was
-installed with a compiler (CI's machines and this one); "numpy's passes" what a
-short-lived process gets without the extension (a CLI call, a joblib worker: any
-process in its first 0.4 s of numpy's passes, about 20,000 default fits of 1e3 values,
-2,900 of 1e5); "numba's kernels" what a long-running one gets without it.
+The calls, on n values uniform in [0, 1], epsilon = 1, bounds (0, 1):
+
+- diffprivlib: ``tools.mean(X, epsilon=1.0, bounds=(0.0, 1.0))``;
+- mean only, the single central-mean release diffprivlib's is:
+  ``HybridMeanEstimator("tcm_only", epsilon=1.0, bounds=(0.0, 1.0), variance=1 / 12).fit(X)``;
+- the default fit, as a user writes it without trust groups (every user tcm):
+  ``HybridMeanEstimator(epsilon=1.0, bounds=(0.0, 1.0)).fit(X)`` (strategy "kvh" and a
+  private variance at 5% of the budget: the square codes are summed too).
+
+Then, alone: the default hybrid fit of 1e6 users with the README's labels,
+``HybridMeanEstimator(epsilon=1.0, bounds=(0.0, 1.0)).fit(X, trust_group=np.where(mask,
+"tcm", "lm"))`` with 5% tcm, beside the same fit with the boolean mask.
 """
 
 import os
@@ -75,55 +71,67 @@ def diffprivlib_seconds(python, n):
     return float(out.stdout.strip())
 
 
-def pin_tier(tier):
-    """Pin the moment sums to the C extension (``"native"``), to numpy's passes
-    (``"numpy"``) or to numba's kernels (``"compiled"``)."""
-    from skhybrid.utils import _sums
-
-    if tier == "native" and _sums._NATIVE_MOMENTS is None:
-        raise SystemExit("the C extension _skhybrid_native is not built: reinstall skhybrid "
-                         "with a C compiler (python -m pip install .)")
-    _sums._tier["native"] = tier == "native"
-    _sums._tier["compiled"] = tier == "compiled"
-    if tier == "numpy":  # never switch (the later tiers do not read the rule's limit)
-        _sums._NUMPY_SECONDS_BEFORE_COMPILED = float("inf")
-
-
-def skhybrid_seconds(n, variance="private"):
-    from skhybrid import HybridMeanEstimator
-
-    X = np.random.default_rng(0).uniform(0, 1, (n, 1))
-    estimator = HybridMeanEstimator("tcm_only", epsilon=1.0, bounds=(0.0, 1.0),
-                                    variance=variance)
-    estimator.fit(X)  # warm-up
+def best_seconds(fit):
+    fit()  # warm-up
     best = float("inf")
     for _ in range(CALLS):
         start = time.perf_counter()
-        estimator.fit(X)
+        fit()
         best = min(best, time.perf_counter() - start)
     return best
 
 
+def mean_only(X):
+    from skhybrid import HybridMeanEstimator
+
+    return HybridMeanEstimator("tcm_only", epsilon=1.0, bounds=(0.0, 1.0),
+                               variance=1.0 / 12.0).fit(X)
+
+
+def default_fit(X, trust_group=None):
+    from skhybrid import HybridMeanEstimator
+
+    return HybridMeanEstimator(epsilon=1.0, bounds=(0.0, 1.0)).fit(X, trust_group=trust_group)
+
+
+def ratios(ours, theirs):
+    per_round = ours / theirs
+    return (f"{per_round.min():.2f} / {np.median(per_round):.2f} / "
+            f"{per_round.max():.2f}")
+
+
 def main(venv_path=None):
+    import warnings
+
+    warnings.simplefilter("ignore")
     python = side_environment(venv_path or Path.home() / ".cache" / "skhybrid-bench"
                               / "diffprivlib")
-    print(f"{ROUNDS} interleaved rounds of {CALLS} calls; epsilon = 1, [0, 1]; load average "
-          f"{os.getloadavg()[0]:.2f}")
-    for tier, title in (("native", "C extension"), ("numpy", "numpy's passes (no extension)"),
-                        ("compiled", "numba's kernels (no extension)")):
-        pin_tier(tier)
-        print(f"\nskhybrid: {title}\n")
-        print("| n | skhybrid tcm_only | mean only | diffprivlib tools.mean | skhybrid / "
-              "diffprivlib: minima, median | mean only / diffprivlib: minima, median |")
-        print("| --- | --- | --- | --- | --- | --- |")
-        for n in SIZES:
-            times = np.array([[skhybrid_seconds(n), skhybrid_seconds(n, 1.0 / 12.0),
-                               diffprivlib_seconds(python, n)] for _ in range(ROUNDS)])
-            low = times.min(axis=0)
-            ours = f"{low[0] / low[2]:.2f}x, {np.median(times[:, 0] / times[:, 2]):.2f}x"
-            known = f"{low[1] / low[2]:.2f}x, {np.median(times[:, 1] / times[:, 2]):.2f}x"
-            print(f"| {n:,} | {1e3 * low[0]:.3f} ms | {1e3 * low[1]:.3f} ms | "
-                  f"{1e3 * low[2]:.3f} ms | {ours} | {known} |")
+    print(f"{ROUNDS} interleaved rounds of {CALLS} calls; epsilon = 1, bounds (0, 1); "
+          f"load average {os.getloadavg()[0]:.2f}\n")
+    print("| n | mean only | default fit | diffprivlib tools.mean | mean only / diffprivlib "
+          "(min / median / max) | default fit / diffprivlib (min / median / max) |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for n in SIZES:
+        X = np.random.default_rng(0).uniform(0, 1, (n, 1))
+        times = np.array([[best_seconds(lambda: mean_only(X)),
+                           best_seconds(lambda: default_fit(X)),
+                           diffprivlib_seconds(python, n)] for _ in range(ROUNDS)])
+        low = times.min(axis=0)
+        print(f"| {n:,} | {1e3 * low[0]:.3f} ms | {1e3 * low[1]:.3f} ms | "
+              f"{1e3 * low[2]:.3f} ms | {ratios(times[:, 0], times[:, 2])} | "
+              f"{ratios(times[:, 1], times[:, 2])} |")
+
+    n = 1_000_000
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (n, 1))
+    mask = rng.random(n) < 0.05
+    labels = np.where(mask, "tcm", "lm")
+    times = np.array([[best_seconds(lambda: default_fit(X, labels)),
+                       best_seconds(lambda: default_fit(X, mask))] for _ in range(ROUNDS)])
+    low = times.min(axis=0)
+    print(f"\nDefault hybrid fit, {n:,} users, 5% tcm: with np.where(mask, 'tcm', 'lm') "
+          f"{1e3 * low[0]:.2f} ms, with the boolean mask {1e3 * low[1]:.2f} ms (ratio "
+          f"{ratios(times[:, 0], times[:, 1])})")
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
 
 

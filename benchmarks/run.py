@@ -3,13 +3,9 @@
 Run by hand: ``python benchmarks/run.py [n_users]`` (default 10 million); run it three
 times for the spread that ``benchmarks/README.md`` reports. For each case the estimator
 and its baseline run in turn within each of ``ROUNDS`` rounds (interleaved: a busy
-moment slows both), after one untimed warm-up of each, in a process whose compiled
-kernels are loaded (the state a long-running process reaches after 0.4 s of numpy's
-passes under the first-fit rule, ``skhybrid.utils._sums._compiled``; set here at the
-start): the table is of warm fits. The hybrid mean's sums are the C extension's
-(``_skhybrid_native``) where it is built, as in every process. The first fit in a fresh
-process has rows of its own, with numba's cache cold and warm (the C extension needs
-neither). A row reports the ratio of the two minimum
+moment slows both), after one untimed warm-up of each: the table is of warm fits (the
+fixed-point sums are compiled at install, one path in every process). The first fit in
+a fresh process has rows of its own, with numba's cache cold and warm. A row reports the ratio of the two minimum
 times and the median of the per-round ratios, and the load average is printed before
 and after.
 
@@ -87,11 +83,8 @@ def ratio(times, numerator, denominator):
 
 
 def load_kernels():
-    """Put this process where a long-running one is after 0.4 s of numpy's passes: the
-    first-fit rule has switched to the compiled kernels."""
-    from skhybrid.utils import _sums
-
-    _sums._tier["compiled"] = True
+    """Nothing to switch: the fixed-point sums have one compiled path (kept for the
+    callers below)."""
 
 
 def peak_memory(setup, statement, nbytes="X.nbytes"):
@@ -105,8 +98,6 @@ def peak_memory(setup, statement, nbytes="X.nbytes"):
         import tracemalloc, warnings
         import numpy as np
         warnings.simplefilter("ignore")
-        from skhybrid.utils import _sums
-        _sums._tier["compiled"] = True
         {setup}
         {statement}
         tracemalloc.start()

@@ -111,19 +111,15 @@ _DEFERRED_FINITENESS = {
 }
 
 
-@pytest.mark.parametrize("path", ["numpy", "compiled"])
 @pytest.mark.parametrize("case", list(_DEFERRED_FINITENESS))
-def test_finiteness_left_to_the_statistics_pass_refuses_as_validation_does(
-        monkeypatch, path, case):
+def test_finiteness_left_to_the_statistics_pass_refuses_as_validation_does(monkeypatch, case):
     """ADPM and the mixed mean (as HybridMeanEstimator, see its tests) leave a float64
     array's finiteness to the pass that adds its codes, with given bounds: no pass of
     validation's own, and a NaN or an infinity in any row (first or last, tcm or lm)
     refused with validation's message, nobody charged."""
     from skhybrid import PrivacyLedger, base
-    from skhybrid.utils.tests.test_sums import force_path
 
     make, metadata, n_levels = _DEFERRED_FINITENESS[case]
-    force_path(monkeypatch, path)
     calls = []
     original = base.finite_float_rows
     monkeypatch.setattr(base, "finite_float_rows",

@@ -89,26 +89,24 @@ def test_imports_respect_the_layers(path, module, is_package):
     assert _violations(path.read_text(encoding="utf-8"), module, is_package) == []
 
 
-def test_importing_skhybrid_and_a_small_fit_never_import_numba():
-    """numba (0.17 s to import, and its machine code to load) is imported by the first
-    call of a compiled kernel only: a CLI call or a joblib worker that fits small inputs
-    never pays for it (the first-fit rule, ``skhybrid.utils._sums._compiled``). Where
-    the C extension is built, the hybrid mean's first fits are summed by it, from the
-    first (no numpy passes)."""
+def test_a_fresh_process_sums_by_the_compiled_kernels_without_numba():
+    """The fixed-point sums have one implementation, compiled at install: a fresh
+    process's first fits sum by that extension module (nothing to compile or choose at
+    run time), and neither importing skhybrid nor the means' fits import numba."""
     import subprocess
     import sys
 
     script = (
         "import sys, warnings; warnings.simplefilter('ignore'); import numpy as np; "
-        "import skhybrid; from skhybrid import HybridMeanEstimator, HybridKMeans; "
-        "from skhybrid.utils import _sums; "
+        "import skhybrid; from skhybrid import ADPMEstimator, HybridMeanEstimator; "
         "assert 'numba' not in sys.modules, 'import'; "
         "X = np.random.default_rng(0).uniform(size=(1000, 1)); "
         "HybridMeanEstimator(bounds=(0, 1), random_state=0).fit(X, trust_group=X[:, 0] < 0.1); "
         "HybridMeanEstimator('tcm_only', bounds=(0, 1)).fit(np.tile(X, (100, 1))); "
+        "ADPMEstimator(bounds=(0, 1), random_state=0).fit(X, epsilon=1 + (X[:, 0] < 0.5)); "
         "assert 'numba' not in sys.modules, 'fit'; "
-        "assert _sums._NATIVE_MOMENTS is None or _sums._tier['numpy_seconds'] == 0.0, "
-        "'the C extension'; "
+        "kernels = sys.modules['skhybrid.utils._fixed_point_sums']; "
+        "assert not kernels.__file__.endswith('.py'), kernels.__file__; "
         "HybridKMeans(2, bounds=(0, 1), random_state=0).fit(X); "
         "assert 'numba' not in sys.modules, 'K-means runs its Cython pass'"
     )

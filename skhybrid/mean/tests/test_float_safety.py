@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 import skhybrid._group_estimates as group_estimates
 import skhybrid.mean._statistics as statistics_module
 import skhybrid.mean._hybrid as hybrid_module
-from skhybrid.utils import _sums
 from skhybrid import ADPMEstimator, HybridMeanEstimator, MixedMeanEstimator
 from skhybrid.audit import audit_mechanism, estimator_release
 from skhybrid.utils._sums import (
@@ -85,9 +84,17 @@ class _NoNoise:
         return 0.0
 
 
+def _reference_codes(X, lower, upper):
+    """The codes by their definition, in numpy (Python integers), and their square codes."""
+    codes = np.rint((np.clip(X, lower, upper) - lower) * (2.0**FIXED_POINT_BITS / (upper - lower)))
+    squares = np.rint((codes - 2.0 ** (FIXED_POINT_BITS - 1)) ** 2
+                      * 2.0 ** (2 - FIXED_POINT_BITS))
+    return ([int(code) for code in codes[:, 0]], [int(square) for square in squares[:, 0]])
+
+
 @given(
-    lower=st.floats(-1e15, 1e15, allow_nan=False),
-    log_width=st.floats(-8, 8),
+    lower=st.floats(-1e300, 1e300, allow_nan=False),
+    log_width=st.floats(-300, 300),
     values=st.lists(st.floats(-1e300, 1e300, allow_nan=False), min_size=1, max_size=40),
     replacement=st.floats(-1e300, 1e300, allow_nan=False),
 )
@@ -95,45 +102,39 @@ class _NoNoise:
 def test_one_replaced_user_moves_the_fixed_point_sum_by_at_most_one_grid_range(
     lower, log_width, values, replacement
 ):
-    upper = lower + 10.0**log_width
-    if not upper > lower:
+    """On any bounds (far from zero, of any width; too narrow for a grid step refused) and
+    values up to 1e300: the kernels' code and square-code sums are the Python-integer sums of the definitions' codes, each
+    code on its grid, so one replaced user moves either sum by at most one grid range."""
+    with np.errstate(over="ignore"):
+        upper = lower + 10.0**log_width
+    if not (np.isfinite(upper - lower) and upper > lower):
         return
     lower_, upper_ = np.array([lower]), np.array([upper])
     X = np.array(values).reshape(-1, 1)
+    if upper - lower < 2.0**FIXED_POINT_BITS / np.finfo(np.float64).max:
+        with pytest.raises(ValueError, match="apart"):  # no float64 grid step
+            fixed_point_sums(X, lower_, upper_)
+        return
     X_prime = X.copy()
     X_prime[0, 0] = replacement
     moved = fixed_point_sums(X_prime, lower_, upper_) - fixed_point_sums(X, lower_, upper_)
     assert abs(int(moved[0, 0])) <= 2**FIXED_POINT_BITS
-    # The private variance's sum of squared distances' codes (from the values' codes):
-    # on the grid, and moved by at most one grid range too; the same integers by numpy's
-    # passes, numba's kernel and the C extension.
-    before = _moments_by_every_path(X, lower_, upper_)
-    after = _moments_by_every_path(X_prime, lower_, upper_)
-    for sums in (before, after):
-        assert all(np.array_equal(sums[0].codes, other.codes)
-                   and np.array_equal(sums[0].square_codes, other.square_codes)
-                   for other in sums[1:])
-    moved = int(after[0].square_codes[0]) - int(before[0].square_codes[0])
-    assert abs(moved) <= 2**FIXED_POINT_BITS
-    assert 0 <= int(before[0].square_codes[0]) <= X.shape[0] * 2**FIXED_POINT_BITS
-
-
-def _moments_by_every_path(X, lower, upper):
-    """fixed_point_moments(squares=True) by numpy's passes, numba's kernel and the C
-    extension (where it is built), in that order (a hypothesis test cannot take
-    pytest's monkeypatch: the first-fit rule's state is put back by hand)."""
-    paths = [(False, False), (False, True)]
-    if _sums._NATIVE_MOMENTS is not None:
-        paths.append((True, False))
-    results = []
-    for native, compiled in paths:
-        saved = dict(_sums._tier)
-        _sums._tier.update(native=native, compiled=compiled, numpy_seconds=0.0)
-        try:
-            results.append(fixed_point_moments(X, lower, upper, squares=True))
-        finally:
-            _sums._tier.update(saved)
-    return results
+    # The squares' grid [0, (width / 2)**2] exists for widths of about 1e-154 to 1e154.
+    with np.errstate(over="ignore", under="ignore"):
+        square_range = np.square((upper - lower) / 2)
+    squared = bool(0.0 < square_range < np.inf)
+    totals = []
+    for data in (X, X_prime):
+        codes, squares = _reference_codes(data, lower_, upper_)
+        assert all(0 <= code <= 2**FIXED_POINT_BITS for code in codes + squares)
+        sums = fixed_point_moments(data, lower_, upper_, squares=squared)
+        assert int(fixed_point_sums(data, lower_, upper_)[0, 0]) == sum(codes)
+        assert int(sums.codes[0]) == sum(codes)
+        if squared:
+            assert int(sums.square_codes[0]) == sum(squares)
+            totals.append(int(sums.square_codes[0]))
+    if squared:
+        assert abs(totals[1] - totals[0]) <= 2**FIXED_POINT_BITS
 
 
 def test_fixed_point_sums_skip_rows_labelled_past_the_last_group():

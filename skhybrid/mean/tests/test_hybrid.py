@@ -14,7 +14,6 @@ from sklearn.pipeline import Pipeline
 from skhybrid import HybridMeanEstimator
 from skhybrid.exceptions import PrivacyLeakWarning
 from skhybrid.mean import EmptyGroupWarning
-from skhybrid.utils.tests.test_sums import PATHS
 
 STRATEGIES = ["kvh", "pwh", "naive", "tcm_only", "full_lm", "lm_only"]
 
@@ -227,11 +226,10 @@ def test_nan_in_X_raises_and_inputs_are_not_modified():
         HybridMeanEstimator(bounds=(0, 1)).fit(X, trust_group=trust)
 
 
-@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_finiteness_tested_in_the_statistics_pass_refuses_as_validation_does(
-        monkeypatch, path, strategy, bad):
+        monkeypatch, strategy, bad):
     """With given bounds, a float64 array's finiteness is not tested by validation's own
     pass but by the pass that codes the values: every value of every row (a tcm_only fit
     never reads an lm user's value, yet one NaN there is refused), before anything is
@@ -239,9 +237,7 @@ def test_finiteness_tested_in_the_statistics_pass_refuses_as_validation_does(
     from skhybrid import PrivacyLedger
     from skhybrid import base
     from skhybrid.base import validate_values
-    from skhybrid.utils.tests.test_sums import force_path
 
-    force_path(monkeypatch, path)
     calls = []
     original = base.finite_float_rows
     monkeypatch.setattr(base, "finite_float_rows",

@@ -1,4 +1,5 @@
-"""Grouped sums of fixed-point codes are exact integers, whichever path sums them."""
+"""The fixed-point kernels against their definitions: codes by a short numpy reference,
+sums as Python integers."""
 
 import math
 
@@ -15,33 +16,6 @@ from skhybrid.utils._sums import (
 )
 
 
-#: The ways a fit's sums are computed: numpy's passes, numba's kernels, and the C
-#: extension's moment sums (numpy's passes for the others: a process's first fits where
-#: the extension is installed).
-PATHS = ["numpy", "compiled", "native"]
-
-
-def force_path(monkeypatch, path):
-    """Sum by numpy wherever it is exact (``"numpy"``), by numba's kernels
-    (``"compiled"``), or the moment sums by the C extension and the others by numpy
-    (``"native"``; skipped where the extension could not be built, which
-    ``test_native.py`` allows only without a C compiler)."""
-    if path == "native" and _sums._NATIVE_MOMENTS is None:
-        pytest.skip("the C extension _skhybrid_native is not built (no C compiler)")
-    monkeypatch.setitem(_sums._tier, "native", path == "native")
-    monkeypatch.setitem(_sums._tier, "compiled", path == "compiled")
-    monkeypatch.setitem(_sums._tier, "numpy_seconds", 0.0)
-    if path in ("numpy", "native"):  # numpy's passes never pay for the kernels' load
-        monkeypatch.setattr(_sums, "_NUMPY_SECONDS_BEFORE_COMPILED", np.inf)
-
-
-@pytest.fixture(autouse=True, params=PATHS)
-def summing_path(request, monkeypatch):
-    """Every test here runs on every path: they must give the same integers."""
-    force_path(monkeypatch, request.param)
-    return request.param
-
-
 def _exact(codes, labels, n_groups):
     integers = codes.T.astype(np.int64)
     return np.array([[int(v) for v in integers[labels == g].sum(axis=0)]
@@ -56,6 +30,9 @@ def _exact(codes, labels, n_groups):
     (7, 2, np.intp),
     (2, 6, np.int8),
     (2, 1, bool),
+    (2, 3, np.uint16),  # converted for the kernel (uint8, int32 and int64 are read as such)
+    (1, 2, np.int32),
+    (1, 4, np.uint64),
 ])
 def test_grouped_code_sums_are_the_exact_integer_sums(n_features, n_groups, label_dtype):
     # Codes at the top of the grid in more rows than float64 adds exactly (a column of
@@ -69,6 +46,12 @@ def test_grouped_code_sums_are_the_exact_integer_sums(n_features, n_groups, labe
     assert sums.dtype == np.int64
     codes = _numpy_codes(values, np.zeros(n_features), np.ones(n_features))
     np.testing.assert_array_equal(sums.astype(object), _exact(codes, labels, n_groups))
+
+
+def _square_codes(codes):
+    """The definition: a code's squared distance to the grid's middle, on a grid of
+    2**B steps, rint((k - 2**(B-1))**2 * 2**(2-B))."""
+    return np.rint((codes - 2.0 ** (FIXED_POINT_BITS - 1)) ** 2 * 2.0 ** (2 - FIXED_POINT_BITS))
 
 
 def _numpy_codes(values, lower, upper):
@@ -110,9 +93,8 @@ def test_compiled_codes_and_sums_equal_numpy_on_the_definition(order, n_groups):
 
 @pytest.mark.parametrize("n_features", [1, 3])
 def test_fixed_point_sums_past_2_53_are_exact(n_features):
-    """Sums of codes past 2**53 (where float64 no longer holds every integer): the
-    blocks' float sums (exact below 2**53) and their int64 totals must be the exact
-    integer sums, with and without labels, and in the fused pass with float sums."""
+    """Sums of codes past 2**53 (where float64 no longer holds every integer) are the
+    exact integer sums, with and without labels, and in the fused pass with float sums."""
     rng = np.random.default_rng(11)
     n = 2**21 + 2**20 + 4_097
     values = rng.uniform(0.5, 1.5, (n, n_features))  # codes in [2**31, 2**32]
@@ -171,19 +153,14 @@ def test_fixed_point_moments_split_the_rows_between_codes_and_floats(n_features)
         fixed_point_moments(values, lower, upper, coded.astype(int))
 
 
-@pytest.mark.parametrize("whole_check", [True, False])
 @pytest.mark.parametrize("n_features", [1, 3])
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
-def test_fixed_point_moments_find_every_non_finite_value_when_asked(
-        monkeypatch, whole_check, n_features, bad):
+def test_fixed_point_moments_find_every_non_finite_value_when_asked(n_features, bad):
     """check_finite tests every value of every row, coded or not (a tcm_only fit reads no
     lm row's value, yet validation must see them), in blocks past the first: one
     non-finite value anywhere gives finite=False. Finite values whose sum overflows
     (scikit-learn's quick test fails on them) are finite; the sums asked for are those
-    of the same call without the check. numpy's passes test a large input block by
-    block (``whole_check=False`` here)."""
-    if not whole_check:
-        monkeypatch.setattr(_sums, "_WHOLE_CHECK_VALUES", 0)
+    of the same call without the check."""
     rng = np.random.default_rng(3)
     n = 3 * _COPY_ROWS // 2 + 5  # a row-major input of several features: copied in blocks
     values = rng.uniform(-1.0, 2.0, (n, n_features))
@@ -211,16 +188,12 @@ def test_fixed_point_moments_find_every_non_finite_value_when_asked(
                 assert fixed_point_moments(broken, lower, upper, in_fixed_point).finite
 
 
-@pytest.mark.parametrize("whole_check", [True, False])
 @pytest.mark.parametrize("n_groups", [None, 2, 5])
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_fixed_point_sums_count_non_finite_values_when_asked(monkeypatch, whole_check,
-                                                             n_groups, bad):
+def test_fixed_point_sums_count_non_finite_values_when_asked(n_groups, bad):
     """fixed_point_sums' non_finite counts NaN and infinities of every row, labelled out
     ones too (the caller's validation must see them), past the first block; nothing
     for finite values, whose sums are those of the call without the check."""
-    if not whole_check:
-        monkeypatch.setattr(_sums, "_WHOLE_CHECK_VALUES", 0)
     rng = np.random.default_rng(5)
     n = 3 * _COPY_ROWS // 2 + 5
     values = rng.uniform(-1.0, 2.0, (n, 3))
@@ -371,13 +344,11 @@ def test_no_release_of_code_sums_over_more_users_than_int64_holds():
 @pytest.mark.parametrize("n_features", [1, 3])
 @pytest.mark.parametrize("coded_share", [None, 0.3])
 @pytest.mark.parametrize("same_bounds", [False, True])
-def test_fixed_point_moments_are_the_definitions(n_features, coded_share, same_bounds,
-                                                 summing_path):
+def test_fixed_point_moments_are_the_definitions(n_features, coded_share, same_bounds):
     """The coded rows' codes and squared distances' codes are the exact integer sums of
     their definitions (numpy, bounds far from zero included); the other rows' float sums
     are their values' and squared distances' sums; a huge raw coded value never reaches
-    the float sums. Bounds per feature, and the same for every feature (numpy's passes
-    then use scalars)."""
+    the float sums. Bounds per feature, and the same for every feature."""
     rng = np.random.default_rng(12)
     n = 10_000
     lower = np.array([0.0, -1e9, 2.0**52])[:n_features]
@@ -393,10 +364,7 @@ def test_fixed_point_moments_are_the_definitions(n_features, coded_share, same_b
     clipped = np.clip(values[rows], lower, upper)
     codes = np.rint((clipped - lower) * (2.0**FIXED_POINT_BITS / (upper - lower)))
     centre, square_upper = square_grid(lower, upper)
-    # square_codes_of's definition, written out: the code's squared distance to the
-    # grid's middle, on a grid of 2**B steps.
-    half = 2.0 ** (FIXED_POINT_BITS - 1)
-    square_codes = np.rint((codes - half) ** 2 / 2.0 ** (FIXED_POINT_BITS - 2))
+    square_codes = _square_codes(codes)
     assert sums.codes.dtype == sums.square_codes.dtype == np.int64
     assert list(sums.codes) == list(codes.astype(np.int64).astype(object).sum(axis=0))
     assert list(sums.square_codes) == list(
@@ -420,24 +388,26 @@ def test_fixed_point_moments_are_the_definitions(n_features, coded_share, same_b
 
 
 def test_square_codes_stay_on_their_grid_at_its_ends():
-    """square_codes_of: the codes 0 and 2**B (the bounds) give exactly 2**B, the middle
-    code 0, its neighbours 4 / 2**B rounded to 0; every code in [0, 2**B] gives an
-    integer in [0, 2**B] (so one user moves a sum by at most 2**B)."""
+    """The codes 0 and 2**B (the bounds) give the square code 2**B, the middle code 0,
+    its neighbours 4 / 2**B rounded to 0; every code in [0, 2**B] gives an integer in
+    [0, 2**B] (so one user moves a sum by at most 2**B); the kernel's square codes of
+    one value each (a row per value, bounds (0, 2**B): each value its own code) are
+    the reference's."""
     top = 2.0**FIXED_POINT_BITS
     half = top / 2
     codes = np.array([0.0, 1.0, half - 1, half, half + 1, top - 1, top])
-    squares = _sums.square_codes_of(codes)
+    squares = _square_codes(codes)
     assert squares[0] == squares[-1] == top
     assert squares[3] == 0.0 and squares[2] == squares[4] == 0.0
     assert squares[1] == squares[-2] == np.rint((half - 1) ** 2 / (top / 4))
     rng = np.random.default_rng(5)
     many = np.concatenate([np.rint(rng.uniform(0, top, 100_000)), codes])
-    many_squares = _sums.square_codes_of(many.copy(), out=None)
+    many_squares = _square_codes(many)
     assert many_squares.min() >= 0.0 and many_squares.max() <= top
     np.testing.assert_array_equal(many_squares, np.rint(many_squares))
-    out = many.copy()
-    assert _sums.square_codes_of(out, out=out) is out
-    np.testing.assert_array_equal(out, many_squares)
+    for value, square in zip(codes, squares):
+        sums = fixed_point_moments(np.array([[value]]), 0.0, top, squares=True)
+        assert sums.square_codes[0] == square
 
 
 def test_moment_sums_are_the_definitions_in_exact_arithmetic_on_the_whole_grid():
@@ -445,7 +415,7 @@ def test_moment_sums_are_the_definitions_in_exact_arithmetic_on_the_whole_grid()
     grid's ends, masked and not, give the code sums and square-code sums of the
     definitions computed in Python's integers (the square ``d * d`` rounded to float64
     once, as the float operations round it, then divided by 2**(B-2) and rounded half
-    to even), on every path."""
+    to even)."""
     top = 2**FIXED_POINT_BITS
     half = top // 2
     rng = np.random.default_rng(7)
@@ -468,50 +438,6 @@ def test_fixed_point_moments_refuse_a_mask_that_is_not_one_bool_per_row():
     for mask in (np.ones(10, dtype=int), np.ones(9, dtype=bool)):
         with pytest.raises(ValueError, match="booleans of shape"):
             fixed_point_moments(values, 0.0, 1.0, mask)
-
-
-@pytest.mark.parametrize("summing_path", ["policy"], indirect=True)
-def test_numpy_sums_until_the_compiled_kernels_pay(monkeypatch):
-    """Every input by numpy while numpy's cost so far plus this input's estimate stays
-    under about the kernels' load (so a first fit never costs more than the load),
-    then the kernels for good, for every input: a process of small inputs loads them
-    too, once their numpy passes have cost about the load. (Without the C extension:
-    with it, the moment sums never take numpy's passes.)"""
-    monkeypatch.setitem(_sums._tier, "native", False)
-    monkeypatch.setitem(_sums._tier, "compiled", False)
-    monkeypatch.setitem(_sums._tier, "numpy_seconds", 0.0)
-    per_value = _sums._NUMPY_SECONDS_PER_VALUE
-    limit = _sums._NUMPY_SECONDS_BEFORE_COMPILED / per_value  # values numpy may take first
-    assert not _sums._compiled(1_000, 10)
-    # Small inputs by numpy until their passes have cost about the load (a load of
-    # 20 ms here: about 1,500 fits), then the kernels.
-    with monkeypatch.context() as short:
-        short.setattr(_sums, "_NUMPY_SECONDS_BEFORE_COMPILED", 0.02)
-        small = np.random.default_rng(1).uniform(0, 1, (1_000, 1))
-        for fits in range(1, 100_000):
-            before = _sums._tier["numpy_seconds"]
-            fixed_point_moments(small, 0.0, 1.0, squares=True)
-            if _sums._tier["compiled"]:
-                break
-            assert _sums._tier["numpy_seconds"] > before
-        assert _sums._tier["compiled"] and fits > 10
-        assert _sums._tier["numpy_seconds"] + small.size * per_value >= 0.02
-    monkeypatch.setitem(_sums._tier, "compiled", False)
-    monkeypatch.setitem(_sums._tier, "numpy_seconds", 0.0)
-    assert not _sums._compiled(2**22, 1)  # past 2**21 rows: numpy's int64 totals are exact
-    assert not _sums._compiled(int(limit * 0.9), 1) and not _sums._tier["compiled"]
-    assert _sums._compiled(int(limit * 1.1), 1) and _sums._tier["compiled"]
-    monkeypatch.setitem(_sums._tier, "compiled", False)
-    assert _sums._compiled(2**20, 1, seconds_per_value=1e-6)  # a costlier numpy pass
-    monkeypatch.setitem(_sums._tier, "compiled", False)
-    values = np.random.default_rng(0).uniform(0, 1, (2**17, 1))
-    while not _sums._tier["compiled"]:
-        before = _sums._tier["numpy_seconds"]
-        fixed_point_sums(values, 0.0, 1.0)
-        assert _sums._tier["compiled"] or _sums._tier["numpy_seconds"] > before
-    spent = _sums._tier["numpy_seconds"] + values.size * per_value
-    assert spent >= _sums._NUMPY_SECONDS_BEFORE_COMPILED
-    assert _sums._compiled(2**17, 1) and _sums._compiled(100, 1)
 
 
 @pytest.mark.parametrize("shape", [(0, 3), (5, 2), (2**16 + 3, 3), (3 * 2**16, 10)])
