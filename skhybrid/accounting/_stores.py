@@ -15,7 +15,10 @@ import os
 import sqlite3
 from contextlib import contextmanager
 
+import numpy as np
+
 from ..exceptions import LedgerError
+from ._events import _pack, _unpack
 
 FORMAT = "skhybrid-privacy-ledger-2"
 
@@ -42,11 +45,17 @@ def _schema(prefix, dialect):
         # users, a checkpoint of 1e8 totals, are larger).
         f"CREATE TABLE IF NOT EXISTS {prefix}parts (owner TEXT NOT NULL, seq BIGINT NOT NULL,"
         f" part BIGINT NOT NULL, data {blob} NOT NULL, PRIMARY KEY (owner, seq, part))",
+        # The users an event adds, sorted by id in parts of _USER_PART (part 0: each
+        # part's first id), so that one user's slot is found by reading two small values.
+        f"CREATE TABLE IF NOT EXISTS {prefix}users (seq BIGINT NOT NULL, part BIGINT NOT NULL,"
+        f" data {blob} NOT NULL, PRIMARY KEY (seq, part))",
     )
 
 
 #: The largest part of a payload stored in one value (256 MiB).
 _PART = 2**28
+#: Users per part of an event's new users (a lookup reads one part per event).
+_USER_PART = 2**15
 
 
 def _split(payload):
@@ -63,19 +72,20 @@ class MemoryStore:
     shareable = False
 
     def __init__(self):
-        self._meta = {"format": FORMAT}
+        self._meta = {"format": FORMAT, "users": "indexed"}
         self._events = []
+        self._users = {}
 
     @contextmanager
     def transaction(self, write=False):
         # The ledger's own lock serialises this process's threads; rows appended in a
         # failed transaction are removed so that it leaves nothing behind.
-        n_events, meta = len(self._events), dict(self._meta)
+        n_events, meta, users = len(self._events), dict(self._meta), dict(self._users)
         try:
             yield self
         except BaseException:
             del self._events[n_events:]
-            self._meta = meta
+            self._meta, self._users = meta, users
             raise
 
     def get_meta(self, key):
@@ -90,6 +100,12 @@ class MemoryStore:
 
     def append_event(self, row):
         self._events.append(tuple(row))
+
+    def append_users(self, seq, ids, slots):
+        self._users[seq] = (ids, slots)
+
+    def new_users_after(self, seq):
+        return {key: value for key, value in self._users.items() if key > seq}
 
     def latest_checkpoint(self):
         return None
@@ -152,6 +168,47 @@ class _SQLStore:
                       tuple(row[:-1]) + (bytes(first),))
         self._write_parts("event", row[0], rest)
 
+    def append_users(self, seq, ids, slots):
+        """Record the users event ``seq`` adds: ``ids`` sorted, with their ``slots``."""
+        starts = range(0, ids.size, _USER_PART)
+        parts = [_pack({"ids": ids[::_USER_PART]})] + [_pack({"ids": ids[start:start + _USER_PART],
+                         "slots": slots[start:start + _USER_PART]}) for start in starts]
+        for part, data in enumerate(parts):
+            self._execute("INSERT INTO {p}users (seq, part, data) VALUES (?, ?, {blob})",
+                          (seq, part, data))
+
+    def new_users_after(self, seq):
+        """{seq: (ids sorted, their slots)} of the events after ``seq`` that add users."""
+        found = {}
+        for event, data in self._execute("SELECT seq, data FROM {p}users WHERE seq > ? AND"
+                                         " part > 0 ORDER BY seq, part", (seq,)).fetchall():
+            found.setdefault(event, []).append(_unpack(bytes(data)))
+        return {event: tuple(np.concatenate([part[name] for part in parts])
+                             for name in ("ids", "slots")) for event, parts in found.items()}
+
+    def user_slots(self, values):
+        """The slot of each id of ``values`` (-1 if unknown) and the ids' dtype (or None),
+        from the parts that can hold them (part 0 of each event says which)."""
+        slots = np.full(values.size, -1, dtype=np.int64)
+        dtype = None
+        for seq, data in self._execute("SELECT seq, data FROM {p}users WHERE part = 0",
+                                       ()).fetchall():
+            firsts = _unpack(bytes(data))["ids"]
+            dtype = firsts.dtype if dtype is None else dtype
+            if firsts.dtype.kind != values.dtype.kind or not firsts.size:
+                continue
+            where = np.searchsorted(firsts, values, side="right")
+            for part in np.unique(where[(where > 0) & (slots < 0)]).tolist():
+                row = self._execute("SELECT data FROM {p}users WHERE seq = ? AND part = ?",
+                                    (seq, part)).fetchone()
+                arrays = _unpack(bytes(row[0]))
+                asked = np.flatnonzero((where == part) & (slots < 0))
+                at = np.minimum(np.searchsorted(arrays["ids"], values[asked]),
+                                arrays["ids"].size - 1)
+                hit = arrays["ids"][at] == values[asked]
+                slots[asked[hit]] = arrays["slots"][at[hit]]
+        return slots, dtype
+
     def latest_checkpoint(self):
         row = self._execute("SELECT seq, payload FROM {p}checkpoints ORDER BY seq DESC"
                             " LIMIT 1").fetchone()
@@ -196,7 +253,7 @@ class _SQLStore:
     def _create(self, existing_tables):
         """Create the tables (under the write lock) and check the format."""
         ours = {f"{self.prefix}meta", f"{self.prefix}events", f"{self.prefix}checkpoints",
-                f"{self.prefix}parts"}
+                f"{self.prefix}parts", f"{self.prefix}users"}
         if self.dialect == "sqlite" and existing_tables and "meta" not in existing_tables:
             raise LedgerError(
                 f"{self.target} is an SQLite database but not a privacy ledger (its tables: "
@@ -208,6 +265,9 @@ class _SQLStore:
         found = self.get_meta("format")
         if found is None:
             self.set_meta("format", FORMAT)
+            # Every event of a ledger created here records its new users in the users
+            # table (an older ledger's first events keep them in their payloads).
+            self.set_meta("users", "indexed")
         elif found != FORMAT:
             raise LedgerError(f"{self.target} holds a ledger of format {found!r}; "
                               f"this version reads {FORMAT!r}")
