@@ -17,6 +17,13 @@ as the test suite does.
 2. A 5-fold x 4-candidate GridSearchCV on 1e5 users (21 fits, 21 charges), without a
    ledger and with each backend, interleaved, minimum of 3.
 3. The storage: bytes per release of 1e6 users (one epsilon; two epsilons).
+4. One user's questions at ``max_users`` users and 20 releases (all users; half the
+   users at two epsilons; 1% of them), on SQLite and PostgreSQL: a fresh process's
+   ``spent``, ``remaining`` and ``history(user_id=...)`` (seconds after the import, and
+   the process's peak resident MB), and the command ``skhybrid ledger TARGET user ID``
+   (wall seconds, interpreter start included, and its peak MB). Minimum of 3 processes.
+
+Only part 4: ``python benchmarks/bench_ledger.py 1e7 --one-user``.
 
 Prints Markdown tables of seconds and ratios measured in the same run.
 """
@@ -136,7 +143,69 @@ def storage(n_users):
           f"1% of the users {sizes[3]:,} B")
 
 
-def main(max_users=10_000_000, postgres=True):
+_ONE_USER = """
+import resource, sys, time
+start = time.perf_counter()
+from skhybrid.accounting import PrivacyLedger
+imported = time.perf_counter()
+ledger = PrivacyLedger(sys.argv[1])
+user = [int(sys.argv[2])]
+spent, remaining, trail = ledger.spent(user), ledger.remaining(user), ledger.history(user_id=user)
+assert len(trail) >= 10, trail
+print(time.perf_counter() - imported, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+      imported - start)
+"""
+
+
+def _child(arguments):
+    import resource
+    import subprocess
+
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, *arguments], capture_output=True, text=True,
+                            check=True, cwd=Path(__file__).parent.parent)
+    wall = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return wall, peak, result.stdout
+
+
+def one_user(n_users, targets):
+    """One user's spent, remaining and history, and the CLI's ``user``, in fresh processes."""
+    rng = np.random.default_rng(3)
+    ids = rng.permutation(n_users) * 7 + 1_000_003
+    print("\n| backend | build (20 releases) | import | spent + remaining + history | "
+          "peak MB | `skhybrid ledger T user ID` | peak MB |")
+    print("|" + " --- |" * 7)
+    for name, make in targets.items():
+        if name == "memory":
+            continue
+        target = make()
+        ledger = PrivacyLedger(target, default_budget=np.inf)
+        start = time.perf_counter()
+        for k in range(20):
+            if k % 3 == 1:
+                ledger.charge(ids, np.where(ids % 2 == 0, 0.5, 0.25))
+            elif k % 3 == 2:
+                ledger.charge(ids[k * 1000: k * 1000 + n_users // 100], 0.5)
+            else:
+                ledger.charge(ids, 0.1)
+        build = time.perf_counter() - start
+        ledger.close()
+        del ledger
+        user = str(ids[n_users // 2 + 17])
+        api = [_child(["-c", _ONE_USER, target, user]) for _ in range(ROUNDS)]
+        seconds = min(float(out.split()[0]) for _, _, out in api)
+        peak = max(float(out.split()[1]) for _, _, out in api)
+        cli = [_child(["-m", "skhybrid", "ledger", target, "user", user])
+               for _ in range(ROUNDS)]
+        imports = min(float(out.split()[2]) for _, _, out in api)
+        print(f"| {name} | {build:.1f} s | {imports:.2f} s | {seconds:.3f} s (max "
+              f"{max(float(out.split()[0]) for _, _, out in api):.3f}) | {peak:.0f} | "
+              f"{min(wall for wall, _, _ in cli):.2f} s (max {max(w for w, _, _ in cli):.2f}) | "
+              f"{max(p for _, p, _ in cli):.0f} |", flush=True)
+
+
+def main(max_users=10_000_000, postgres=True, only_one_user=False):
     print(f"load average before: {os.getloadavg()}; cores: {os.cpu_count()}")
     handle = None
     postgres_url = None
@@ -144,6 +213,9 @@ def main(max_users=10_000_000, postgres=True):
         postgres_url, handle = _server.start(fsync=True)
     try:
         targets = _targets(postgres_url)
+        if only_one_user:
+            one_user(max_users, targets)
+            return
         names = list(targets)
         print("\n| users | fit alone | " + " | ".join(names) + " |")
         print("|" + " --- |" * (2 + len(names)))
@@ -157,6 +229,7 @@ def main(max_users=10_000_000, postgres=True):
         grid_search(100_000, targets)
         print()
         storage(1_000_000)
+        one_user(max_users, targets)
     finally:
         if handle is not None:
             _server.stop(handle)
@@ -166,4 +239,4 @@ def main(max_users=10_000_000, postgres=True):
 if __name__ == "__main__":
     arguments = [a for a in sys.argv[1:] if not a.startswith("--")]
     main(int(float(arguments[0])) if arguments else 10_000_000,
-         postgres="--no-postgres" not in sys.argv)
+         postgres="--no-postgres" not in sys.argv, only_one_user="--one-user" in sys.argv)

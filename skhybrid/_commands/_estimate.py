@@ -208,6 +208,8 @@ def _epsilon(text, table):
             f"--epsilon {text!r} is neither a number nor a column of {table.path} "
             f"(columns: {', '.join(table.header)})"
         ) from None
-    if not value > 0:
-        raise CommandError(f"--epsilon must be > 0 (inf: public data); got {text}")
+    if not (value > 0 and math.isfinite(value)):
+        raise CommandError(
+            f"--epsilon must be a finite number > 0; got {text} (inf, for public data, is "
+            "accepted per user, in an --epsilon column)")
     return value, None
