@@ -314,8 +314,15 @@ class SQLiteStore(_SQLStore):
                 f"{self.description} is locked by another process (waited {self.timeout:g} s);"
                 " nothing was charged"
             )
-        return LedgerError(
-            f"{self.description} cannot be used: {error} (is it a privacy ledger file?)")
+        message = str(error)
+        if "full" in message:
+            return LedgerError(f"{self.description}: the disk is full ({message}); nothing "
+                               "was charged")
+        if "readonly" in message:
+            return LedgerError(f"{self.description} is read-only ({message}): it can be "
+                               "read, but not charged; nothing was charged")
+        hint = " (is it a privacy ledger file?)" if "not a database" in message else ""
+        return LedgerError(f"{self.description} cannot be used: {message}{hint}")
 
     @contextmanager
     def transaction(self, write=False):
@@ -327,16 +334,23 @@ class SQLiteStore(_SQLStore):
         try:
             yield self
         except sqlite3.DatabaseError as error:
-            connection.execute("ROLLBACK")
+            self._rollback(connection)
             raise self._error(error) from error
         except BaseException:
-            connection.execute("ROLLBACK")
+            self._rollback(connection)
             raise
         try:
             connection.execute("COMMIT")
         except sqlite3.DatabaseError as error:
-            connection.execute("ROLLBACK")
+            self._rollback(connection)
             raise self._error(error) from error
+
+    @staticmethod
+    def _rollback(connection):
+        # SQLite has already rolled back after some errors (a full disk): a second
+        # ROLLBACK would raise "no transaction is active" and hide the real error.
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
 
 
 class PostgresStore(_SQLStore):
