@@ -233,6 +233,23 @@ def refuse_non_finite(estimator, X, *, reset=True):
     raise ValueError("Input X contains NaN or infinity")  # validate_values raised first
 
 
+def _refuse_times(X):
+    """Refuse datetime64 and timedelta64 values: numpy would read dates as day (or
+    nanosecond) counts, clip them to the bounds and average them without a word."""
+    dtypes = getattr(X, "dtypes", None)
+    named = (list(zip(X.columns, dtypes)) if dtypes is not None and hasattr(X, "columns")
+             else [(None, getattr(X, "dtype", None))])
+    for column, dtype in named:
+        if getattr(dtype, "kind", None) in ("m", "M"):
+            where = "" if column is None else f" (column {column!r})"
+            raise ValueError(
+                f"X holds {dtype} values{where}; {'dates' if dtype.kind == 'M' else 'durations'}"
+                " are not numbers to average: convert them to numbers in a unit you choose, "
+                "for example (X - origin) / np.timedelta64(1, 'D') for days since a public "
+                "origin, and give the bounds in that unit"
+            )
+
+
 def validate_values(estimator, X, *, reset):
     """``validate_data(estimator, X, dtype=np.float64)`` with this library's advice on NaN.
 
@@ -240,6 +257,7 @@ def validate_values(estimator, X, *, reset):
     here the values must be finite (clipped to the public bounds), so the message says
     what this library expects instead.
     """
+    _refuse_times(X)
     try:
         return validate_data(estimator, X, dtype=np.float64, reset=reset)
     except ValueError as error:
