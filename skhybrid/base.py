@@ -161,7 +161,8 @@ _SCORE_WARNED = set()
 
 
 def warn_score_leak(estimator):
-    """Warn, once per estimator class and process, that ``score`` with a ledger is not private.
+    """Warn, once per estimator class and process, that ``score`` of a private release
+    (secure noise, or a ledger) is not private; a seeded simulation's stays quiet.
 
     A validation score compares the release with the exact statistic of held-out raw
     values: it is not private and no ledger charges it, so it is for simulations.
@@ -169,12 +170,13 @@ def warn_score_leak(estimator):
     :class:`~skhybrid.model_selection.PrivateGridSearchCV`.
     """
     name = type(estimator).__name__
-    if getattr(estimator, "ledger", None) is None or name in _SCORE_WARNED:
+    simulation = getattr(estimator, "random_state", None) is not None
+    if (simulation and getattr(estimator, "ledger", None) is None) or name in _SCORE_WARNED:
         return
     _SCORE_WARNED.add(name)
     warnings.warn(
         f"{name}.score reads the held-out data exactly: the score is not differentially "
-        "private and the ledger does not charge it (this is said once per process). Use "
+        "private and no ledger charges it (this is said once per process). Use "
         "score for simulations only; to select on real data use "
         "skhybrid.model_selection.PrivateGridSearchCV, which chooses privately and "
         "charges the choice (see the private selection guide)",
