@@ -182,7 +182,8 @@ def run_estimate(args):
     print(f"users:         {report['n_users']:,} ({n_tcm:,} tcm, {report['n_lm']:,} lm); "
           f"epsilon {epsilon_text}")
     print(f"estimate:      {report['estimate']:.6g} +- {report['expected_rmse']:.3g}  "
-          f"(private mean of column {args.value!r} +- its expected RMSE)")
+          f"(private mean of column {args.value!r} +- its expected RMSE: an average over "
+          "the noise and over which users are tcm, so this split's error can be larger)")
     print(f"expected RMSE: {report['expected_rmse']:.6g}  (analytic, against the data's mean)")
     print(_noise_line(args.seed))
     if ledger is not None:
