@@ -13,6 +13,18 @@ from ._accounts import _Accounts
 from ._events import _unpack
 
 
+def _rank(bitmap, byte, bit):
+    """The rank among an event's members of the members at ``byte``, ``bit`` of its
+    bitmap (the bits set before them): the position of their codes."""
+    if byte.size > 32:
+        ones = np.bitwise_count(bitmap)
+        before = np.concatenate([[0], np.cumsum(ones, dtype=np.int64)])[byte]
+    else:
+        before = np.array([np.bitwise_count(bitmap[:end]).sum(dtype=np.int64)
+                           for end in byte.tolist()], dtype=np.int64)
+    return before + np.bitwise_count(bitmap[byte].astype(np.uint16) >> (8 - bit))
+
+
 def _membership(arrays, slots):
     """Which of ``slots`` an event's payload includes (their positions) and their codes."""
     n_total = int(arrays["n_total"])
@@ -22,9 +34,7 @@ def _membership(arrays, slots):
         byte, bit = slots[inside] >> 3, (slots[inside] & 7).astype(np.uint8)
         hit = inside[((bitmap[byte] >> (7 - bit)) & 1) == 1]
         byte, bit = slots[hit] >> 3, (slots[hit] & 7).astype(np.uint8)
-        # A member's code is at its rank among the members: the bits set before it.
-        before = np.concatenate([[0], np.cumsum(np.bitwise_count(bitmap), dtype=np.int64)])
-        rank = before[byte] + np.bitwise_count(bitmap[byte].astype(np.uint16) >> (8 - bit))
+        rank = _rank(bitmap, byte, bit) if "codes" in arrays else None
     else:
         members = np.cumsum(arrays["slot_steps"])
         at = np.minimum(np.searchsorted(members, slots[inside]), max(members.size - 1, 0))
@@ -54,7 +64,7 @@ def replay(rows, slots):
         hit, codes = _membership(arrays, slots)
         if not hit.size:
             continue
-        table = arrays["table"]
+        table = arrays["table"].copy()  # a view would keep the whole payload alive
         changed, _ = accounts.after(row[1], hit, table, codes)
         accounts.apply(hit, changed)
         if row[1] != "budget":

@@ -168,6 +168,9 @@ class _SQLStore:
                       tuple(row[:-1]) + (bytes(first),))
         self._write_parts("event", row[0], rest)
 
+    def last_seq(self):
+        return self._execute("SELECT COALESCE(MAX(seq), 0) FROM {p}events").fetchone()[0]
+
     def append_users(self, seq, ids, slots):
         """Record the users event ``seq`` adds: ``ids`` sorted, with their ``slots``."""
         starts = range(0, ids.size, _USER_PART)
