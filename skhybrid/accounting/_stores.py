@@ -2,8 +2,11 @@
 
 A ledger is an append-only log of events (budgets set, releases charged, refunds), each
 one row with its users' membership in a compressed blob, plus occasional checkpoints of
-every user's totals (so that opening a long ledger does not replay all of it). A store
-only keeps rows; :class:`~skhybrid.accounting.PrivacyLedger` computes the totals.
+every user's totals (so that opening a long ledger does not replay all of it). The users
+an event adds are kept beside it, sorted by id in parts of 32,768 with each part's first
+id, so that one user's question reads two small values per such event, not every user
+(:mod:`._few_users`). A store only keeps rows; :class:`~skhybrid.accounting.PrivacyLedger`
+computes the totals.
 
 Every store gives the same guarantees: a write transaction holds the ledger's write lock
 (``BEGIN IMMEDIATE`` on SQLite, a transaction-level advisory lock on PostgreSQL), so the
