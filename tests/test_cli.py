@@ -248,7 +248,8 @@ def test_estimate_without_trust_column_treats_everyone_as_tcm(users_csv, capsys)
     ],
     ids=["missing-file", "empty-file", "non-numeric", "bad-trust", "no-rows",
          "missing-column", "bounds-reversed", "bounds-infinite", "bad-epsilon-column",
-         "non-positive-epsilon", "infinite-epsilon", "unknown-estimator", "estimator-not-for-lm-users"],
+         "non-positive-epsilon", "infinite-epsilon", "unknown-estimator",
+         "estimator-not-for-lm-users"],
 )
 def test_estimate_errors_exit_2_with_a_message(file_text, options, message, tmp_path, capsys):
     path = tmp_path / "input.csv"
