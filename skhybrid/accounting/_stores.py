@@ -23,7 +23,11 @@ import numpy as np
 from ..exceptions import LedgerError
 from ._events import _pack, _unpack
 
-FORMAT = "skhybrid-privacy-ledger-2"
+FORMAT = "skhybrid-privacy-ledger-3"
+# Format 2 kept an event's new users in its payload: this version reads those events, and
+# marks the ledger as format 3 (its new events keep them in the users table, which a
+# version reading format 2 would misread, so it refuses the ledger instead).
+_UPGRADED = ("skhybrid-privacy-ledger-2",)
 
 #: The columns of an event row, in order (``payload`` last: the membership blob).
 EVENT_COLUMNS = ("seq", "kind", "time", "estimator", "params", "mechanism", "description",
@@ -274,6 +278,8 @@ class _SQLStore:
             # Every event of a ledger created here records its new users in the users
             # table (an older ledger's first events keep them in their payloads).
             self.set_meta("users", "indexed")
+        elif found in _UPGRADED:
+            self.set_meta("format", FORMAT)
         elif found != FORMAT:
             raise LedgerError(f"{self.target} holds a ledger of format {found!r}; "
                               f"this version reads {FORMAT!r}")

@@ -10,6 +10,7 @@ import math
 import multiprocessing
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -362,8 +363,26 @@ def test_a_ledger_file_of_an_older_format_is_a_clear_error(tmp_path):
     connection.commit()
     connection.close()
     with pytest.raises(LedgerError, match="format 'skhybrid-privacy-ledger-1'; this version "
-                                          "reads 'skhybrid-privacy-ledger-2'"):
+                                          "reads 'skhybrid-privacy-ledger-3'"):
         PrivacyLedger(path)
+
+
+def test_a_format_2_ledger_is_read_and_marked_format_3(tmp_path):
+    """Format 2 kept new users in the events' payloads: still read (by a full load, not by
+    the few users' path, which needs every event's users in the users table), and marked
+    format 3 so that a version reading only format 2 refuses it rather than misreads it."""
+    path = tmp_path / "ledger.sqlite"
+    PrivacyLedger(path, default_budget=5.0).charge([3, 1, 2], 1.0)
+    connection = sqlite3.connect(path)
+    connection.execute("UPDATE meta SET value = 'skhybrid-privacy-ledger-2' WHERE key = 'format'")
+    connection.execute("DELETE FROM meta WHERE key = 'users'")
+    connection.commit()
+    connection.close()
+    ledger = PrivacyLedger(path)
+    np.testing.assert_array_equal(ledger.spent([1, 3, 9]), [1.0, 1.0, 0.0])
+    assert ledger._loaded  # the full load, not the few users' path
+    with ledger._store.transaction():
+        assert ledger._store.get_meta("format") == "skhybrid-privacy-ledger-3"
 
 
 def test_a_dropped_postgres_ledger_closes_its_own_connection_not_the_callers(postgres_url):
