@@ -17,6 +17,14 @@ as the test suite does.
 2. A 5-fold x 4-candidate GridSearchCV on 1e5 users (21 fits, 21 charges), without a
    ledger and with each backend, interleaved, minimum of 3.
 3. The storage: bytes per release of 1e6 users (one epsilon; two epsilons).
+4. One user's questions at ``max_users`` users and 20 releases (all users; half the
+   users at two epsilons; 1% of them), on SQLite and PostgreSQL: a fresh process's
+   ``spent``, ``remaining`` and ``history(user_id=...)`` (seconds after the import and
+   the kernels' first call, and the process's peak resident MB: VmHWM), and the command
+   ``skhybrid ledger TARGET user ID`` (wall seconds, interpreter start and imports
+   included, and its peak MB). Minimum (and maximum) of 3 fresh processes.
+
+Only part 4: ``python benchmarks/bench_ledger.py 1e7 --one-user``.
 
 Prints Markdown tables of seconds and ratios measured in the same run.
 """
@@ -136,7 +144,78 @@ def storage(n_users):
           f"1% of the users {sizes[3]:,} B")
 
 
-def main(max_users=10_000_000, postgres=True):
+# A fresh process's peak is its VmHWM: ru_maxrss survives exec, so a child of this
+# (large) process would report the parent's peak.
+_PEAK = "[line for line in open('/proc/self/status') if line.startswith('VmHWM')][0].split()[1]"
+_ONE_USER = f"""
+import sys, time
+start = time.perf_counter()
+import numpy as np
+from skhybrid.accounting import PrivacyLedger, _kernels
+# The compiled kernels loaded as an import would (numba compiles, or reads its cache, at
+# the first call): the figure below is the ledger's own work.
+totals = np.zeros(4)
+_kernels.epsilon_totals(totals, totals.copy(), totals.copy(), np.arange(2), np.ones(1),
+                        _kernels.no_codes(), 1.0, np.zeros(2), np.zeros(2))
+imported = time.perf_counter()
+ledger = PrivacyLedger(sys.argv[1])
+user = [int(sys.argv[2])]
+spent, remaining, trail = ledger.spent(user), ledger.remaining(user), ledger.history(user_id=user)
+assert len(trail) >= 10, trail
+print(time.perf_counter() - imported, int({_PEAK}) / 1024, imported - start)
+"""
+_CLI = f"""
+import atexit, sys
+from skhybrid._cli import main
+atexit.register(lambda: print(int({_PEAK}) / 1024, file=sys.stderr))
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _child(arguments):
+    import subprocess
+
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, *arguments], capture_output=True, text=True,
+                            check=True, cwd=Path(__file__).parent.parent)
+    return time.perf_counter() - start, result.stdout, result.stderr
+
+
+def one_user(n_users, targets):
+    """One user's spent, remaining and history, and the CLI's ``user``, in fresh processes."""
+    rng = np.random.default_rng(3)
+    ids = rng.permutation(n_users) * 7 + 1_000_003
+    print("\n| backend | build (20 releases) | import and kernels | spent + remaining + "
+          "history | peak MB | `skhybrid ledger T user ID` (wall) | peak MB |")
+    print("|" + " --- |" * 7)
+    for name, make in targets.items():
+        if name == "memory":
+            continue
+        target = make()
+        ledger = PrivacyLedger(target, default_budget=np.inf)
+        start = time.perf_counter()
+        for k in range(20):
+            if k % 3 == 1:
+                ledger.charge(ids, np.where(ids % 2 == 0, 0.5, 0.25))
+            elif k % 3 == 2:
+                ledger.charge(ids[k * 1000: k * 1000 + n_users // 100], 0.5)
+            else:
+                ledger.charge(ids, 0.1)
+        build = time.perf_counter() - start
+        ledger.close()
+        del ledger
+        user = str(ids[n_users // 2 + 17])
+        api = [_child(["-c", _ONE_USER, target, user])[1].split() for _ in range(ROUNDS)]
+        cli = [_child(["-c", _CLI, "ledger", target, "user", user]) for _ in range(ROUNDS)]
+        seconds = [float(out[0]) for out in api]
+        print(f"| {name} | {build:.1f} s | {min(float(out[2]) for out in api):.2f} s | "
+              f"{min(seconds):.3f} s (max {max(seconds):.3f}) | "
+              f"{max(float(out[1]) for out in api):.0f} | "
+              f"{min(wall for wall, _, _ in cli):.2f} s (max {max(w for w, _, _ in cli):.2f}) | "
+              f"{max(float(err.split()[-1]) for _, _, err in cli):.0f} |", flush=True)
+
+
+def main(max_users=10_000_000, postgres=True, only_one_user=False):
     print(f"load average before: {os.getloadavg()}; cores: {os.cpu_count()}")
     handle = None
     postgres_url = None
@@ -144,6 +223,9 @@ def main(max_users=10_000_000, postgres=True):
         postgres_url, handle = _server.start(fsync=True)
     try:
         targets = _targets(postgres_url)
+        if only_one_user:
+            one_user(max_users, targets)
+            return
         names = list(targets)
         print("\n| users | fit alone | " + " | ".join(names) + " |")
         print("|" + " --- |" * (2 + len(names)))
@@ -157,6 +239,7 @@ def main(max_users=10_000_000, postgres=True):
         grid_search(100_000, targets)
         print()
         storage(1_000_000)
+        one_user(max_users, targets)
     finally:
         if handle is not None:
             _server.stop(handle)
@@ -166,4 +249,4 @@ def main(max_users=10_000_000, postgres=True):
 if __name__ == "__main__":
     arguments = [a for a in sys.argv[1:] if not a.startswith("--")]
     main(int(float(arguments[0])) if arguments else 10_000_000,
-         postgres="--no-postgres" not in sys.argv)
+         postgres="--no-postgres" not in sys.argv, only_one_user="--one-user" in sys.argv)

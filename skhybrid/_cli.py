@@ -107,7 +107,7 @@ def _add_ledger_parser(commands, formatter):
         description="Write a CSV file: by default every user's budget and spends; with\n"
                     "--releases the history of releases; with --user the audit trail of\n"
                     "those users (one row per user and release).")
-    export.add_argument("output", metavar="OUT.csv", help="the CSV file to write")
+    export.add_argument("output", metavar="OUT.csv", nargs="?", help="the CSV file to write")
     export.add_argument("--releases", action="store_true", help="export the releases")
     export.add_argument("--user", nargs="+", metavar="ID",
                         help="export these users' audit trails")
@@ -249,6 +249,23 @@ def _build_parser():
     return parser
 
 
+def _negative_numbers_as_values(argv):
+    """``argv`` with numbers like ``-1e3``, ``-inf`` and ``-0.5e2`` led by a space.
+
+    argparse takes only ``-5`` and ``-0.5`` for numbers; any other word starting with
+    ``-`` is an option to it (``--bounds -1e3 1e3`` would fail with "expected 2
+    arguments"). No option of this command line reads as a number.
+    """
+    def is_number(word):
+        try:
+            float(word)
+        except ValueError:
+            return False
+        return True
+
+    return [f" {word}" if word.startswith("-") and is_number(word) else word for word in argv]
+
+
 def main(argv=None):
     """Run the ``skhybrid`` command line.
 
@@ -264,7 +281,7 @@ def main(argv=None):
         ``--help`` and argparse's own usage errors raise :class:`SystemExit`.
     """
     parser = _build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_negative_numbers_as_values(sys.argv[1:] if argv is None else argv))
     CREATED_LEDGERS.clear()
     try:
         return args.handler(args)

@@ -39,6 +39,9 @@ TCM_FRACTIONS = np.logspace(-4, np.log10(0.5), 121)
 EPSILONS = (0.25, 1.0, 4.0)
 #: The estimators of the release panel: the hybrids and both baselines (plus ADPM).
 RELEASE_PANEL = ("kvh", "pwh", "tcm_only", "full_lm", "adpm")
+#: tcm shares a reader is likely to try (the README's example, a new user's), where the
+#: hybrid gains little: the demo says so and marks them, beside its own share.
+COMMON_SHARES = (0.02, 0.05)
 #: The strategies the demo's model selection chooses among.
 SELECTION_CANDIDATES = ("kvh", "pwh", "naive", "tcm_only", "full_lm")
 #: Every user's budget on the demo's ledger.
@@ -335,7 +338,7 @@ def _plot_theory_error(ax, hybrid, *, tcm_fraction, epsilon, run):
     ax.legend(fontsize="small", loc="upper right")
 
 
-def _plot_theory_gain(ax, improvements, *, tcm_fraction, epsilon, run_gain):
+def _plot_theory_gain(ax, improvements, *, tcm_fraction, epsilon, run_gain, common_gains):
     from .plotting import CurveDisplay
 
     curves = {f"eps = {level:g}": landscape.improvement
@@ -352,6 +355,9 @@ def _plot_theory_gain(ax, improvements, *, tcm_fraction, epsilon, run_gain):
             linestyle="none", label=f"peak at eps {epsilon:g}: R = {ours.peak_improvement:.3f}")
     ax.plot(100 * tcm_fraction, run_gain, marker="o", markersize=8, color="white",
             markeredgecolor="black", linestyle="none", label=f"this run: R = {run_gain:.3f}")
+    ax.plot([100 * share for share in common_gains], list(common_gains.values()), marker="s",
+            markersize=6, color="0.5", linestyle="none", label=", ".join(
+                f"{share:.0%} tcm: R = {gain:.2f}" for share, gain in common_gains.items()))
     ax.axhline(1.0, color="0.7", linewidth=0.8)
     ax.set_ylim(0.9, 2.4)
     ax.legend(fontsize="small", loc="upper right", ncols=2)
@@ -405,7 +411,7 @@ def _plot_spend(ax, selection, trust_group):
 
 
 def plot_demo(*, releases, true_mean, hybrid, improvements, per_user, selection,
-              trust_group, tcm_fraction, epsilon, n, run_gain):
+              trust_group, tcm_fraction, epsilon, n, run_gain, common_gains):
     """The demo's figure: this run's releases, the theory with this run marked, a selection.
 
     Returns
@@ -424,7 +430,7 @@ def plot_demo(*, releases, true_mean, hybrid, improvements, per_user, selection,
     _plot_theory_error(axes[0, 1], hybrid, tcm_fraction=tcm_fraction, epsilon=epsilon,
                        run=run)
     _plot_theory_gain(axes[0, 2], improvements, tcm_fraction=tcm_fraction, epsilon=epsilon,
-                      run_gain=run_gain)
+                      run_gain=run_gain, common_gains=common_gains)
     _plot_per_user(axes[1, 0], per_user)
     _plot_selection(axes[1, 1], selection)
     _plot_spend(axes[1, 2], selection, trust_group)

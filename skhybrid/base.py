@@ -84,7 +84,8 @@ _SCORE_WARNED = set()
 
 
 def warn_score_leak(estimator):
-    """Warn, once per estimator class and process, that ``score`` with a ledger is not private.
+    """Warn, once per estimator class and process, that ``score`` of a private release
+    (secure noise, or a ledger) is not private; a seeded simulation's stays quiet.
 
     A validation score compares the release with the exact statistic of held-out raw
     values: it is not private and no ledger charges it, so it is for simulations.
@@ -92,12 +93,13 @@ def warn_score_leak(estimator):
     :class:`~skhybrid.model_selection.PrivateGridSearchCV`.
     """
     name = type(estimator).__name__
-    if getattr(estimator, "ledger", None) is None or name in _SCORE_WARNED:
+    simulation = getattr(estimator, "random_state", None) is not None
+    if (simulation and getattr(estimator, "ledger", None) is None) or name in _SCORE_WARNED:
         return
     _SCORE_WARNED.add(name)
     warn_user(
         f"{name}.score reads the held-out data exactly: the score is not differentially "
-        "private and the ledger does not charge it (this is said once per process). Use "
+        "private and no ledger charges it (this is said once per process). Use "
         "score for simulations only; to select on real data use "
         "skhybrid.model_selection.PrivateGridSearchCV, which chooses privately and "
         "charges the choice (see the private selection guide)",
@@ -155,6 +157,23 @@ def refuse_non_finite(estimator, X, *, reset=True):
     raise ValueError("Input X contains NaN or infinity")  # validate_values raised first
 
 
+def _refuse_times(X):
+    """Refuse datetime64 and timedelta64 values: numpy would read dates as day (or
+    nanosecond) counts, clip them to the bounds and average them without a word."""
+    dtypes = getattr(X, "dtypes", None)
+    named = (list(zip(X.columns, dtypes)) if dtypes is not None and hasattr(X, "columns")
+             else [(None, getattr(X, "dtype", None))])
+    for column, dtype in named:
+        if getattr(dtype, "kind", None) in ("m", "M"):
+            where = "" if column is None else f" (column {column!r})"
+            raise ValueError(
+                f"X holds {dtype} values{where}; {'dates' if dtype.kind == 'M' else 'durations'}"
+                " are not numbers to average: convert them to numbers in a unit you choose, "
+                "for example (X - origin) / np.timedelta64(1, 'D') for days since a public "
+                "origin, and give the bounds in that unit"
+            )
+
+
 def validate_values(estimator, X, *, reset):
     """``validate_data(estimator, X, dtype=np.float64)`` with this library's advice on NaN.
 
@@ -162,6 +181,7 @@ def validate_values(estimator, X, *, reset):
     here the values must be finite (clipped to the public bounds), so the message says
     what this library expects instead.
     """
+    _refuse_times(X)
     try:
         return validate_data(estimator, X, dtype=np.float64, reset=reset)
     except ValueError as error:

@@ -240,14 +240,16 @@ def test_estimate_without_trust_column_treats_everyone_as_tcm(users_csv, capsys)
         ("salary,group\n1,tcm\n", {"bounds": ["9", "1"]}, "--bounds must be two finite"),
         ("salary,group\n1,tcm\n", {"bounds": ["0", "inf"]}, "--bounds must be two finite"),
         ("salary,group\n1,tcm\n", {"epsilon": "often"}, "neither a number nor a column"),
-        ("salary,group\n1,tcm\n", {"epsilon": "0"}, "--epsilon must be > 0"),
+        ("salary,group\n1,tcm\n", {"epsilon": "0"}, "--epsilon must be a finite number > 0"),
+        ("salary,group\n1,tcm\n", {"epsilon": "inf"}, "--epsilon must be a finite number > 0"),
         ("salary,group\n1,tcm\n", {"estimator": "best"}, "choose one of: kvh, pwh"),
         ("salary,group\n1,tcm\n2,lm\n", {"estimator": "pdp_sample"},
          "trusted-curator estimator"),
     ],
     ids=["missing-file", "empty-file", "non-numeric", "bad-trust", "no-rows",
          "missing-column", "bounds-reversed", "bounds-infinite", "bad-epsilon-column",
-         "non-positive-epsilon", "unknown-estimator", "estimator-not-for-lm-users"],
+         "non-positive-epsilon", "infinite-epsilon", "unknown-estimator",
+         "estimator-not-for-lm-users"],
 )
 def test_estimate_errors_exit_2_with_a_message(file_text, options, message, tmp_path, capsys):
     path = tmp_path / "input.csv"
@@ -261,6 +263,26 @@ def test_estimate_errors_exit_2_with_a_message(file_text, options, message, tmp_
 
 
 @pytest.mark.slow  # a new interpreter: seconds of imports
+def test_a_zero_epsilon_is_not_told_that_inf_is_allowed_where_it_is_not(tmp_path, capsys):
+    path = tmp_path / "input.csv"
+    path.write_text("salary,group\n1,tcm\n")
+    assert main(_estimate_args(path, epsilon="0")) == 2
+    assert "inf: public data" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bounds", [["-1e3", "1e3"], ["-0.5e2", "100"], ["-5", "100"]])
+def test_estimate_reads_negative_bounds_in_any_float_spelling(bounds, users_csv, capsys):
+    path, _, _ = users_csv
+    assert main(_estimate_args(path, "--seed", "4", "--json", bounds=bounds)) == 0
+    assert json.loads(capsys.readouterr().out)["bounds"] == [float(b) for b in bounds]
+
+
+def test_infinite_bounds_get_the_bounds_message_not_an_argument_count(users_csv, capsys):
+    path, _, _ = users_csv
+    assert main(_estimate_args(path, bounds=["-inf", "inf"])) == 2
+    assert "--bounds must be two finite numbers LO < HI; got -inf inf" in capsys.readouterr().err
+
+
 def test_errors_exit_2_without_a_traceback(tmp_path):
     completed = run_cli(*_estimate_args(tmp_path / "missing.csv"), cwd=tmp_path)
     assert completed.returncode == 2
@@ -584,3 +606,5 @@ def test_estimate_prints_the_estimate_with_its_expected_error(users_csv, capsys)
     estimate, error = re.search(r"^estimate:\s+(\S+) \+- (\S+)", out, re.M).groups()
     rmse = re.search(r"^expected RMSE:\s+(\S+)", out, re.M).group(1)
     assert float(error) == pytest.approx(float(rmse), rel=1e-2)
+    # An expectation over the trust assignment too: one split's error can be larger.
+    assert "an average over the noise and over which users are tcm" in out

@@ -101,6 +101,12 @@ def test_export_writes_users_releases_and_audit_trails(tmp_path, capsys):
     assert [(row["kind"], float(row["epsilon"])) for row in trail] == [
         ("release", 1.0), ("release", 1.0), ("refund", -0.5)]
     assert json.loads(trail[0]["params"])["strategy"] == "kvh"
+    # OUT.csv after the ids: --user takes the words after it, but not the last one.
+    assert main(["ledger", str(ledger), "export", "--user", "2", "3",
+                 str(tmp_path / "t2.csv")]) == 0
+    assert [row["user_id"] for row in read("t2.csv")] == ["2", "2", "2", "3", "3"]
+    assert main(["ledger", str(ledger), "export", "--user", "2"]) == 2
+    assert "export needs OUT.csv" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("args, message", [

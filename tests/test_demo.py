@@ -197,3 +197,32 @@ def test_demo_writes_into_its_own_directory_by_default(tmp_path, monkeypatch, ca
     assert sorted(path.name for path in tmp_path.iterdir()) == ["skhybrid-demo"]
     assert {path.name for path in (tmp_path / "skhybrid-demo").iterdir()} == {
         "skhybrid-demo.csv", "skhybrid-demo.png"}
+
+
+def test_the_demo_records_its_own_releases_and_says_where_the_hybrid_pays(
+        tmp_path, capsys, monkeypatch):
+    """The flagship run does what it tells users to do (no UnaccountedReleaseWarning: its
+    releases are on a ledger), and says the hybrid's gain is small at 2% and 5% tcm."""
+    import warnings
+
+    import matplotlib.pyplot as plt
+
+    from skhybrid.accounting import _costs
+    from skhybrid.exceptions import UnaccountedReleaseWarning
+
+    monkeypatch.setitem(_costs._UNACCOUNTED, "warned", False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnaccountedReleaseWarning)
+        assert main(["demo", "--output", str(tmp_path)]) == 0  # secure noise
+    capsys.readouterr()
+    out, figure = _demo_figure(tmp_path, capsys)
+    assert re.search(r"7 releases of part 1 are on a ledger of their own .*: they spent "
+                     r"epsilon 6 to 6 per user", out)
+    gains = dict(re.findall(r"(\d)% tcm R = ([\d.]+)", out))
+    assert set(gains) == {"2", "5"}
+    assert all(1.0 <= float(gain) < 1.1 for gain in gains.values())
+    legend = [text.get_text() for text in figure.axes[2].get_legend().get_texts()]
+    assert f"2% tcm: R = {gains['2']}, 5% tcm: R = {gains['5']}" in legend
+    (marks,) = [line for line in figure.axes[2].get_lines() if line.get_marker() == "s"]
+    np.testing.assert_allclose(marks.get_xdata(), [2, 5])
+    plt.close(figure)

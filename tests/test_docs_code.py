@@ -81,3 +81,16 @@ def test_every_python_block_runs(page, scratch):
                         f"which the page does not explain: {warning.message}")
     finally:
         sklearn.set_config(enable_metadata_routing=False)
+
+
+def test_the_readme_runs_the_same_every_time(scratch):
+    """A snippet a reader copies prints what its comments say on every run: the ledger
+    of the Privacy section must not keep the previous run's charges."""
+    for _ in range(3):
+        namespace = {"__name__": "__docs__"}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for block in python_blocks(REPOSITORY / "README.md"):
+                exec(compile(block, "README.md", "exec"), namespace)
+        np.testing.assert_array_equal(namespace["ledger"].remaining(namespace["ids"]), 2.0)
+

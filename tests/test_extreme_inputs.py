@@ -186,3 +186,17 @@ def test_a_fit_refusing_a_parameter_charges_nobody(Estimator):
             if problem:
                 wrong.append((name, value, problem))
     assert wrong == []
+
+
+@pytest.mark.parametrize("name", ["hybrid", "adpm", "pdp-quantile", "kmeans"])
+@pytest.mark.parametrize("kind", ["datetime64", "timedelta64", "frame-datetime"])
+def test_dates_and_durations_are_refused_not_averaged_as_day_numbers(name, kind):
+    pd = pytest.importorskip("pandas")
+    days = np.arange(200).reshape(-1, 1)
+    X = {"datetime64": days.astype("datetime64[D]"),
+         "timedelta64": days.astype("timedelta64[D]"),
+         "frame-datetime": pd.DataFrame({"hired": pd.to_datetime(days.ravel(), unit="D")})}[kind]
+    estimator, metadata = ESTIMATORS[name]((0, 20000), 1.0)
+    with pytest.raises(ValueError, match=r"(datetime64|timedelta64)\S* values.* are not "
+                                         "numbers to average"):
+        estimator.fit(X, **metadata)

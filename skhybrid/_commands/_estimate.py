@@ -182,7 +182,8 @@ def run_estimate(args):
     print(f"users:         {report['n_users']:,} ({n_tcm:,} tcm, {report['n_lm']:,} lm); "
           f"epsilon {epsilon_text}")
     print(f"estimate:      {report['estimate']:.6g} +- {report['expected_rmse']:.3g}  "
-          f"(private mean of column {args.value!r} +- its expected RMSE)")
+          f"(private mean of column {args.value!r} +- its expected RMSE: an average over "
+          "the noise and over which users are tcm, so this split's error can be larger)")
     print(f"expected RMSE: {report['expected_rmse']:.6g}  (analytic, against the data's mean)")
     print(_noise_line(args.seed))
     if ledger is not None:
@@ -208,6 +209,8 @@ def _epsilon(text, table):
             f"--epsilon {text!r} is neither a number nor a column of {table.path} "
             f"(columns: {', '.join(table.header)})"
         ) from None
-    if not value > 0:
-        raise CommandError(f"--epsilon must be > 0 (inf: public data); got {text}")
+    if not (value > 0 and math.isfinite(value)):
+        raise CommandError(
+            f"--epsilon must be a finite number > 0; got {text} (inf, for public data, is "
+            "accepted per user, in an --epsilon column)")
     return value, None

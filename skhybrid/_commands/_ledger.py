@@ -216,6 +216,11 @@ def _ledger_user(args):
 
 def _ledger_export(args):
     """The users' budgets and spends, the releases, or some users' audit trails, as CSV."""
+    if args.output is None:
+        # ``export --user 3 4 OUT.csv``: --user takes every word after it.
+        if not args.user or len(args.user) < 2:
+            raise CommandError("export needs OUT.csv, the CSV file to write")
+        args.output = args.user.pop()
     ledger = _open_ledger(args.file)
     if args.user:
         _, rows = _looked_up(ledger, args.user, lambda ledger, ids: ledger.history(user_id=ids))

@@ -31,6 +31,7 @@ from ..exceptions import BudgetExceededError
 from ._accounts import _Accounts, _Index
 from ._composition import gaussian_epsilon
 from ._events import _decode, _encode, _levels, _mechanism, _pack, _unpack
+from ._few_users import replay
 from ._stores import open_store
 
 #: The kinds of event that charge; ``refund`` gives back, ``budget`` sets budgets (and is
@@ -41,6 +42,9 @@ CHARGE_KINDS = ("release", "reservation")
 # number of users) writes a checkpoint, so that the next process to open the ledger
 # does not replay them again.
 _CHECKPOINT_AFTER = 100_000
+# Up to this many users, a process that has not loaded the totals answers spent,
+# remaining and history from their own rows of the log (see ._few_users).
+_FEW_USERS = 1000
 
 
 def id_array(user_ids):
@@ -71,8 +75,7 @@ def _check_ids(user_ids):
         return np.ascontiguousarray(values), "str"
     if values.dtype.kind == "O":
         listed = values.tolist()
-        kinds = {type(value) for value in listed}
-        if kinds <= {str} and listed:
+        if listed and all(isinstance(value, str) for value in listed):
             return np.array(listed, dtype=str), "str"
         if listed and all(isinstance(v, Integral) and not isinstance(v, bool) for v in listed):
             try:
@@ -242,6 +245,7 @@ class PrivacyLedger:
         self._accounts = _Accounts()
         self._seq = 0
         self._loaded = False
+        self._few = None  # the last few users' answer read without loading (see _read)
         default = _check_budget(default_budget)
         if default is not None:
             with self._store.transaction(write=True) as store:
@@ -293,9 +297,15 @@ class PrivacyLedger:
     def _sync(self, store):
         """Apply the events committed since this process last looked; memberships replayed."""
         replayed = 0
+        added = store.new_users_after(self._seq)
         for row in store.events_after(self._seq):
             seq, kind, payload = row[0], row[1], row[-1]
             new_ids, by_id, new_budget, slots, codes, table = _decode(payload)
+            if seq in added:  # the users table holds them, sorted by id, with their slots
+                ids, new_slots = added[seq]
+                by_id = new_slots - self._accounts.n
+                new_ids = np.empty_like(ids)
+                new_ids[by_id] = ids
             self._add_users(new_ids, new_budget, by_id)
             self._accounts.apply(slots, self._accounts.after(kind, slots, table, codes)[0])
             self._seq = seq
@@ -328,19 +338,38 @@ class PrivacyLedger:
         found = store.get_meta("default_budget")
         return None if found is None else tuple(json.loads(found))
 
-    def _read(self, user_ids):
-        """Synchronise and map ``user_ids`` to slots (-1 for users not in the ledger)."""
+    def _read(self, user_ids, trail=False):
+        """Synchronise and map ``user_ids`` to slots (-1 for users not in the ledger) in
+        the totals returned; with ``trail``, also their charges (see ._few_users)."""
         values, kind = _check_ids(user_ids)
+        if not self._loaded and values.size <= _FEW_USERS:
+            with self._lock, self._store.transaction() as store:
+                if store.get_meta("users") == "indexed" and hasattr(store, "user_slots"):
+                    # The same users asked again (spent, then remaining, then history)
+                    # of an unchanged ledger: the same answer.
+                    key = (values.dtype.str, values.tobytes(), store.last_seq())
+                    if self._few is None or self._few[0] != key:
+                        slots, dtype = store.user_slots(values)
+                        if dtype is not None:
+                            index = _Index()
+                            index.kind = "int" if dtype.kind == "i" else "str"
+                            index.check_kind(kind)
+                        self._few = key, (slots >= 0, *replay(store.events_after(0), slots))
+                    known, accounts, taken = self._few[1]
+                    positions = np.where(known, np.arange(values.size), -1)
+                    return values, positions, self._default_budget(store), accounts, taken
         self._load()
         with self._lock:
             with self._store.transaction() as store:
                 self._sync(store)
                 default = self._default_budget(store)
+                rows = store.events_after(0) if trail else []
             self._index.check_kind(kind)
             slots, duplicate, _ = self._index.positions(values)
             if (slots >= 0).all():
                 self._index.remember(values, slots, duplicate)
-        return values, slots, default
+            taken = replay(rows, slots)[1] if trail else None
+        return values, slots, default, self._accounts, taken
 
     # -- writing: one event per transaction ----------------------------------------------
 
@@ -381,6 +410,9 @@ class PrivacyLedger:
                     slots = slots.copy()
                     slots[unknown] = np.arange(n_before, n_before + unknown.size)
                 self._accounts.stage(unknown.size, new_budget)
+                if unknown.size:
+                    store.append_users(self._seq + 1, values[unknown_by_id],
+                                       slots[unknown_by_id])
                 table, codes, counts = _distinct_rows(columns)
                 changed, n_over = self._accounts.after(kind, slots, table, codes)
                 if kind in CHARGE_KINDS and changed:
@@ -398,7 +430,7 @@ class PrivacyLedger:
                                     _mechanism(table))),
                     str(description or ""), int(values.size),
                     json.dumps(_levels(kind, table, counts)),
-                    _encode(values[unknown], by_id, new_budget, slots, codes, table,
+                    _encode(values[:0], by_id[:0], new_budget, slots, codes, table,
                             n_before + unknown.size),
                 ))
             # Committed: the same event, applied to this process's totals.
@@ -528,11 +560,11 @@ class PrivacyLedger:
         spent : ndarray of float64 of shape (n_users,)
             The epsilon spent; ``(epsilon, delta)``, two such arrays, with ``with_delta``.
         """
-        _, slots, _ = self._read(user_ids)
+        _, slots, _, accounts, _ = self._read(user_ids)
         known = slots >= 0
         epsilon, delta = np.zeros(slots.size), np.zeros(slots.size)
-        epsilon[known] = self._accounts.spent(slots[known])
-        delta[known] = self._accounts.delta[slots[known]]
+        epsilon[known] = accounts.spent(slots[known])
+        delta[known] = accounts.delta[slots[known]]
         return (epsilon, delta) if with_delta else epsilon
 
     def remaining(self, user_ids, *, with_delta=False):
@@ -550,7 +582,7 @@ class PrivacyLedger:
             The epsilon left (``(epsilon, delta)`` with ``with_delta``). For users not
             in the ledger, the default budget (an error without one).
         """
-        values, slots, default = self._read(user_ids)
+        values, slots, default, accounts, _ = self._read(user_ids)
         known = slots >= 0
         if not known.all() and default is None:
             missing = np.flatnonzero(~known)
@@ -559,7 +591,6 @@ class PrivacyLedger:
                 f"example user {values[missing[0]].item()!r}); call set_budget for them or "
                 "give the ledger a default_budget"
             )
-        accounts = self._accounts
         budget = np.full(slots.size, np.nan if default is None else default[0])
         budget_delta = np.full(slots.size, np.nan if default is None else default[1])
         spent, spent_delta = np.zeros(slots.size), np.zeros(slots.size)
@@ -695,35 +726,18 @@ class PrivacyLedger:
         return frame
 
     def _audit_trail(self, user_id):
-        values, kind = _check_ids(user_id)
-        self._load()
-        with self._lock:
-            with self._store.transaction() as store:
-                self._sync(store)
-                rows = store.events_after(0)
-            self._index.check_kind(kind)
-            wanted = self._index.positions(values)[0]
-        known = np.flatnonzero(wanted >= 0)
-        by_slot = np.argsort(wanted[known])
-        slots, owners = wanted[known][by_slot], values[known][by_slot]
+        values, slots, _, _, taken = self._read(user_id, trail=True)
         records = []
-        for row in rows:
-            if row[1] == "budget" or slots.size == 0:
-                continue
-            _, _, _, members, codes, table = _decode(row[-1])
-            where = np.minimum(np.searchsorted(members, slots), max(members.size - 1, 0))
-            hit = np.flatnonzero(members[where] == slots) if members.size else where[:0]
+        for position, row, cost in taken:
             release = _release_record(row[:-1])
             del release["levels"]
             sign = -1.0 if row[1] == "refund" else 1.0
-            for index in hit:
-                cost = table[0 if codes is None else codes[where[index]]]
-                records.append({
-                    "user_id": owners[index].item(), **release,
-                    "epsilon": sign * float(cost[0]) + 0.0, "delta": sign * float(cost[1]) + 0.0,
-                    "noise_multiplier": (None if len(cost) < 3 or cost[2] == 0
-                                         else float(1 / np.sqrt(cost[2]))),
-                })
+            records.append({
+                "user_id": values[position].item(), **release,
+                "epsilon": sign * float(cost[0]) + 0.0, "delta": sign * float(cost[1]) + 0.0,
+                "noise_multiplier": (None if len(cost) < 3 or cost[2] == 0
+                                     else float(1 / np.sqrt(cost[2]))),
+            })
         order = {value: i for i, value in enumerate(values.tolist())}
         records.sort(key=lambda record: (order[record["user_id"]], record["seq"]))
         return records

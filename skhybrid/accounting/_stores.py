@@ -2,8 +2,11 @@
 
 A ledger is an append-only log of events (budgets set, releases charged, refunds), each
 one row with its users' membership in a compressed blob, plus occasional checkpoints of
-every user's totals (so that opening a long ledger does not replay all of it). A store
-only keeps rows; :class:`~skhybrid.accounting.PrivacyLedger` computes the totals.
+every user's totals (so that opening a long ledger does not replay all of it). The users
+an event adds are kept beside it, sorted by id in parts of 32,768 with each part's first
+id, so that one user's question reads two small values per such event, not every user
+(:mod:`._few_users`). A store only keeps rows; :class:`~skhybrid.accounting.PrivacyLedger`
+computes the totals.
 
 Every store gives the same guarantees: a write transaction holds the ledger's write lock
 (``BEGIN IMMEDIATE`` on SQLite, a transaction-level advisory lock on PostgreSQL), so the
@@ -15,9 +18,16 @@ import os
 import sqlite3
 from contextlib import contextmanager
 
-from ..exceptions import LedgerError
+import numpy as np
 
-FORMAT = "skhybrid-privacy-ledger-2"
+from ..exceptions import LedgerError
+from ._events import _pack, _unpack
+
+FORMAT = "skhybrid-privacy-ledger-3"
+# Format 2 kept an event's new users in its payload: this version reads those events, and
+# marks the ledger as format 3 (its new events keep them in the users table, which a
+# version reading format 2 would misread, so it refuses the ledger instead).
+_UPGRADED = ("skhybrid-privacy-ledger-2",)
 
 #: The columns of an event row, in order (``payload`` last: the membership blob).
 EVENT_COLUMNS = ("seq", "kind", "time", "estimator", "params", "mechanism", "description",
@@ -42,11 +52,17 @@ def _schema(prefix, dialect):
         # users, a checkpoint of 1e8 totals, are larger).
         f"CREATE TABLE IF NOT EXISTS {prefix}parts (owner TEXT NOT NULL, seq BIGINT NOT NULL,"
         f" part BIGINT NOT NULL, data {blob} NOT NULL, PRIMARY KEY (owner, seq, part))",
+        # The users an event adds, sorted by id in parts of _USER_PART (part 0: each
+        # part's first id), so that one user's slot is found by reading two small values.
+        f"CREATE TABLE IF NOT EXISTS {prefix}users (seq BIGINT NOT NULL, part BIGINT NOT NULL,"
+        f" data {blob} NOT NULL, PRIMARY KEY (seq, part))",
     )
 
 
 #: The largest part of a payload stored in one value (256 MiB).
 _PART = 2**28
+#: Users per part of an event's new users (a lookup reads one part per event).
+_USER_PART = 2**15
 
 
 def _split(payload):
@@ -63,19 +79,20 @@ class MemoryStore:
     shareable = False
 
     def __init__(self):
-        self._meta = {"format": FORMAT}
+        self._meta = {"format": FORMAT, "users": "indexed"}
         self._events = []
+        self._users = {}
 
     @contextmanager
     def transaction(self, write=False):
         # The ledger's own lock serialises this process's threads; rows appended in a
         # failed transaction are removed so that it leaves nothing behind.
-        n_events, meta = len(self._events), dict(self._meta)
+        n_events, meta, users = len(self._events), dict(self._meta), dict(self._users)
         try:
             yield self
         except BaseException:
             del self._events[n_events:]
-            self._meta = meta
+            self._meta, self._users = meta, users
             raise
 
     def get_meta(self, key):
@@ -90,6 +107,12 @@ class MemoryStore:
 
     def append_event(self, row):
         self._events.append(tuple(row))
+
+    def append_users(self, seq, ids, slots):
+        self._users[seq] = (ids, slots)
+
+    def new_users_after(self, seq):
+        return {key: value for key, value in self._users.items() if key > seq}
 
     def latest_checkpoint(self):
         return None
@@ -152,6 +175,50 @@ class _SQLStore:
                       tuple(row[:-1]) + (bytes(first),))
         self._write_parts("event", row[0], rest)
 
+    def last_seq(self):
+        return self._execute("SELECT COALESCE(MAX(seq), 0) FROM {p}events").fetchone()[0]
+
+    def append_users(self, seq, ids, slots):
+        """Record the users event ``seq`` adds: ``ids`` sorted, with their ``slots``."""
+        starts = range(0, ids.size, _USER_PART)
+        parts = [_pack({"ids": ids[::_USER_PART]})] + [_pack({"ids": ids[start:start + _USER_PART],
+                         "slots": slots[start:start + _USER_PART]}) for start in starts]
+        for part, data in enumerate(parts):
+            self._execute("INSERT INTO {p}users (seq, part, data) VALUES (?, ?, {blob})",
+                          (seq, part, data))
+
+    def new_users_after(self, seq):
+        """{seq: (ids sorted, their slots)} of the events after ``seq`` that add users."""
+        found = {}
+        for event, data in self._execute("SELECT seq, data FROM {p}users WHERE seq > ? AND"
+                                         " part > 0 ORDER BY seq, part", (seq,)).fetchall():
+            found.setdefault(event, []).append(_unpack(bytes(data)))
+        return {event: tuple(np.concatenate([part[name] for part in parts])
+                             for name in ("ids", "slots")) for event, parts in found.items()}
+
+    def user_slots(self, values):
+        """The slot of each id of ``values`` (-1 if unknown) and the ids' dtype (or None),
+        from the parts that can hold them (part 0 of each event says which)."""
+        slots = np.full(values.size, -1, dtype=np.int64)
+        dtype = None
+        for seq, data in self._execute("SELECT seq, data FROM {p}users WHERE part = 0",
+                                       ()).fetchall():
+            firsts = _unpack(bytes(data))["ids"]
+            dtype = firsts.dtype if dtype is None else dtype
+            if firsts.dtype.kind != values.dtype.kind or not firsts.size:
+                continue
+            where = np.searchsorted(firsts, values, side="right")
+            for part in np.unique(where[(where > 0) & (slots < 0)]).tolist():
+                row = self._execute("SELECT data FROM {p}users WHERE seq = ? AND part = ?",
+                                    (seq, part)).fetchone()
+                arrays = _unpack(bytes(row[0]))
+                asked = np.flatnonzero((where == part) & (slots < 0))
+                at = np.minimum(np.searchsorted(arrays["ids"], values[asked]),
+                                arrays["ids"].size - 1)
+                hit = arrays["ids"][at] == values[asked]
+                slots[asked[hit]] = arrays["slots"][at[hit]]
+        return slots, dtype
+
     def latest_checkpoint(self):
         row = self._execute("SELECT seq, payload FROM {p}checkpoints ORDER BY seq DESC"
                             " LIMIT 1").fetchone()
@@ -196,7 +263,7 @@ class _SQLStore:
     def _create(self, existing_tables):
         """Create the tables (under the write lock) and check the format."""
         ours = {f"{self.prefix}meta", f"{self.prefix}events", f"{self.prefix}checkpoints",
-                f"{self.prefix}parts"}
+                f"{self.prefix}parts", f"{self.prefix}users"}
         if self.dialect == "sqlite" and existing_tables and "meta" not in existing_tables:
             raise LedgerError(
                 f"{self.target} is an SQLite database but not a privacy ledger (its tables: "
@@ -207,6 +274,11 @@ class _SQLStore:
                 self._execute(statement)
         found = self.get_meta("format")
         if found is None:
+            self.set_meta("format", FORMAT)
+            # Every event of a ledger created here records its new users in the users
+            # table (an older ledger's first events keep them in their payloads).
+            self.set_meta("users", "indexed")
+        elif found in _UPGRADED:
             self.set_meta("format", FORMAT)
         elif found != FORMAT:
             raise LedgerError(f"{self.target} holds a ledger of format {found!r}; "
@@ -254,8 +326,15 @@ class SQLiteStore(_SQLStore):
                 f"{self.description} is locked by another process (waited {self.timeout:g} s);"
                 " nothing was charged"
             )
-        return LedgerError(
-            f"{self.description} cannot be used: {error} (is it a privacy ledger file?)")
+        message = str(error)
+        if "full" in message:
+            return LedgerError(f"{self.description}: the disk is full ({message}); nothing "
+                               "was charged")
+        if "readonly" in message:
+            return LedgerError(f"{self.description} is read-only ({message}): it can be "
+                               "read, but not charged; nothing was charged")
+        hint = " (is it a privacy ledger file?)" if "not a database" in message else ""
+        return LedgerError(f"{self.description} cannot be used: {message}{hint}")
 
     @contextmanager
     def transaction(self, write=False):
@@ -267,16 +346,23 @@ class SQLiteStore(_SQLStore):
         try:
             yield self
         except sqlite3.DatabaseError as error:
-            connection.execute("ROLLBACK")
+            self._rollback(connection)
             raise self._error(error) from error
         except BaseException:
-            connection.execute("ROLLBACK")
+            self._rollback(connection)
             raise
         try:
             connection.execute("COMMIT")
         except sqlite3.DatabaseError as error:
-            connection.execute("ROLLBACK")
+            self._rollback(connection)
             raise self._error(error) from error
+
+    @staticmethod
+    def _rollback(connection):
+        # SQLite has already rolled back after some errors (a full disk): a second
+        # ROLLBACK would raise "no transaction is active" and hide the real error.
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
 
 
 class PostgresStore(_SQLStore):

@@ -142,7 +142,9 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
         ``eps2 = R eps1`` with ``R = 1 + 8 / (n f eps1^2)``, Eq. (4)).
     expected_mse_ : ndarray of shape (n_features,)
         Worst-case (or known-variance) expected squared error of ``mean_`` against the
-        empirical mean of the fitted data.
+        empirical mean of the fitted data: an expectation over the noise and over which
+        users hold which privacy level (each level's users a random share of i.i.d.
+        users); on one given assignment whose groups differ, the error can be larger.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
 

@@ -311,7 +311,10 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
         data, by Lemma 3.13 (hybrid strategies) or Lemmas 3.2, 3.4 and 3.11 (baselines),
         for i.i.d. data of variance ``variance_``: an estimate with
         ``variance="private"``, exact for a known ``variance``, a worst-case bound with
-        ``variance=None``.
+        ``variance=None``. An expectation over the noise and over which users trust the
+        curator (the tcm users as a random share of i.i.d. users): on one given
+        assignment whose tcm users happen to differ from the others, the error can be
+        several times its square root.
     variance_ : ndarray of shape (n_features,)
         The data variance the fit used: the private estimate (``variance="private"``),
         the given one, or the worst case (``None``).

@@ -21,7 +21,7 @@ from skhybrid import (
     PDPSampleEstimator,
 )
 from skhybrid.accounting import PrivacyLedger
-from skhybrid.exceptions import BudgetExceededError, PrivacyLeakWarning
+from skhybrid.exceptions import BudgetExceededError, PrivacyLeakWarning, UnaccountedReleaseWarning
 from skhybrid.mechanisms import gaussian_noise_multiplier
 
 N_USERS = 400
@@ -244,6 +244,25 @@ def test_score_warns_once_per_class_and_process_with_a_ledger(users, monkeypatch
         warnings.simplefilter("error")
         estimator.score(X)
         clone(estimator).fit(X, trust_group=trust, user_id=ids).score(X)  # a search's clone
+
+
+def test_score_of_a_secure_noise_fit_warns_once_without_a_ledger(users, monkeypatch):
+    """A real release (secure noise) scored on raw data: not private, ledger or not; a
+    seeded simulation's score stays quiet."""
+    X, trust, _, _ = users
+    monkeypatch.setattr("skhybrid.base._SCORE_WARNED", set())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        HybridMeanEstimator(bounds=(0, 1), random_state=0).fit(X, trust_group=trust).score(X)
+    estimator = HybridMeanEstimator(bounds=(0, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnaccountedReleaseWarning)
+        estimator.fit(X, trust_group=trust)
+    with pytest.warns(PrivacyLeakWarning, match="not differentially private"):
+        estimator.score(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        estimator.score(X)  # once per process
 
 
 # -- model selection ----------------------------------------------------------------------

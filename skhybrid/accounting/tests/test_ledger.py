@@ -288,3 +288,31 @@ def test_a_relative_path_names_the_same_file_from_another_directory(tmp_path, mo
     copy = pickle.loads(pickle.dumps(ledger))
     np.testing.assert_array_equal(copy.spent([1, 2]), [0.5, 0.5])
     assert not (tmp_path / "elsewhere" / "ledger.sqlite").exists()
+
+
+def test_a_full_disk_during_a_charge_says_so_and_charges_nothing(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    ledger = PrivacyLedger(path, default_budget=10.0)
+    ledger.charge(np.arange(100), 1.0)
+    connection = ledger._store._connect()
+    pages = connection.execute("PRAGMA page_count").fetchone()[0]
+    connection.execute(f"PRAGMA max_page_count = {pages + 2}")  # a disk about to be full
+    with pytest.raises(LedgerError, match=r"the disk is full \(database or disk is full\); "
+                                          "nothing was charged"):
+        ledger.charge(np.arange(200_000), 1.0)
+    np.testing.assert_array_equal(PrivacyLedger(path).spent([0, 150]), [1.0, 0.0])
+    assert len(PrivacyLedger(path).history()) == 1
+
+
+def test_a_read_only_ledger_is_called_read_only_not_a_foreign_file(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    ledger = PrivacyLedger(path, default_budget=10.0)
+    ledger.charge([1], 1.0)
+    ledger.close()
+    store = ledger._store
+    store._connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True,
+                                        isolation_level=None, check_same_thread=False)
+    with pytest.raises(LedgerError, match="is read-only") as raised:
+        ledger.charge([1], 1.0)
+    assert "is it a privacy ledger file" not in str(raised.value)
+    assert ledger.spent([1])[0] == 1.0  # reading still works

@@ -10,6 +10,7 @@ import math
 import multiprocessing
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -161,6 +162,41 @@ def test_a_users_audit_trail_lists_their_releases_and_adds_up_to_their_spend(bac
     assert ledger.history(user_id=5000) == []
 
 
+@pytest.mark.parametrize("kind", ["int", "str"])
+def test_one_users_questions_read_only_that_users_rows(shared_backend, kind, monkeypatch):
+    """A fresh process asking about a few users (a support desk) answers from their rows of
+    the log, never loading every user's totals, with the same numbers as a full load."""
+    from skhybrid.accounting import _stores
+
+    monkeypatch.setattr(_stores, "_USER_PART", 64)  # many parts per event at this size
+    _, target = shared_backend
+    ids = np.random.default_rng(0).permutation(5000) * 3
+    ids = ids if kind == "int" else np.char.add("u", ids.astype(str))
+    ledger = PrivacyLedger(target, default_budget=(10.0, 1e-5))
+    ledger.set_budget(ids[:100], 20.0, 1e-4)
+    ledger.charge(ids[:3000], np.where(np.arange(3000) % 3 == 0, 0.5, 0.25))  # codes
+    ledger.charge(ids[2000:], 0.125, 1e-6)  # new users; a bitmap
+    ledger.charge(ids[::50], noise_multiplier=2.0)  # a few: sorted slots, Gaussian
+    ledger.refund(ids[:7], 0.25)
+    asked = np.concatenate([ids[[0, 3, 6, 50, 2500, 4999]], ["nobody"] if kind == "str" else [-1]])
+    full = PrivacyLedger(target)
+    full._load()  # every user's totals, as a process that charges has them
+    expected = (full.spent(asked, with_delta=True), full.remaining(asked, with_delta=True))
+    full_trail = full.history(user_id=asked)
+
+    fresh = PrivacyLedger(target)
+    monkeypatch.setattr(PrivacyLedger, "_load", lambda self: pytest.fail("loaded everyone"))
+    np.testing.assert_array_equal(fresh.spent(asked, with_delta=True), expected[0])
+    np.testing.assert_array_equal(fresh.remaining(asked, with_delta=True), expected[1])
+    assert fresh.history(user_id=asked) == full_trail
+    trail = fresh.history(user_id=ids[0])
+    assert [(row["kind"], row["epsilon"], row["noise_multiplier"]) for row in trail] == [
+        ("release", 0.5, None), ("release", 0.0, 2.0), ("refund", -0.25, None)]
+    assert fresh._accounts.n == 0
+    with pytest.raises(TypeError, match="user ids are"):
+        fresh.spent([1] if kind == "str" else ["a"])
+
+
 def test_the_audit_trail_exports_to_a_frame_and_csv(backend, tmp_path):
     pd = pytest.importorskip("pandas")
     _, target = backend
@@ -285,10 +321,10 @@ def test_a_writer_holding_the_lock_makes_others_wait_then_fail_clearly(shared_ba
 
 def test_payloads_past_one_value_are_stored_in_parts(shared_backend, monkeypatch):
     """PostgreSQL's bytea and SQLite's blobs stop at 1 GB (1e8 new users in one release,
-    a checkpoint of 1e8 totals): longer payloads are stored in parts, here of 1 kB."""
+    a checkpoint of 1e8 totals): longer payloads are stored in parts, here of 64 bytes."""
     from skhybrid.accounting import _stores
 
-    monkeypatch.setattr(_stores, "_PART", 1024)
+    monkeypatch.setattr(_stores, "_PART", 64)
     _, target = shared_backend
     ledger = PrivacyLedger(target, default_budget=np.inf)
     ids = np.random.default_rng(0).permutation(30_000)
@@ -330,8 +366,26 @@ def test_a_ledger_file_of_an_older_format_is_a_clear_error(tmp_path):
     connection.commit()
     connection.close()
     with pytest.raises(LedgerError, match="format 'skhybrid-privacy-ledger-1'; this version "
-                                          "reads 'skhybrid-privacy-ledger-2'"):
+                                          "reads 'skhybrid-privacy-ledger-3'"):
         PrivacyLedger(path)
+
+
+def test_a_format_2_ledger_is_read_and_marked_format_3(tmp_path):
+    """Format 2 kept new users in the events' payloads: still read (by a full load, not by
+    the few users' path, which needs every event's users in the users table), and marked
+    format 3 so that a version reading only format 2 refuses it rather than misreads it."""
+    path = tmp_path / "ledger.sqlite"
+    PrivacyLedger(path, default_budget=5.0).charge([3, 1, 2], 1.0)
+    connection = sqlite3.connect(path)
+    connection.execute("UPDATE meta SET value = 'skhybrid-privacy-ledger-2' WHERE key = 'format'")
+    connection.execute("DELETE FROM meta WHERE key = 'users'")
+    connection.commit()
+    connection.close()
+    ledger = PrivacyLedger(path)
+    np.testing.assert_array_equal(ledger.spent([1, 3, 9]), [1.0, 1.0, 0.0])
+    assert ledger._loaded  # the full load, not the few users' path
+    with ledger._store.transaction():
+        assert ledger._store.get_meta("format") == "skhybrid-privacy-ledger-3"
 
 
 def test_a_dropped_postgres_ledger_closes_its_own_connection_not_the_callers(postgres_url):

@@ -11,7 +11,7 @@ from sklearn.compose import ColumnTransformer
 from sklearn.model_selection import GridSearchCV, KFold, cross_validate
 from sklearn.pipeline import Pipeline
 
-from skhybrid import HybridMeanEstimator
+from skhybrid import ADPMEstimator, HybridMeanEstimator
 from skhybrid.exceptions import PrivacyLeakWarning
 from skhybrid.mean import EmptyGroupWarning
 
@@ -352,3 +352,11 @@ def test_clone_and_pickle_keep_parameters_and_fitted_state():
     restored = pickle.loads(pickle.dumps(est))
     np.testing.assert_array_equal(restored.mean_, est.mean_)
     np.testing.assert_array_equal(restored.predict(X[:5]), est.predict(X[:5]))
+
+
+@pytest.mark.parametrize("Estimator", [HybridMeanEstimator, ADPMEstimator])
+def test_expected_mse_is_documented_as_an_expectation_over_the_assignment(Estimator):
+    """A newcomer's one split can miss by several expected RMSEs: the docs must say that
+    expected_mse_ averages over which users are in which group, not only the noise."""
+    entry = Estimator.__doc__.split("expected_mse_ :")[1].split("\n    n_features_in_")[0]
+    assert "expectation over the noise and over which" in " ".join(entry.split())
