@@ -98,7 +98,7 @@ def test_a_fresh_process_sums_by_the_compiled_kernels_without_numba():
 
     script = (
         "import sys, warnings; warnings.simplefilter('ignore'); import numpy as np; "
-        "import skhybrid; from skhybrid import ADPMEstimator, HybridMeanEstimator; "
+        "import skhybrid; from skhybrid import ADPMEstimator, HybridKMeans, HybridMeanEstimator; "
         "assert 'numba' not in sys.modules, 'import'; "
         "X = np.random.default_rng(0).uniform(size=(1000, 1)); "
         "HybridMeanEstimator(bounds=(0, 1), random_state=0).fit(X, trust_group=X[:, 0] < 0.1); "

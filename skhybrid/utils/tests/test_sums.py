@@ -331,7 +331,9 @@ def test_no_release_of_code_sums_over_more_users_than_int64_holds():
     assert ok[0, 0] == 2.0**62 / 2**FIXED_POINT_BITS
     with pytest.raises(ValueError, match="at most 2,147,483,647 users"):
         centred_sums(np.array([[5]]), *bounds, n_users=MAX_USERS + 1)
-    estimator = HybridMeanEstimator("tcm_only", bounds=(0.0, 1.0), random_state=0)
+    # Fitted once (a seeded simulation), so that its mechanism is resolved.
+    estimator = HybridMeanEstimator("tcm_only", bounds=(0.0, 1.0), random_state=0).fit(
+        np.zeros((2, 1)))
     statistics = _GroupStatistics(n_tcm=MAX_USERS + 1, n_lm=0, epsilon_tcm=1.0,
                                   epsilon_lm=None, tcm_sum=np.array([-2**63]),
                                   lm_sum=np.zeros(1))
