@@ -1,7 +1,10 @@
 """The baselines ADPM is compared with (Chaudhuri and Courtade, Sec. IV-A, Appendix D).
 
 UNI, PropDPM and LDPE weights, and the biased stretching mechanism of Example 2 with
-its mean squared error.
+its mean squared error. Their arguments ``epsilon``, ``data_range``, ``variance`` and
+``counts`` are those of :func:`~skhybrid.theory._adpm.adpm_weights` (np.inf = public
+user; ``variance=None`` is the worst case ``data_range**2 / 4``); each returns an
+:class:`~skhybrid.theory._adpm_common.ADPMSolution`.
 """
 
 import numpy as np
@@ -32,39 +35,25 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 
 
+def _central_solution(weights, eps, data_range, variance, counts):
+    """The release of fixed weights on tcm users only, without Algorithm 1's fallback."""
+    return _solution(
+        weights, eps, np.zeros(eps.size, dtype=bool), data_range=data_range,
+        variance=variance, fallback_to_midpoint=False, counts=counts,
+    )
+
+
 def uni_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
     """UNI baseline (Sec. IV-A of Chaudhuri and Courtade): everyone gets min(epsilon).
 
     The sample mean with Laplace noise for ``min_i epsilon_i``-DP: ``w_i = 1/n``,
     ``eta = data_range / (n min_i epsilon_i)`` (0 when every user is public).
-
-    Parameters
-    ----------
-    epsilon : array-like of shape (n_users,)
-        Per-user privacy levels, > 0; np.inf = public.
-    data_range : float, default=1.0
-    variance : float, default=None
-        Variance bound for ``expected_mse``; None is the worst case ``data_range**2 / 4``.
-    counts : array-like of shape (n_users,), default=None
-        Users per entry (the level form); None: one each.
-
-    Returns
-    -------
-    solution : ADPMSolution
     """
     eps, counts, data_range = _checked_levels(epsilon, counts, data_range)
     variance = _resolve_variance(variance, data_range)
     n_users = eps.size if counts is None else counts.sum()
     weights = np.full(eps.size, 1.0 / n_users)
-    return _solution(
-        weights,
-        eps,
-        np.zeros(eps.size, dtype=bool),
-        data_range=data_range,
-        variance=variance,
-        fallback_to_midpoint=False,
-        counts=counts,
-    )
+    return _central_solution(weights, eps, data_range, variance, counts)
 
 
 def propdpm_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
@@ -73,20 +62,6 @@ def propdpm_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
     Weights proportional to epsilon, ``w_i = epsilon_i / ||epsilon||_1``, with
     ``eta = data_range / ||epsilon||_1``. With public users this is taken in the limit
     of their epsilon to infinity: equal weights on the public users and no noise.
-
-    Parameters
-    ----------
-    epsilon : array-like of shape (n_users,)
-        Per-user privacy levels, > 0; np.inf = public.
-    data_range : float, default=1.0
-    variance : float, default=None
-        Variance bound for ``expected_mse``; None is the worst case ``data_range**2 / 4``.
-    counts : array-like of shape (n_users,), default=None
-        Users per entry (the level form); None: one each.
-
-    Returns
-    -------
-    solution : ADPMSolution
     """
     eps, counts, data_range = _checked_levels(epsilon, counts, data_range)
     variance = _resolve_variance(variance, data_range)
@@ -95,15 +70,7 @@ def propdpm_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
         weights = public / _total(public.astype(float), counts)
     else:
         weights = eps / _total(eps, counts)
-    return _solution(
-        weights,
-        eps,
-        np.zeros(eps.size, dtype=bool),
-        data_range=data_range,
-        variance=variance,
-        fallback_to_midpoint=False,
-        counts=counts,
-    )
+    return _central_solution(weights, eps, data_range, variance, counts)
 
 
 def ldpe_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
@@ -119,16 +86,6 @@ def ldpe_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
     The paper defines LDPE for two groups; one group per distinct epsilon is our reading
     for general epsilon. With one user per level it is local-model Laplace plus
     inverse-variance weighting.
-
-    Parameters
-    ----------
-    epsilon : array-like of shape (n_users,)
-        Per-user privacy levels, > 0; np.inf = public (its level gets no noise).
-    data_range : float, default=1.0
-    variance : float, default=None
-        Variance bound; None is the worst case ``data_range**2 / 4``.
-    counts : array-like of shape (n_users,), default=None
-        Users per entry (the level form); None: one each.
 
     Returns
     -------
@@ -170,16 +127,6 @@ def stretching_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
     epsilon_max``, and on any interval the rule shrinks ``x_i - centre``). With public
     users (epsilon = inf) epsilon_max is infinite: the public users keep their values
     and every finite-epsilon user is shrunk to the centre.
-
-    Parameters
-    ----------
-    epsilon : array-like of shape (n_users,)
-        Per-user privacy levels, > 0; np.inf = public.
-    data_range : float, default=1.0
-    variance : float, default=None
-        Variance bound; None is the worst case ``data_range**2 / 4``.
-    counts : array-like of shape (n_users,), default=None
-        Users per entry (the level form); None: one each.
 
     Returns
     -------
