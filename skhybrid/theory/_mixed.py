@@ -37,6 +37,20 @@ from ..mechanisms._noise import laplace_variance
 from ..utils._level_index import LevelIndex
 from ..utils._validation import check_epsilon
 
+__all__ = [
+    "group_mean_noise_scale",
+    "group_mean_variance",
+    "inverse_variance_weights",
+    "mixed_mean_variance",
+    "mixed_mean_weights",
+    "mixed_quantile_weights",
+    "mse_about_empirical_mean",
+    "optimal_sample_threshold",
+    "sample_mechanism_mse",
+    "sample_mechanism_probabilities",
+    "sample_mechanism_thresholds",
+]
+
 # Grid points per interval between consecutive distinct epsilons in the threshold search.
 _GRID_POINTS_PER_INTERVAL = 16
 
