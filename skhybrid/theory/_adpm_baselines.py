@@ -1,10 +1,7 @@
 """The baselines ADPM is compared with (Chaudhuri and Courtade, Sec. IV-A, Appendix D).
 
 UNI, PropDPM and LDPE weights, and the biased stretching mechanism of Example 2 with
-its mean squared error. Their arguments ``epsilon``, ``data_range``, ``variance`` and
-``counts`` are those of :func:`~skhybrid.theory._adpm.adpm_weights` (np.inf = public
-user; ``variance=None`` is the worst case ``data_range**2 / 4``); each returns an
-:class:`~skhybrid.theory._adpm_common.ADPMSolution`.
+its mean squared error. Their arguments are those of :func:`~skhybrid.theory.adpm_weights`.
 """
 
 import numpy as np
@@ -48,6 +45,15 @@ def uni_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
 
     The sample mean with Laplace noise for ``min_i epsilon_i``-DP: ``w_i = 1/n``,
     ``eta = data_range / (n min_i epsilon_i)`` (0 when every user is public).
+
+    Parameters
+    ----------
+    epsilon, data_range, variance, counts
+        As in :func:`adpm_weights`.
+
+    Returns
+    -------
+    solution : ADPMSolution
     """
     eps, counts, data_range = _checked_levels(epsilon, counts, data_range)
     variance = _resolve_variance(variance, data_range)
@@ -62,6 +68,15 @@ def propdpm_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
     Weights proportional to epsilon, ``w_i = epsilon_i / ||epsilon||_1``, with
     ``eta = data_range / ||epsilon||_1``. With public users this is taken in the limit
     of their epsilon to infinity: equal weights on the public users and no noise.
+
+    Parameters
+    ----------
+    epsilon, data_range, variance, counts
+        As in :func:`adpm_weights`.
+
+    Returns
+    -------
+    solution : ADPMSolution
     """
     eps, counts, data_range = _checked_levels(epsilon, counts, data_range)
     variance = _resolve_variance(variance, data_range)
@@ -86,6 +101,11 @@ def ldpe_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
     The paper defines LDPE for two groups; one group per distinct epsilon is our reading
     for general epsilon. With one user per level it is local-model Laplace plus
     inverse-variance weighting.
+
+    Parameters
+    ----------
+    epsilon, data_range, variance, counts
+        As in :func:`adpm_weights`.
 
     Returns
     -------
@@ -127,6 +147,11 @@ def stretching_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
     epsilon_max``, and on any interval the rule shrinks ``x_i - centre``). With public
     users (epsilon = inf) epsilon_max is infinite: the public users keep their values
     and every finite-epsilon user is shrunk to the centre.
+
+    Parameters
+    ----------
+    epsilon, data_range, variance, counts
+        As in :func:`adpm_weights`.
 
     Returns
     -------

@@ -1,10 +1,7 @@
 """ADPM's two-group closed forms (Chaudhuri and Courtade, Eq. (4), Table I / Lemma 3, Theorem 1).
 
-A fraction ``f`` in (0, 1] of ``n`` users at ``eps1``, the rest at ``eps2``, with
-``0 < eps1 <= eps2`` (``eps2 = np.inf``: a public group): the saturation ratio, the
-optimal weights and their mean squared error. ``data_range`` (default 1) and ``variance``
-(default None: the worst case ``data_range**2 / 4``) bound the data as in
-:func:`~skhybrid.theory._adpm.adpm_weights`.
+A fraction ``f`` of ``n`` users at ``eps1``, the rest at ``eps2``: the saturation
+ratio, the optimal weights and their mean squared error.
 """
 
 from ._adpm_common import _check_data_range, _resolve_variance, midpoint_mse
@@ -42,6 +39,11 @@ def saturation_ratio(n, f, eps1, *, data_range=1.0, variance=None):
     the more private group (privacy level ``eps1 <= eps2``). With a variance bound it
     generalises to ``1 + 2 data_range^2 / (variance n f eps1^2)``.
 
+    Parameters
+    ----------
+    n, f, eps1, data_range, variance
+        As in :func:`two_group_weights`.
+
     Returns
     -------
     R : float
@@ -58,6 +60,18 @@ def two_group_weights(n, f, eps1, eps2, *, data_range=1.0, variance=None):
     If ``eps2 <= R eps1``: ``w_k = eps_k / (n eps_bar)`` with ``eps_bar = f eps1 +
     (1 - f) eps2`` (weights proportional to epsilon); otherwise the weights saturate at
     ``w1 = 1 / (n [f + (1 - f) R])``, ``w2 = R w1``.
+
+    Parameters
+    ----------
+    n : int
+        Number of users.
+    f : float
+        Fraction of users with privacy level eps1, in (0, 1].
+    eps1, eps2 : float
+        Privacy levels, ``0 < eps1 <= eps2``; ``eps2 = np.inf`` is a public group.
+    data_range : float, default=1.0
+    variance : float, default=None
+        Bound on the data's variance; None is the worst case ``data_range**2 / 4``.
 
     Returns
     -------
@@ -82,6 +96,11 @@ def two_group_mse(n, f, eps1, eps2, *, data_range=1.0, variance=None):
     ``1/4``. In the data's units, with a variance bound, the ``1/4`` of the variance term
     becomes ``variance``, the noise term gains ``data_range^2`` and the cap is
     ``data_range^2 / 4``.
+
+    Parameters
+    ----------
+    n, f, eps1, eps2, data_range, variance
+        As in :func:`two_group_weights`.
 
     Returns
     -------

@@ -166,8 +166,14 @@ def laplace_noise_variances(n, c, m, epsilon):
 
     Parameters
     ----------
-    n, c, m, epsilon : float or array-like
-        The problem, in the module's notation and domains.
+    n : float or array-like
+        Number of users, > 0.
+    c : float or array-like
+        Fraction of tcm users, in (0, 1).
+    m : float or array-like
+        Width of the data range [0, m], > 0.
+    epsilon : float or array-like
+        Privacy level of every user, > 0.
 
     Returns
     -------
@@ -199,7 +205,7 @@ def gaussian_noise_variances(n, c, m, epsilon, delta):
     Parameters
     ----------
     n, c, m : float or array-like
-        The problem, in the module's notation and domains.
+        As in :func:`laplace_noise_variances`.
     epsilon : float or array-like
         Privacy level, in (0, 1) (the classic calibration is valid only there).
     delta : float
@@ -238,7 +244,7 @@ def tcm_only_mse(*, n, c, s_T2, sigma_T2, sigma_L2, mu_T=0.0, mu_L=0.0):
     Parameters
     ----------
     n, c, s_T2, sigma_T2, sigma_L2, mu_T, mu_L : float or array-like
-        The problem, in the module's notation and domains.
+        As in :func:`hybrid_mse`.
 
     Returns
     -------
@@ -266,7 +272,7 @@ def full_lm_mse(*, n, s_L2):
     Parameters
     ----------
     n, s_L2 : float or array-like
-        The problem, in the module's notation and domains.
+        As in :func:`hybrid_mse`.
 
     Returns
     -------
@@ -287,7 +293,7 @@ def lm_only_mse(*, n, c, s_L2, sigma_T2, sigma_L2, mu_T=0.0, mu_L=0.0):
     Parameters
     ----------
     n, c, s_L2, sigma_T2, sigma_L2, mu_T, mu_L : float or array-like
-        The problem, in the module's notation and domains.
+        As in :func:`hybrid_mse`.
 
     Returns
     -------
@@ -319,8 +325,18 @@ def hybrid_mse(weight, *, n, c, s_T2, s_L2, sigma_T2, sigma_L2, mu_T=0.0, mu_L=0
     ----------
     weight : float or array-like
         Weight w on the tcm group's estimate, in [0, 1].
-    n, c, s_T2, s_L2, sigma_T2, sigma_L2, mu_T, mu_L : float or array-like
-        The problem, in the module's notation and domains.
+    n : float or array-like
+        Number of users, > 0.
+    c : float or array-like
+        Fraction of tcm users, in (0, 1).
+    s_T2 : float or array-like
+        Variance of the noise added to the tcm group's mean, >= 0.
+    s_L2 : float or array-like
+        Variance of one lm user's local noise, >= 0.
+    sigma_T2, sigma_L2 : float or array-like
+        Data variances of the tcm and lm groups, >= 0.
+    mu_T, mu_L : float or array-like, default=0.0
+        Data means of the tcm and lm groups (only their difference matters).
 
     Returns
     -------
@@ -428,7 +444,7 @@ def critical_values(*, c, s_T2, s_L2, sigma_T2, sigma_L2, mu_T=0.0, mu_L=0.0):
     Parameters
     ----------
     c, s_T2, sigma_T2, sigma_L2, mu_T, mu_L : float or array-like
-        The problem, in the module's notation and domains.
+        As in :func:`hybrid_mse`.
     s_L2 : float or array-like
         Variance of one lm user's local noise, > 0.
 
@@ -476,8 +492,10 @@ def laplace_critical_values(*, c, m, epsilon, sigma2):
 
     Parameters
     ----------
-    c, m, epsilon, sigma2 : float or array-like
-        The problem, in the module's notation and domains.
+    c, m, epsilon : float or array-like
+        As in :func:`laplace_noise_variances`.
+    sigma2 : float or array-like
+        Data variance of both groups, >= 0.
 
     Returns
     -------
@@ -508,8 +526,10 @@ def max_relative_improvement(*, c, m, epsilon, sigma2):
 
     Parameters
     ----------
-    c, m, epsilon, sigma2 : float or array-like
-        The problem, in the module's notation and domains.
+    c, m, epsilon : float or array-like
+        As in :func:`laplace_noise_variances`.
+    sigma2 : float or array-like
+        Data variance of both groups, >= 0.
 
     Returns
     -------
@@ -559,8 +579,10 @@ def peak_fraction(*, n, m, epsilon, sigma2):
 
     Parameters
     ----------
-    n, m, epsilon, sigma2 : float
-        The problem, in the module's notation and domains; ``sigma2 > 0``.
+    n, m, epsilon : float
+        As in :func:`laplace_noise_variances`.
+    sigma2 : float
+        Data variance of both groups, > 0.
 
     Returns
     -------
@@ -591,8 +613,10 @@ def kvh_weight(*, n, c, s_T2, s_L2, sigma2):
 
     Parameters
     ----------
-    n, c, s_T2, s_L2, sigma2 : float or array-like
-        The problem, in the module's notation and domains.
+    n, c, s_T2, s_L2 : float or array-like
+        As in :func:`hybrid_mse`.
+    sigma2 : float or array-like
+        Data variance of both groups, >= 0.
 
     Returns
     -------
@@ -614,7 +638,7 @@ def kvh_weight_heterogeneous(*, n, c, s_T2, s_L2, sigma_T2, sigma_L2, mu_T=0.0, 
     Parameters
     ----------
     n, c, s_T2, s_L2, sigma_T2, sigma_L2, mu_T, mu_L : float or array-like
-        The problem, in the module's notation and domains (a curator rarely knows the means; Sec. 6).
+        As in :func:`hybrid_mse` (a curator rarely knows the means; Sec. 6).
 
     Returns
     -------
@@ -647,7 +671,7 @@ def pwh_weight(*, n, c, s_T2, s_L2):
     Parameters
     ----------
     n, c, s_T2, s_L2 : float or array-like
-        The problem, in the module's notation and domains; ``s_T2 + s_L2`` must be > 0.
+        As in :func:`hybrid_mse`; ``s_T2 + s_L2`` must be > 0.
 
     Returns
     -------
@@ -713,7 +737,7 @@ def hybrid_privacy_amplification(*, weight, n, c, m, s_T2, s_L2, delta, n_advers
     weight : float or array-like
         Weight w on the tcm group's estimate, in [0, 1].
     n, c, m : float or array-like
-        The problem, in the module's notation and domains.
+        As in :func:`laplace_noise_variances`.
     s_T2 : float or array-like
         Variance of the Gaussian noise on the tcm group's mean, > 0 (e.g. from
         :func:`gaussian_noise_variances`).

@@ -22,9 +22,6 @@ Conventions shared by every function here:
   error about the empirical mean of the data.
 - Noise is continuous Laplace, variance 2 b^2 for scale b; its formula lives in
   :func:`skhybrid.mechanisms._noise.laplace_variance`.
-- ``epsilon`` holds privacy levels > 0 (``np.inf``: public), one per user, or one per
-  group beside ``group_sizes`` (users per group, > 0); ``counts``, where accepted, gives
-  the users per entry of ``epsilon`` (the level form; None: one user each).
 - Arrays broadcast with numpy's rules; group arrays (sizes, epsilons) lie along the last
   axis. For per-feature values pass ``data_range`` / ``variance`` of shape
   ``(n_features, 1)``.
@@ -200,6 +197,7 @@ def sample_mechanism_thresholds(epsilon):
     Parameters
     ----------
     epsilon : array-like of shape (n_samples,)
+        Per-user privacy levels, > 0; ``np.inf`` is a public user.
 
     Returns
     -------
@@ -242,14 +240,16 @@ def sample_mechanism_mse(epsilon, threshold, *, data_range, variance, counts=Non
     Parameters
     ----------
     epsilon : array-like of shape (n_samples,)
+        Per-user privacy levels, > 0; ``np.inf`` is a public user.
     threshold : float or array-like
         The threshold t > 0, or ``np.inf``; an array gives one error per threshold.
     data_range : float or array-like
         upper - lower: one user's largest change to a sum under replacement (r in the
         paper).
     variance : float or array-like
-        sigma^2, >= 0 (module conventions).
+        Variance of one user's clipped value (sigma^2), >= 0.
     counts : array-like of shape (n_samples,), default=None
+        Users per entry of ``epsilon`` (the level form); None: one user each.
 
     Returns
     -------
@@ -290,11 +290,13 @@ def optimal_sample_threshold(epsilon, *, data_range, variance, counts=None):
     Parameters
     ----------
     epsilon : array-like of shape (n_samples,)
+        Per-user privacy levels, > 0; ``np.inf`` is a public user.
     data_range : float or array-like
         upper - lower, as in :func:`sample_mechanism_mse`.
     variance : float or array-like
         Variance of one user's clipped value, >= 0.
     counts : array-like of shape (n_samples,), default=None
+        Users per entry of ``epsilon`` (the level form); None: one user each.
 
     Returns
     -------
@@ -395,9 +397,10 @@ def group_mean_noise_scale(group_size, epsilon, data_range):
     Ferrando et al. Sec. 2 ("Means"): group i releases (Sigma_i + z_i) / n_i with
     z_i ~ Lap(r / epsilon_i), i.e. noise of scale r / (n_i epsilon_i) on its mean.
 
-    Under replacement (module conventions) the group sum moves by at most
-    ``data_range``. The same formula gives the Sample mechanism's scale with the kept count as
-    ``group_size`` and the threshold t as ``epsilon``.
+    Under the module's neighbouring relation (replace one user's value, group sizes
+    public) the group sum moves by at most ``data_range = upper - lower``. The same
+    formula gives the Sample mechanism's scale with the kept count as ``group_size``
+    and the threshold t as ``epsilon``.
 
     Parameters
     ----------
@@ -442,7 +445,7 @@ def group_mean_variance(group_size, epsilon, *, data_range, variance):
     data_range : float or array-like
         upper - lower, > 0.
     variance : float or array-like
-        sigma^2, >= 0 (module conventions).
+        Variance of one user's clipped value (sigma^2), >= 0.
 
     Returns
     -------
@@ -524,11 +527,14 @@ def mixed_mean_weights(group_sizes, epsilon, *, data_range, variance):
 
     Parameters
     ----------
-    group_sizes, epsilon : array-like of shape (n_groups,)
+    group_sizes : array-like of shape (n_groups,)
+        Users per group, > 0.
+    epsilon : array-like of shape (n_groups,)
+        Each group's privacy level, > 0; ``np.inf`` for the public group.
     data_range : float or array-like
         upper - lower, > 0; shape ``(n_features, 1)`` gives weights per feature.
     variance : float or array-like
-        sigma^2, >= 0 (module conventions).
+        Variance of one user's clipped value (sigma^2), >= 0.
 
     Returns
     -------
@@ -580,11 +586,14 @@ def mixed_mean_variance(group_sizes, epsilon, *, data_range, variance, weights=N
 
     Parameters
     ----------
-    group_sizes, epsilon : array-like of shape (n_groups,)
+    group_sizes : array-like of shape (n_groups,)
+        Users per group, > 0.
+    epsilon : array-like of shape (n_groups,)
+        Each group's privacy level, > 0; ``np.inf`` for the public group.
     data_range : float or array-like
         upper - lower, > 0; shape ``(n_features, 1)`` gives one variance per feature.
     variance : float or array-like
-        sigma^2, >= 0 (module conventions).
+        Variance of one user's clipped value (sigma^2), >= 0.
     weights : array-like of shape (..., n_groups), default=None
         Mixing weights; ``None`` uses :func:`mixed_mean_weights`.
 
@@ -625,11 +634,14 @@ def mixed_quantile_weights(group_sizes, epsilon, *, data_range, variance):
 
     Parameters
     ----------
-    group_sizes, epsilon : array-like of shape (n_groups,)
+    group_sizes : array-like of shape (n_groups,)
+        Users per group, > 0.
+    epsilon : array-like of shape (n_groups,)
+        Each group's privacy level, > 0; ``np.inf`` for the public group.
     data_range : float or array-like
         upper - lower, > 0.
     variance : float or array-like
-        sigma^2, >= 0 (module conventions).
+        Variance of one user's clipped value (sigma^2), >= 0.
 
     Returns
     -------
