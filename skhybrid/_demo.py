@@ -19,16 +19,9 @@ import numpy as np
 from .theory import (
     adpm_weights,
     affine_mse,
-    full_lm_mse,
-    hybrid_mse,
-    kvh_weight,
-    laplace_noise_variances,
     peak_fraction,
     propdpm_weights,
-    pwh_weight,
-    relative_improvement,
     saturation_ratio,
-    tcm_only_mse,
     two_group_mse,
     uni_weights,
 )
@@ -80,15 +73,12 @@ class HybridLandscape:
 
 def _hybrid_mses(*, n, data_range, variance, epsilon, fractions):
     """``(tcm_only, full_lm, kvh, pwh, improvement)`` expected MSEs at each tcm share."""
-    c = np.asarray(fractions, dtype=float)
-    s_T2, s_L2 = laplace_noise_variances(n, c, data_range, epsilon)
-    problem = {"n": n, "c": c, "s_T2": s_T2, "s_L2": s_L2, "sigma_T2": variance,
-               "sigma_L2": variance}
-    kvh = hybrid_mse(kvh_weight(n=n, c=c, s_T2=s_T2, s_L2=s_L2, sigma2=variance), **problem)
-    pwh = hybrid_mse(pwh_weight(n=n, c=c, s_T2=s_T2, s_L2=s_L2), **problem)
-    tcm_only = tcm_only_mse(n=n, c=c, s_T2=s_T2, sigma_T2=variance, sigma_L2=variance)
-    full_lm = np.broadcast_to(full_lm_mse(n=n, s_L2=s_L2), c.shape).copy()
-    return tcm_only, full_lm, kvh, pwh, relative_improvement(kvh, **problem)
+    from .reproduce._common_hybrid import analytic_curves
+
+    kvh, pwh = (analytic_curves(strategy, n=n, c=np.asarray(fractions, dtype=float),
+                                m=data_range, epsilon=epsilon, sigma2=variance)
+                for strategy in ("kvh", "pwh"))
+    return kvh["mse_tcm_only"], kvh["mse_full_lm"], kvh["mse_hybrid"], pwh["mse_hybrid"], kvh["R"]
 
 
 def peak_improvement(*, n, data_range, variance, epsilon):

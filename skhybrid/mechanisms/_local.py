@@ -87,6 +87,35 @@ class _LocalRandomizer:
             return check_epsilon(epsilon)
         return check_epsilon(epsilon, n_users if n_users is not None else len(epsilon))
 
+    # A subclass gives its norm's box width (``_width``), the common width of
+    # feature_noise_weights, and its noise (``_add_noise``, ``_noise_variance``).
+
+    def _release(self, values, ranges, eps, rng, overwrite=False):
+        if ranges.shape[0] == 1:
+            return self._add_noise(values, self._width(ranges), eps, rng, overwrite)
+        # Several features: noise in proportion to each feature's range (see
+        # feature_noise_weights), on the values divided by the weights.
+        weights = feature_noise_weights(ranges, self._common_width)
+        scaled = _divided(values, weights, overwrite)
+        released = self._add_noise(scaled, self._scaled_sensitivity(ranges, weights), eps, rng,
+                                   True)
+        return _multiplied(released, weights)
+
+    def _scaled_sensitivity(self, ranges, weights):
+        """Width of the scaled box, plus the rounding of the division by the weights."""
+        lower, upper = check_bounds(self.bounds, ranges.shape[0])
+        magnitude = np.maximum(np.abs(lower), np.abs(upper)) / weights
+        return float(self._width(scaled_ranges(ranges, weights))
+                     + np.sum(rounding_slack(magnitude, 2)))
+
+    def _variance(self, ranges, eps):
+        if ranges.shape[0] == 1:
+            return self._noise_variance(self._width(ranges), eps, 1)
+        weights = feature_noise_weights(ranges, self._common_width)
+        variance = self._noise_variance(self._scaled_sensitivity(ranges, weights), eps,
+                                        ranges.shape[0])
+        return np.multiply.outer(variance, weights**2)
+
 
 def _divided(values, weights, overwrite):
     """``values / weights`` per feature: in place with ``overwrite``, else a new array.
@@ -144,31 +173,14 @@ class LocalLaplaceRandomizer(_LocalRandomizer):
         self.epsilon = epsilon
         self.secure = secure
 
-    def _release(self, values, ranges, eps, rng, overwrite=False):
-        weights = feature_noise_weights(ranges, l1_common_width)
-        if ranges.shape[0] == 1:
-            return laplace_release(values, ranges.sum(), eps, rng, self.secure,
-                                   overwrite=overwrite)
-        # Several features: noise in proportion to each feature's range (see
-        # feature_noise_weights), on the values divided by the weights.
-        scaled = _divided(values, weights, overwrite)
-        released = laplace_release(scaled, self._scaled_sensitivity(ranges, weights), eps,
-                                   rng, self.secure, overwrite=True)
-        return _multiplied(released, weights)
+    _common_width = staticmethod(l1_common_width)
+    _width = staticmethod(np.sum)  # L1
 
-    def _scaled_sensitivity(self, ranges, weights):
-        """L1 width of the scaled box, plus the rounding of the division by the weights."""
-        lower, upper = check_bounds(self.bounds, ranges.shape[0])
-        magnitude = np.maximum(np.abs(lower), np.abs(upper)) / weights
-        return float(np.sum(scaled_ranges(ranges, weights)) + np.sum(rounding_slack(magnitude, 2)))
+    def _add_noise(self, values, sensitivity, eps, rng, overwrite):
+        return laplace_release(values, sensitivity, eps, rng, self.secure, overwrite=overwrite)
 
-    def _variance(self, ranges, eps):
-        if ranges.shape[0] == 1:
-            return laplace_variance(ranges.sum(), eps, ranges.shape[0], self.secure)
-        weights = feature_noise_weights(ranges, l1_common_width)
-        variance = laplace_variance(self._scaled_sensitivity(ranges, weights), eps,
-                                    ranges.shape[0], self.secure)
-        return np.multiply.outer(variance, weights**2)
+    def _noise_variance(self, sensitivity, eps, n_coordinates):
+        return laplace_variance(sensitivity, eps, n_coordinates, self.secure)
 
 
 class LocalGaussianRandomizer(_LocalRandomizer):
@@ -198,28 +210,15 @@ class LocalGaussianRandomizer(_LocalRandomizer):
     def _multiplier(self, eps):
         return gaussian_noise_multiplier(eps, self.delta, self.calibration)
 
-    def _release(self, values, ranges, eps, rng, overwrite=False):
-        if ranges.shape[0] == 1:
-            return gaussian_release(values, np.sqrt(np.sum(ranges**2)), self._multiplier(eps),
-                                    rng, self.secure, overwrite=overwrite)
-        weights = feature_noise_weights(ranges, l2_common_width)
-        scaled = _divided(values, weights, overwrite)
-        released = gaussian_release(scaled, self._scaled_sensitivity(ranges, weights),
-                                    self._multiplier(eps), rng, self.secure, overwrite=True)
-        return _multiplied(released, weights)
+    _common_width = staticmethod(l2_common_width)
 
-    def _scaled_sensitivity(self, ranges, weights):
-        """L2 width of the scaled box, plus the rounding of the division by the weights."""
-        lower, upper = check_bounds(self.bounds, ranges.shape[0])
-        magnitude = np.maximum(np.abs(lower), np.abs(upper)) / weights
-        return float(np.sqrt(np.sum(scaled_ranges(ranges, weights) ** 2))
-                     + np.sum(rounding_slack(magnitude, 2)))
+    @staticmethod
+    def _width(ranges):  # L2
+        return np.sqrt(np.sum(ranges**2))
 
-    def _variance(self, ranges, eps):
-        if ranges.shape[0] == 1:
-            return gaussian_variance(np.sqrt(np.sum(ranges**2)), self._multiplier(eps),
-                                     ranges.shape[0], self.secure)
-        weights = feature_noise_weights(ranges, l2_common_width)
-        variance = gaussian_variance(self._scaled_sensitivity(ranges, weights),
-                                     self._multiplier(eps), ranges.shape[0], self.secure)
-        return np.multiply.outer(variance, weights**2)
+    def _add_noise(self, values, sensitivity, eps, rng, overwrite):
+        return gaussian_release(values, sensitivity, self._multiplier(eps), rng, self.secure,
+                                overwrite=overwrite)
+
+    def _noise_variance(self, sensitivity, eps, n_coordinates):
+        return gaussian_variance(sensitivity, self._multiplier(eps), n_coordinates, self.secure)

@@ -87,11 +87,6 @@ def grid_step(scale):
     return np.ldexp(1.0, exponent - GRID_BITS)
 
 
-def snap_to_grid(values, step):
-    """Round ``values`` to the nearest multiple of ``step`` (a power of two): exact."""
-    return np.round(values / step) * step
-
-
 def sample_discrete_laplace(rng, scale, size):
     """Two-sided geometric integers with P(k) proportional to exp(-|k| / scale).
 
@@ -135,8 +130,7 @@ def _add_discrete_laplace(target, rng, scale):
 
     Each draw takes one 64-bit word of the generator: its top 53 bits give ``U`` (as
     numpy's ``random`` does) and its lowest bit the sign; ``|K| = 0`` gets either sign.
-    The difference of two geometric draws took two words and two logarithms. ``U``
-    has 53 bits, so the tail is cut past about 36.7 scales (probability 2**-53), as
+    ``U`` has 53 bits, so the tail is cut past about 36.7 scales (probability 2**-53), as
     any float inversion is.
 
     ``target`` is a flat array (int64 noise, or float64 grid units holding integers,
@@ -281,11 +275,8 @@ def laplace_release(values, sensitivity, epsilon, rng, secure, *, overwrite=Fals
     epsilon = np.asarray(epsilon, dtype=np.float64)[..., np.newaxis]
     scale = sensitivity / epsilon
     if not secure:
-        noise = rng.laplace(scale=np.broadcast_to(scale, values.shape))
-        if overwrite:
-            values += noise
-            return values
-        return values + noise
+        return _add_continuous(values, rng.laplace(scale=np.broadcast_to(scale, values.shape)),
+                               overwrite)
     step = grid_step(scale)
     units = _laplace_units(sensitivity, epsilon, step, values.shape[-1])
     check_noise_units(units, epsilon)
@@ -294,6 +285,14 @@ def laplace_release(values, sensitivity, epsilon, rng, secure, *, overwrite=Fals
     _add_discrete_laplace(released.reshape(-1), rng, _flat_scale(units, values.shape))
     released *= step
     return released
+
+
+def _add_continuous(values, noise, overwrite):
+    """``values + noise`` (continuous noise, simulations only), in ``values`` with ``overwrite``."""
+    if overwrite:
+        values += noise
+        return values
+    return values + noise
 
 
 def _few_laplace_release(values, sensitivity, epsilon, rng, *, overwrite=False):
@@ -419,11 +418,8 @@ def gaussian_release(values, sensitivity, noise_multiplier, rng, secure, *, over
     noise_multiplier = np.asarray(noise_multiplier, dtype=np.float64)[..., np.newaxis]
     sigma = sensitivity * noise_multiplier
     if not secure:
-        noise = rng.normal(scale=np.broadcast_to(sigma, values.shape))
-        if overwrite:
-            values += noise
-            return values
-        return values + noise
+        return _add_continuous(values, rng.normal(scale=np.broadcast_to(sigma, values.shape)),
+                               overwrite)
     step = grid_step(sigma)
     units = _gaussian_units(sensitivity, noise_multiplier, step, values.shape[-1])
     check_noise_units(units)

@@ -3,6 +3,10 @@
 Each lm user of :class:`~skhybrid.HybridKMeans` reports the index of its nearest centre
 through it in every iteration (Avent, Dubey and Korolova 2020, Algorithm 1). It is a
 local mechanism, next to the value randomizers of :mod:`skhybrid.mechanisms._local`.
+
+In the functions below ``epsilon`` (a float or an ndarray, > 0) is the privacy level of
+a response and ``n_categories`` the number k >= 1 of categories; ``bits`` (32 or 16,
+default 32) is the size of each response's uniform draw.
 """
 
 from numbers import Integral
@@ -25,16 +29,6 @@ def randomized_response_keep_probability(epsilon, n_categories):
     probability ``(e^eps - 1) / (K + e^eps - 1)``, a uniformly random one otherwise".
     Computed as ``1 / (1 + (k - 1) e^-eps)``, which does not overflow.
 
-    Parameters
-    ----------
-    epsilon : float or ndarray
-        > 0.
-    n_categories : int
-        k >= 1.
-
-    Returns
-    -------
-    probability : float or ndarray
     """
     return 1.0 / (1.0 + (n_categories - 1) * np.exp(-np.asarray(epsilon, dtype=np.float64)))
 
@@ -46,16 +40,6 @@ def randomized_response_change_probability(epsilon, n_categories):
     :func:`randomized_response_keep_probability`), accurate even where ``keep`` rounds
     to 1, so that a change never becomes impossible.
 
-    Parameters
-    ----------
-    epsilon : float or ndarray
-        > 0.
-    n_categories : int
-        k >= 1.
-
-    Returns
-    -------
-    probability : float or ndarray
     """
     return (n_categories - 1) * RandomizedResponse._other_probability(
         np.asarray(epsilon, dtype=np.float64), n_categories)
@@ -78,14 +62,7 @@ def randomized_response_widths(epsilon, n_categories, bits=DRAW_BITS):
     With ``bits=16`` the same on the grid of ``2**16`` draws (:func:`response_bits`
     says where it is used).
 
-    Parameters
-    ----------
-    epsilon : float or ndarray
-        > 0.
-    n_categories : int
-        k >= 1 (one category: the width ``2**bits``, no draw changes it).
-    bits : {32, 16}, default=32
-        The bits of each response's draw.
+    With one category the width is ``2**bits``: no draw changes it.
 
     Returns
     -------
@@ -141,15 +118,6 @@ def randomized_response_drawn_probabilities(epsilon, n_categories, bits=DRAW_BIT
     is unbiased for the mechanism run only with these. (With ``bits=16``, ``2**-16``
     for ``2**-32``.)
 
-    Parameters
-    ----------
-    epsilon : float or ndarray
-        > 0.
-    n_categories : int
-        k >= 1.
-    bits : {32, 16}, default=32
-        The bits of each response's draw.
-
     Returns
     -------
     keep, other : ndarray of float64, of the shape of ``epsilon``
@@ -193,8 +161,7 @@ def response_bits(epsilon, n_categories):
     fine enough for every privacy level, else 32.
 
     A draw's cost is the generator's: a 64-bit word gives four 16-bit draws, or two of
-    32 bits (measured: drawing them was about 1.1 ns per lm user of a hybrid pass's
-    5.5-7 at 2 features). On either grid each other category's probability is its
+    32 bits. On either grid each other category's probability is its
     exact value ``1 / (e^eps + k - 1)`` rounded up to a multiple of ``2**-bits``
     (:func:`randomized_response_widths`), so the epsilon holds on both. 16 bits are
     used where every level's 16-bit width is at least ``2**8`` draws (the rounding
@@ -204,13 +171,6 @@ def response_bits(epsilon, n_categories):
     up to 5.5 for up to 10 clusters (5.3 at k=50, 4.1 at k=200, 0.69 at k=256).
     Elsewhere (larger epsilons, more clusters) the grid of ``2**32`` keeps such small
     probabilities accurate.
-
-    Parameters
-    ----------
-    epsilon : float or ndarray
-        Each privacy level's epsilon per response, > 0.
-    n_categories : int
-        k >= 1.
 
     Returns
     -------
@@ -241,13 +201,9 @@ class RandomizedResponse:
     Notes
     -----
     The outputs are categories, not floating-point values, so there is no low-order-bit
-    leak. Each response reads one uniform 32-bit draw: each other category has
-    probability exactly ``w / 2**32`` for an integer ``w``, the change probability
-    ``(k - 1) / (e^eps + k - 1)`` rounded up on that grid
-    (:func:`randomized_response_widths`). The response is therefore at least as random
-    as asked (the change probability is higher by at most ``(k - 1) 2**-32``; the
-    ratios stay at most ``e^eps``; :meth:`probabilities` states the asked ones), and the
-    achieved level is at most ``32 ln 2`` (about 22.2) for any epsilon, never unbounded.
+    leak. Each response reads one uniform 32-bit draw, on whose grid the change
+    probability is rounded up (:func:`randomized_response_widths`): the response is at
+    least as random as asked (:meth:`probabilities` states the asked probabilities).
 
     Examples
     --------
@@ -309,8 +265,7 @@ class RandomizedResponse:
 
     @staticmethod
     def _other_probability(levels, k):
-        # 1 / (e^eps + k - 1) = e^-eps keep, accurate even where keep rounds to 1 (so a
-        # change never becomes impossible).
+        # 1 / (e^eps + k - 1) = e^-eps keep (see randomized_response_change_probability).
         return np.exp(-levels) * randomized_response_keep_probability(levels, k)
 
     def _categories(self):

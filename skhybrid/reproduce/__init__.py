@@ -1,9 +1,9 @@
 """Regenerate the papers' headline figures and tables (``skhybrid reproduce NAME``).
 
 Each reproduction is a function ``f(*, quick=False, random_state=0, progress=False)``
-returning a :class:`Reproduction`: the numbers as a table (written as CSV) and how to
-plot them (written as PNG). ``quick=True`` runs fewer Monte Carlo trials or a smaller
-grid, for tests and a first look.
+(the arguments of :func:`reproduce`) returning a :class:`Reproduction`: the numbers as
+a table (written as CSV) and how to plot them (written as PNG). ``quick=True`` runs
+fewer Monte Carlo trials or a smaller grid, for tests and a first look.
 """
 
 from ._avent import REPRODUCTIONS as _AVENT

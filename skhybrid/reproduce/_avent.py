@@ -188,19 +188,6 @@ def figure1(*, quick=False, random_state=0, progress=False):
     evaluated with Lemmas 3.2, 3.4 and 4.2 (Theorem 4.3's printed gamma is misprinted;
     see :func:`skhybrid.theory.relative_improvement`). The simulated R has 100 to 1000
     paired trials per point (48 with ``quick``).
-
-    Parameters
-    ----------
-    quick : bool, default=False
-        A coarser grid and fewer trials (a few seconds).
-    random_state : int, default=0
-        Seed of the simulation.
-    progress : bool, default=False
-        Show a progress bar.
-
-    Returns
-    -------
-    reproduction : Reproduction
     """
     table = _beta_sweep("kvh", quick=quick, random_state=random_state, progress=progress)
     analytic = _stack(table, "R_kvh_{key}")
@@ -226,19 +213,6 @@ def figure3(*, quick=False, random_state=0, progress=False):
 
     The grid and trials of :func:`figure1`, with the privacy-weighted hybrid (Def. 5.3);
     the table also holds the analytic R(E_KVH) for comparison.
-
-    Parameters
-    ----------
-    quick : bool, default=False
-        A coarser grid and fewer trials (a few seconds).
-    random_state : int, default=0
-        Seed of the simulation.
-    progress : bool, default=False
-        Show a progress bar.
-
-    Returns
-    -------
-    reproduction : Reproduction
     """
     table = _beta_sweep("pwh", quick=quick, random_state=random_state, progress=progress)
     R, R_kvh, r = (
@@ -277,19 +251,6 @@ def figure2(*, quick=False, random_state=0, progress=False):
     (:func:`skhybrid.datasets.load_salaries`, synthetic with the UC statistics). The
     simulation refits on that fixed data set with a random tcm group per trial, at
     epsilon = 0.1 and 10 (140 paired trials per point, 14 with ``quick``).
-
-    Parameters
-    ----------
-    quick : bool, default=False
-        A coarser grid and fewer trials (a few seconds).
-    random_state : int, default=0
-        Seed of the simulation.
-    progress : bool, default=False
-        Show a progress bar.
-
-    Returns
-    -------
-    reproduction : Reproduction
     """
     salaries = load_salaries()
     data = salaries.data
@@ -378,18 +339,8 @@ def corollary_4_4(*, quick=False, random_state=0, progress=False):
     :mod:`skhybrid.theory` (not in the papers), so the bound is checked on the true
     supremum over n, not only at n_crit.
 
-    Parameters
-    ----------
-    quick : bool, default=False
-        Coarser grids of c and n.
-    random_state : int, default=0
-        Unused: nothing is random.
-    progress : bool, default=False
-        Unused: the computation is instantaneous.
-
-    Returns
-    -------
-    reproduction : Reproduction
+    ``quick`` coarsens the grids of c and n; nothing is random or slow, so
+    ``random_state`` and ``progress`` are unused.
     """
     m = 1.0
     n_fractions = 25 if quick else 120

@@ -58,16 +58,6 @@ def ndcg_against_epsilon(*, quick=False, random_state=0, progress=False):
     f_O = 0.95 and f_C = 0.85; 20 trials per epsilon (10 with ``quick``). NDCG is
     measured against the empirical record frequencies of the fitted log, as
     :meth:`BlenderHeavyHitters.score` does.
-
-    Parameters
-    ----------
-    quick : bool, default=False
-    random_state : int, default=0
-    progress : bool, default=False
-
-    Returns
-    -------
-    reproduction : Reproduction
     """
     n_users, delta, n_trials = (100_000, 1e-6, 10) if quick else (1_000_000, 1e-7, 20)
     epsilon_grid = np.array([1.0, 3.0, 6.0] if quick else [1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0])

@@ -89,16 +89,6 @@ def table_2(*, quick=False, random_state=0, progress=False):
     n = 1000 users with log(epsilon_i) uniform on [-4, 2] (high) or [-3, -2] (low), drawn
     once; data Beta(2, 3) shifted to [-0.5, 0.5]; the MSE is against the population mean,
     over fresh datasets (20,000 in the paper; 1,000 here, 10 with ``quick``).
-
-    Parameters
-    ----------
-    quick : bool, default=False
-    random_state : int, default=0
-    progress : bool, default=False
-
-    Returns
-    -------
-    reproduction : Reproduction
     """
     n_users, n_trials = 1000, 10 if quick else 1000
     # Beta(2, 3) on [-0.5, 0.5]: mean 2/5 - 1/2.
@@ -200,16 +190,6 @@ def figure_1b(*, quick=False, random_state=0, progress=False):
     Data are Bernoulli on {-0.5, 0.5} (p = 1/2, read as the worst-case variance 1/4;
     the paper does not state p), so the worst-case errors of the theory are the exact
     MSEs here. ADPM's error stops falling at the saturation point eps2 = R eps1 (Eq. (4)).
-
-    Parameters
-    ----------
-    quick : bool, default=False
-    random_state : int, default=0
-    progress : bool, default=False
-
-    Returns
-    -------
-    reproduction : Reproduction
     """
     n_users, fraction, eps1 = 1000, 0.7, 0.1
     n_trials = 20 if quick else 1000
@@ -329,16 +309,6 @@ def figure_1a(*, quick=False, random_state=0, progress=False):
     first order; the points are simulated (2,000 datasets per n; 300 at two n with
     ``quick``). The paper ran 200,000: the plotted quantity multiplies the error by
     n^2, so at large n only the theory curves are sharp.
-
-    Parameters
-    ----------
-    quick : bool, default=False
-    random_state : int, default=0
-    progress : bool, default=False
-
-    Returns
-    -------
-    reproduction : Reproduction
     """
     fraction, eps1, eps2, variance = 0.5, 0.1, 0.15, 1 / 12
     n_grid = np.array([100, 1000] if quick else [100, 200, 500, 1000, 2000, 5000])

@@ -117,19 +117,6 @@ def figure1(*, quick=False, random_state=0, progress=False):
     n in [10^2, 10^6] (17 log-spaced values plus n_critical; 10^2, 10^3 and n_critical
     with ``quick``), with the simulated MSEs (100 to 2000 trials per n, fewer for large
     n; 200 to 400 with ``quick``) and their ratio to the analytic ones.
-
-    Parameters
-    ----------
-    quick : bool, default=False
-        A coarser grid and fewer trials (a few seconds).
-    random_state : int, default=0
-        Seed of the simulation.
-    progress : bool, default=False
-        Show a progress bar.
-
-    Returns
-    -------
-    reproduction : Reproduction
     """
     table, facts = _sweep(quick=quick, random_state=random_state, progress=progress)
     columns = ["n", "n_trials"] + [column for column in table if column.startswith("mse_")]
@@ -179,19 +166,6 @@ def figure2(*, quick=False, random_state=0, progress=False):
 
     The grid and trials of :func:`figure1`; R_max is drawn as a reference line, and w*
     next to the weight the fitted estimator uses.
-
-    Parameters
-    ----------
-    quick : bool, default=False
-        A coarser grid and fewer trials (a few seconds).
-    random_state : int, default=0
-        Seed of the simulation.
-    progress : bool, default=False
-        Show a progress bar.
-
-    Returns
-    -------
-    reproduction : Reproduction
     """
     table, facts = _sweep(quick=quick, random_state=random_state, progress=progress)
     columns = [

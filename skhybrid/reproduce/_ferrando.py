@@ -51,16 +51,6 @@ def figure_1(*, quick=False, random_state=0, progress=False):
     0.25, 0.15]``, N(0, 25) data clipped to [-15, 15]; the error is against the
     population mean 0, over fresh datasets (1000, as in the paper; 30 with
     ``quick``).
-
-    Parameters
-    ----------
-    quick : bool, default=False
-    random_state : int, default=0
-    progress : bool, default=False
-
-    Returns
-    -------
-    reproduction : Reproduction
     """
     n_trials = 30 if quick else 1000
     n_grid = np.array([100, 1000, 10000] if quick else [100, 200, 500, 1000, 2000, 5000, 10000])
@@ -197,16 +187,6 @@ def figure_2(*, quick=False, random_state=0, progress=False):
     population median 0, over fresh datasets (500, as in the paper; 60 with ``quick``).
     The mixed median (:class:`~skhybrid.MixedQuantileEstimator`) uses the known variance
     1; PE is :class:`~skhybrid.PDPQuantileEstimator`.
-
-    Parameters
-    ----------
-    quick : bool, default=False
-    random_state : int, default=0
-    progress : bool, default=False
-
-    Returns
-    -------
-    reproduction : Reproduction
     """
     n_users = 1001
     n_trials = 60 if quick else 500

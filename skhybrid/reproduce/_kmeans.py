@@ -38,16 +38,6 @@ def figure_6(*, quick=False, random_state=0, progress=False):
     centres; each trial's seed drives the initial centres and the noise and is shared
     by the three strategies, so they are compared on the same initial centres. The
     paper averages 364 trials; here 30 (10 with ``quick``, on a coarser tau grid).
-
-    Parameters
-    ----------
-    quick : bool, default=False
-    random_state : int, default=0
-    progress : bool, default=False
-
-    Returns
-    -------
-    reproduction : Reproduction
     """
     n_trials = 10 if quick else 30
     tau_grid = np.array([3, 10] if quick else [1, 2, 4, 6, 8, 10])

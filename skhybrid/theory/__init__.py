@@ -14,56 +14,30 @@ estimators, examples and tests call these functions.
   list-of-lists NDCG.
 """
 
-from ._adpm import __all__ as _adpm_all
-from ._adpm import *  # noqa: F401,F403
-from ._adpm_baselines import __all__ as _adpm_baselines_all
-from ._adpm_baselines import *  # noqa: F401,F403
-from ._adpm_common import __all__ as _adpm_common_all
-from ._adpm_common import *  # noqa: F401,F403
-from ._adpm_two_groups import __all__ as _adpm_two_groups_all
-from ._adpm_two_groups import *  # noqa: F401,F403
-from ._blender import __all__ as _blender_all
-from ._blender import *  # noqa: F401,F403
-from ._blender_local import __all__ as _blender_local_all
-from ._blender_local import *  # noqa: F401,F403
-from ._blender_metrics import __all__ as _blender_metrics_all
-from ._blender_metrics import *  # noqa: F401,F403
-from ._hybrid import __all__ as _hybrid_all
-from ._hybrid import *  # noqa: F401,F403
-from ._mixed import (
-    group_mean_noise_scale,
-    group_mean_variance,
-    inverse_variance_weights,
-    mixed_mean_variance,
-    mixed_mean_weights,
-    mixed_quantile_weights,
-    mse_about_empirical_mean,
-    optimal_sample_threshold,
-    sample_mechanism_mse,
-    sample_mechanism_probabilities,
-    sample_mechanism_thresholds,
+from . import (
+    _adpm,
+    _adpm_baselines,
+    _adpm_common,
+    _adpm_two_groups,
+    _blender,
+    _blender_local,
+    _blender_metrics,
+    _hybrid,
+    _mixed,
 )
+from ._adpm import *  # noqa: F401,F403
+from ._adpm_baselines import *  # noqa: F401,F403
+from ._adpm_common import *  # noqa: F401,F403
+from ._adpm_two_groups import *  # noqa: F401,F403
+from ._blender import *  # noqa: F401,F403
+from ._blender_local import *  # noqa: F401,F403
+from ._blender_metrics import *  # noqa: F401,F403
+from ._hybrid import *  # noqa: F401,F403
+from ._mixed import *  # noqa: F401,F403
 
 __all__ = sorted(
-    _hybrid_all
-    + _adpm_all
-    + _adpm_baselines_all
-    + _adpm_common_all
-    + _adpm_two_groups_all
-    + _blender_all
-    + _blender_local_all
-    + _blender_metrics_all
-    + [
-        "group_mean_noise_scale",
-        "group_mean_variance",
-        "inverse_variance_weights",
-        "mixed_mean_variance",
-        "mixed_mean_weights",
-        "mixed_quantile_weights",
-        "mse_about_empirical_mean",
-        "optimal_sample_threshold",
-        "sample_mechanism_mse",
-        "sample_mechanism_probabilities",
-        "sample_mechanism_thresholds",
-    ]
+    name
+    for module in (_adpm, _adpm_baselines, _adpm_common, _adpm_two_groups, _blender,
+                   _blender_local, _blender_metrics, _hybrid, _mixed)
+    for name in module.__all__
 )

@@ -4,16 +4,10 @@ ADPM (Chaudhuri and Courtade, "Mean Estimation Under Heterogeneous Privacy: Some
 Can Be Free", arXiv:2305.09668, Algorithm 1) releases ``sum_i w_i x_i + Laplace(eta)``
 for data clipped to ``[lower, upper]`` and per-user privacy levels ``epsilon_i``. This
 module computes the weights ``w`` and the noise scale ``eta`` (it draws no noise):
-
-- :func:`adpm_weights` solves the convex program of Algorithm 1, either exactly (a sort
-  and prefix sums, from the KKT conditions; see ``docs/adpm_solver.rst``) or with cvxpy,
-  optionally with local-model ("lm") users whose values arrive with their own Laplace
-  noise (the hybrid extension, derived in ``docs/adpm_solver.rst``; it is in no paper);
-- :func:`saturation_ratio`, :func:`two_group_weights` and :func:`two_group_mse` are the
-  two-group closed forms (Eq. (4), Table I / Lemma 3 and Theorem 1);
-- :func:`uni_weights`, :func:`propdpm_weights` and :func:`ldpe_weights` are the baselines
-  UNI, PropDPM and LDPE of Sec. IV-A; :func:`stretching_weights` and
-  :func:`stretching_mse` are the biased stretching mechanism of Example 2 (Appendix D).
+:func:`adpm_weights` solves the convex program of Algorithm 1, either exactly (a sort
+and prefix sums, from the KKT conditions; see ``docs/adpm_solver.rst``) or with cvxpy,
+optionally with local-model ("lm") users whose values arrive with their own Laplace
+noise (the hybrid extension, derived in ``docs/adpm_solver.rst``; it is in no paper).
 
 Everything is in the data's units: with ``D = upper - lower`` the weights depend only on
 ``variance / D**2`` and the noise scale and the squared errors scale with ``D`` and
@@ -24,10 +18,10 @@ level with the number of its users: equal users get equal weights in every estim
 here, so the level form gives the same weights (per user) and errors in the time of
 the levels, not of the users.
 
-This module holds the exact solver and :func:`adpm_weights`; the cvxpy program is in
-:mod:`skhybrid.theory._adpm_cvxpy`, the solution type and the shared formulas in
-:mod:`skhybrid.theory._adpm_common`, the two-group closed forms in
-:mod:`skhybrid.theory._adpm_two_groups` and the baselines in
+The cvxpy program is in :mod:`skhybrid.theory._adpm_cvxpy`, the solution type and the
+shared formulas in :mod:`skhybrid.theory._adpm_common`, the two-group closed forms
+(Eq. (4), Table I / Lemma 3, Theorem 1) in :mod:`skhybrid.theory._adpm_two_groups` and
+the baselines UNI, PropDPM, LDPE (Sec. IV-A) and stretching (Example 2, Appendix D) in
 :mod:`skhybrid.theory._adpm_baselines`.
 """
 
@@ -94,16 +88,8 @@ def saturation_threshold(epsilon, *, data_range=1.0, variance=None, local=None, 
 
     Parameters
     ----------
-    epsilon : array-like of shape (n_users,)
-        Per-user privacy levels, > 0; np.inf = public.
-    data_range : float, default=1.0
-        ``upper - lower``.
-    variance : float, default=None
-        Bound on the data's variance; None is the worst case ``data_range**2 / 4``.
-    local : array-like of bool of shape (n_users,), default=None
-        True for lm users; None means every user is tcm.
-    counts : array-like of shape (n_users,), default=None
-        Users per entry (the level form); None: one each.
+    epsilon, data_range, variance, local, counts
+        As in :func:`adpm_weights`.
 
     Returns
     -------

@@ -1,7 +1,7 @@
 """The baselines ADPM is compared with (Chaudhuri and Courtade, Sec. IV-A, Appendix D).
 
 UNI, PropDPM and LDPE weights, and the biased stretching mechanism of Example 2 with
-its mean squared error.
+its mean squared error. Their arguments are those of :func:`~skhybrid.theory.adpm_weights`.
 """
 
 import numpy as np
@@ -32,6 +32,14 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 
 
+def _central_solution(weights, eps, data_range, variance, counts):
+    """The release of fixed weights on tcm users only, without Algorithm 1's fallback."""
+    return _solution(
+        weights, eps, np.zeros(eps.size, dtype=bool), data_range=data_range,
+        variance=variance, fallback_to_midpoint=False, counts=counts,
+    )
+
+
 def uni_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
     """UNI baseline (Sec. IV-A of Chaudhuri and Courtade): everyone gets min(epsilon).
 
@@ -40,13 +48,8 @@ def uni_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
 
     Parameters
     ----------
-    epsilon : array-like of shape (n_users,)
-        Per-user privacy levels, > 0; np.inf = public.
-    data_range : float, default=1.0
-    variance : float, default=None
-        Variance bound for ``expected_mse``; None is the worst case ``data_range**2 / 4``.
-    counts : array-like of shape (n_users,), default=None
-        Users per entry (the level form); None: one each.
+    epsilon, data_range, variance, counts
+        As in :func:`adpm_weights`.
 
     Returns
     -------
@@ -56,15 +59,7 @@ def uni_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
     variance = _resolve_variance(variance, data_range)
     n_users = eps.size if counts is None else counts.sum()
     weights = np.full(eps.size, 1.0 / n_users)
-    return _solution(
-        weights,
-        eps,
-        np.zeros(eps.size, dtype=bool),
-        data_range=data_range,
-        variance=variance,
-        fallback_to_midpoint=False,
-        counts=counts,
-    )
+    return _central_solution(weights, eps, data_range, variance, counts)
 
 
 def propdpm_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
@@ -76,13 +71,8 @@ def propdpm_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
 
     Parameters
     ----------
-    epsilon : array-like of shape (n_users,)
-        Per-user privacy levels, > 0; np.inf = public.
-    data_range : float, default=1.0
-    variance : float, default=None
-        Variance bound for ``expected_mse``; None is the worst case ``data_range**2 / 4``.
-    counts : array-like of shape (n_users,), default=None
-        Users per entry (the level form); None: one each.
+    epsilon, data_range, variance, counts
+        As in :func:`adpm_weights`.
 
     Returns
     -------
@@ -95,15 +85,7 @@ def propdpm_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
         weights = public / _total(public.astype(float), counts)
     else:
         weights = eps / _total(eps, counts)
-    return _solution(
-        weights,
-        eps,
-        np.zeros(eps.size, dtype=bool),
-        data_range=data_range,
-        variance=variance,
-        fallback_to_midpoint=False,
-        counts=counts,
-    )
+    return _central_solution(weights, eps, data_range, variance, counts)
 
 
 def ldpe_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
@@ -122,13 +104,8 @@ def ldpe_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
 
     Parameters
     ----------
-    epsilon : array-like of shape (n_users,)
-        Per-user privacy levels, > 0; np.inf = public (its level gets no noise).
-    data_range : float, default=1.0
-    variance : float, default=None
-        Variance bound; None is the worst case ``data_range**2 / 4``.
-    counts : array-like of shape (n_users,), default=None
-        Users per entry (the level form); None: one each.
+    epsilon, data_range, variance, counts
+        As in :func:`adpm_weights`.
 
     Returns
     -------
@@ -173,13 +150,8 @@ def stretching_weights(epsilon, *, data_range=1.0, variance=None, counts=None):
 
     Parameters
     ----------
-    epsilon : array-like of shape (n_users,)
-        Per-user privacy levels, > 0; np.inf = public.
-    data_range : float, default=1.0
-    variance : float, default=None
-        Variance bound; None is the worst case ``data_range**2 / 4``.
-    counts : array-like of shape (n_users,), default=None
-        Users per entry (the level form); None: one each.
+    epsilon, data_range, variance, counts
+        As in :func:`adpm_weights`.
 
     Returns
     -------

@@ -41,15 +41,8 @@ def saturation_ratio(n, f, eps1, *, data_range=1.0, variance=None):
 
     Parameters
     ----------
-    n : int
-        Number of users.
-    f : float
-        Fraction of users with privacy level eps1, in (0, 1].
-    eps1 : float
-        Privacy level of the more private group, > 0.
-    data_range : float, default=1.0
-    variance : float, default=None
-        Bound on the data's variance; None is the worst case ``data_range**2 / 4``.
+    n, f, eps1, data_range, variance
+        As in :func:`two_group_weights`.
 
     Returns
     -------
@@ -106,14 +99,8 @@ def two_group_mse(n, f, eps1, eps2, *, data_range=1.0, variance=None):
 
     Parameters
     ----------
-    n : int
-    f : float
-        Fraction of users with privacy level eps1, in (0, 1].
-    eps1, eps2 : float
-        Privacy levels, ``0 < eps1 <= eps2``; ``eps2 = np.inf`` is a public group.
-    data_range : float, default=1.0
-    variance : float, default=None
-        Bound on the data's variance; None is the worst case ``data_range**2 / 4``.
+    n, f, eps1, eps2, data_range, variance
+        As in :func:`two_group_weights`.
 
     Returns
     -------

@@ -21,11 +21,8 @@ Throughout, ``m_C = 1`` record per client (the paper's choice in Section 4.2.1
 and the setting of Theorem 5); LocalAlg with ``m_C > 1`` is the same
 randomizer run with ``epsilon / m_C`` and ``delta / m_C``.
 
-References
-----------
-.. [1] B. Avent, A. Korolova, D. Zeber, T. Hovden, B. Livshits, "BLENDER:
-   Enabling Local Search with a Hybrid Differential Privacy Model",
-   USENIX Security 2017.
+[1] is the BLENDER paper (Avent et al., USENIX Security 2017), cited in full in
+:mod:`skhybrid.theory._blender`.
 """
 
 from typing import NamedTuple
@@ -152,8 +149,7 @@ def record_query_index(urls_per_query):
     Parameters
     ----------
     urls_per_query : array-like of int, shape (k,)
-        ``k_q`` for each head-list query, wildcards included (see the module
-        docstring).
+        ``k_q`` for each head-list query, wildcards included (module docstring).
 
     Returns
     -------
@@ -316,12 +312,8 @@ def local_alg_achieved_privacy(
 
     Parameters
     ----------
-    query_keep_probability : float
-        ``t``.
-    url_keep_probability : float or array-like, shape (k,)
-        ``t_q`` for every query.
-    urls_per_query : array-like of int, shape (k,)
-        ``k_q`` for each head-list query, wildcards included.
+    query_keep_probability, url_keep_probability, urls_per_query
+        As in :func:`local_alg_transition_matrix`.
     epsilon_query, epsilon_url : float
         The stage budgets at which to evaluate the deltas.
 

@@ -1,13 +1,8 @@
 """The metrics of BLENDER's evaluation (Avent et al. 2017, Section 4).
 
 The L1 distance between estimated and true record probabilities and the paper's
-list-of-lists NDCG of a head list.
-
-References
-----------
-.. [1] B. Avent, A. Korolova, D. Zeber, T. Hovden, B. Livshits, "BLENDER:
-   Enabling Local Search with a Hybrid Differential Privacy Model",
-   USENIX Security 2017.
+list-of-lists NDCG of a head list. The paper is cited in full in
+:mod:`skhybrid.theory._blender`.
 """
 
 from collections.abc import Mapping

@@ -13,6 +13,12 @@ mixture; ``s_T2`` is the variance of the noise the curator adds to the tcm group
 Y_{L,i}). Every MSE is measured against the non-private empirical mean of all ``n``
 users (Def. 2.2).
 
+Every argument is a float or an array-like, and the functions broadcast over them. Unless
+a function says otherwise: ``n > 0``; ``c`` in (0, 1); ``m > 0``; ``epsilon > 0``;
+``s_T2, s_L2, sigma_T2, sigma_L2, sigma2 >= 0`` (``sigma2``: the variance of both groups);
+``mu_T, mu_L`` real, default 0 (only their difference matters); a ``weight`` w on the tcm
+group's estimate is in [0, 1]. A value outside its domain raises a ValueError naming it.
+
 The homogeneous formulas of the paper (Lemma 4.2, Lemma 5.4, Theorems 4.3 and 5.5,
 Defs. 3.7, 3.9 and 5.2) are special cases of the general ones and are not re-typed:
 evaluate :func:`hybrid_mse` at :func:`kvh_weight` or :func:`pwh_weight`, and pass the
@@ -92,6 +98,30 @@ def _check(name, value, interval):
     return array
 
 
+_DOMAINS = {
+    "weight": _CLOSED_UNIT,
+    "n": _POSITIVE,
+    "c": _OPEN_UNIT,
+    "m": _POSITIVE,
+    "epsilon": _POSITIVE,
+    "delta": _OPEN_UNIT,
+    "mse": _POSITIVE,
+    "mu_T": _REAL,
+    "mu_L": _REAL,
+}
+
+
+def _checked(positive=(), **values):
+    """The values checked against their domains (``_DOMAINS``, else >= 0), in order.
+
+    Names in ``positive`` must be > 0 instead.
+    """
+    return tuple(
+        _check(name, value, _POSITIVE if name in positive else _DOMAINS.get(name, _NON_NEGATIVE))
+        for name, value in values.items()
+    )
+
+
 def _broadcast(*arrays):
     """The arrays broadcast to one shape; numpy scalars when that shape is ()."""
     return tuple(np.array(array)[()] for array in np.broadcast_arrays(*arrays))
@@ -159,10 +189,7 @@ def laplace_noise_variances(n, c, m, epsilon):
     >>> float(s_T2), float(s_L2)
     (0.0002, 2.0)
     """
-    n = _check("n", n, _POSITIVE)
-    c = _check("c", c, _OPEN_UNIT)
-    m = _check("m", m, _POSITIVE)
-    epsilon = _check("epsilon", epsilon, _POSITIVE)
+    n, c, m, epsilon = _checked(n=n, c=c, m=m, epsilon=epsilon)
     s_T2 = laplace_variance(m / (c * n), epsilon, 1, secure=False)
     s_L2 = laplace_variance(m, epsilon, 1, secure=False)
     return _broadcast(s_T2, s_L2)
@@ -177,12 +204,8 @@ def gaussian_noise_variances(n, c, m, epsilon, delta):
 
     Parameters
     ----------
-    n : float or array-like
-        Number of users, > 0.
-    c : float or array-like
-        Fraction of tcm users, in (0, 1).
-    m : float or array-like
-        Width of the data range [0, m], > 0.
+    n, c, m : float or array-like
+        As in :func:`laplace_noise_variances`.
     epsilon : float or array-like
         Privacy level, in (0, 1) (the classic calibration is valid only there).
     delta : float
@@ -198,10 +221,7 @@ def gaussian_noise_variances(n, c, m, epsilon, delta):
     skhybrid.mechanisms.gaussian_noise_multiplier : the calibration used here
         (``calibration="classic"``) and the tighter analytic one.
     """
-    n = _check("n", n, _POSITIVE)
-    c = _check("c", c, _OPEN_UNIT)
-    m = _check("m", m, _POSITIVE)
-    epsilon = _check("epsilon", epsilon, _POSITIVE)
+    n, c, m, epsilon = _checked(n=n, c=c, m=m, epsilon=epsilon)
     multiplier = gaussian_noise_multiplier(epsilon, delta, calibration="classic")
     s_T2 = gaussian_variance(m / (c * n), multiplier, 1, secure=False)
     s_L2 = gaussian_variance(m, multiplier, 1, secure=False)
@@ -223,29 +243,17 @@ def tcm_only_mse(*, n, c, s_T2, sigma_T2, sigma_L2, mu_T=0.0, mu_L=0.0):
 
     Parameters
     ----------
-    n : float or array-like
-        Number of users, > 0.
-    c : float or array-like
-        Fraction of tcm users, in (0, 1).
-    s_T2 : float or array-like
-        Variance of the noise added to the tcm group's mean, >= 0.
-    sigma_T2, sigma_L2 : float or array-like
-        Data variances of the tcm and lm groups, >= 0.
-    mu_T, mu_L : float or array-like, default=0.0
-        Data means of the tcm and lm groups (only their difference matters).
+    n, c, s_T2, sigma_T2, sigma_L2, mu_T, mu_L : float or array-like
+        As in :func:`hybrid_mse`.
 
     Returns
     -------
     mse : float or ndarray
         E[(mu_tilde_T - mu_hat)^2].
     """
-    n = _check("n", n, _POSITIVE)
-    c = _check("c", c, _OPEN_UNIT)
-    s_T2 = _check("s_T2", s_T2, _NON_NEGATIVE)
-    sigma_T2 = _check("sigma_T2", sigma_T2, _NON_NEGATIVE)
-    sigma_L2 = _check("sigma_L2", sigma_L2, _NON_NEGATIVE)
-    mu_T = _check("mu_T", mu_T, _REAL)
-    mu_L = _check("mu_L", mu_L, _REAL)
+    n, c, s_T2, sigma_T2, sigma_L2, mu_T, mu_L = _checked(
+        n=n, c=c, s_T2=s_T2, sigma_T2=sigma_T2, sigma_L2=sigma_L2, mu_T=mu_T, mu_L=mu_L
+    )
     mu = _mixture_mean(c, mu_T, mu_L)
     return (
         (1.0 - c) ** 2 / (c * n) * sigma_T2
@@ -263,18 +271,15 @@ def full_lm_mse(*, n, s_L2):
 
     Parameters
     ----------
-    n : float or array-like
-        Number of users, > 0.
-    s_L2 : float or array-like
-        Variance of one user's local noise, >= 0.
+    n, s_L2 : float or array-like
+        As in :func:`hybrid_mse`.
 
     Returns
     -------
     mse : float or ndarray
         ``s_L2 / n``.
     """
-    n = _check("n", n, _POSITIVE)
-    s_L2 = _check("s_L2", s_L2, _NON_NEGATIVE)
+    n, s_L2 = _checked(n=n, s_L2=s_L2)
     return s_L2 / n
 
 
@@ -287,29 +292,17 @@ def lm_only_mse(*, n, c, s_L2, sigma_T2, sigma_L2, mu_T=0.0, mu_L=0.0):
 
     Parameters
     ----------
-    n : float or array-like
-        Number of users, > 0.
-    c : float or array-like
-        Fraction of tcm users, in (0, 1).
-    s_L2 : float or array-like
-        Variance of one lm user's local noise, >= 0.
-    sigma_T2, sigma_L2 : float or array-like
-        Data variances of the tcm and lm groups, >= 0.
-    mu_T, mu_L : float or array-like, default=0.0
-        Data means of the tcm and lm groups.
+    n, c, s_L2, sigma_T2, sigma_L2, mu_T, mu_L : float or array-like
+        As in :func:`hybrid_mse`.
 
     Returns
     -------
     mse : float or ndarray
         E[(mu_tilde_L - mu_hat)^2].
     """
-    n = _check("n", n, _POSITIVE)
-    c = _check("c", c, _OPEN_UNIT)
-    s_L2 = _check("s_L2", s_L2, _NON_NEGATIVE)
-    sigma_T2 = _check("sigma_T2", sigma_T2, _NON_NEGATIVE)
-    sigma_L2 = _check("sigma_L2", sigma_L2, _NON_NEGATIVE)
-    mu_T = _check("mu_T", mu_T, _REAL)
-    mu_L = _check("mu_L", mu_L, _REAL)
+    n, c, s_L2, sigma_T2, sigma_L2, mu_T, mu_L = _checked(
+        n=n, c=c, s_L2=s_L2, sigma_T2=sigma_T2, sigma_L2=sigma_L2, mu_T=mu_T, mu_L=mu_L
+    )
     mu = _mixture_mean(c, mu_T, mu_L)
     return (
         c**2 / ((1.0 - c) * n) * sigma_L2
@@ -343,7 +336,7 @@ def hybrid_mse(weight, *, n, c, s_T2, s_L2, sigma_T2, sigma_L2, mu_T=0.0, mu_L=0
     sigma_T2, sigma_L2 : float or array-like
         Data variances of the tcm and lm groups, >= 0.
     mu_T, mu_L : float or array-like, default=0.0
-        Data means of the tcm and lm groups.
+        Data means of the tcm and lm groups (only their difference matters).
 
     Returns
     -------
@@ -358,15 +351,10 @@ def hybrid_mse(weight, *, n, c, s_T2, s_L2, sigma_T2, sigma_L2, mu_T=0.0, mu_L=0
     >>> float(hybrid_mse(0.1, n=100, c=0.1, s_T2=0.0, s_L2=0.0, sigma_T2=1.0, sigma_L2=2.0))
     0.0
     """
-    weight = _check("weight", weight, _CLOSED_UNIT)
-    n = _check("n", n, _POSITIVE)
-    c = _check("c", c, _OPEN_UNIT)
-    s_T2 = _check("s_T2", s_T2, _NON_NEGATIVE)
-    s_L2 = _check("s_L2", s_L2, _NON_NEGATIVE)
-    sigma_T2 = _check("sigma_T2", sigma_T2, _NON_NEGATIVE)
-    sigma_L2 = _check("sigma_L2", sigma_L2, _NON_NEGATIVE)
-    mu_T = _check("mu_T", mu_T, _REAL)
-    mu_L = _check("mu_L", mu_L, _REAL)
+    weight, n, c, s_T2, s_L2, sigma_T2, sigma_L2, mu_T, mu_L = _checked(
+        weight=weight, n=n, c=c, s_T2=s_T2, s_L2=s_L2,
+        sigma_T2=sigma_T2, sigma_L2=sigma_L2, mu_T=mu_T, mu_L=mu_L,
+    )
     mu = _mixture_mean(c, mu_T, mu_L)
     return (
         (weight - c) ** 2 / (c * n) * sigma_T2
@@ -455,16 +443,10 @@ def critical_values(*, c, s_T2, s_L2, sigma_T2, sigma_L2, mu_T=0.0, mu_L=0.0):
 
     Parameters
     ----------
-    c : float or array-like
-        Fraction of tcm users, in (0, 1).
-    s_T2 : float or array-like
-        Variance of the noise added to the tcm group's mean, >= 0.
+    c, s_T2, sigma_T2, sigma_L2, mu_T, mu_L : float or array-like
+        As in :func:`hybrid_mse`.
     s_L2 : float or array-like
         Variance of one lm user's local noise, > 0.
-    sigma_T2, sigma_L2 : float or array-like
-        Data variances of the tcm and lm groups, >= 0.
-    mu_T, mu_L : float or array-like, default=0.0
-        Data means of the tcm and lm groups.
 
     Returns
     -------
@@ -486,13 +468,10 @@ def critical_values(*, c, s_T2, s_L2, sigma_T2, sigma_L2, mu_T=0.0, mu_L=0.0):
     the inequality flips to ``n >= n_crit`` once ``s_T2(n)`` is substituted: see
     :func:`laplace_critical_values` (Lemma 3.8).
     """
-    c = _check("c", c, _OPEN_UNIT)
-    s_T2 = _check("s_T2", s_T2, _NON_NEGATIVE)
-    s_L2 = _check("s_L2", s_L2, _POSITIVE)
-    sigma_T2 = _check("sigma_T2", sigma_T2, _NON_NEGATIVE)
-    sigma_L2 = _check("sigma_L2", sigma_L2, _NON_NEGATIVE)
-    mu_T = _check("mu_T", mu_T, _REAL)
-    mu_L = _check("mu_L", mu_L, _REAL)
+    c, s_T2, s_L2, sigma_T2, sigma_L2, mu_T, mu_L = _checked(
+        positive=("s_L2",), c=c, s_T2=s_T2, s_L2=s_L2,
+        sigma_T2=sigma_T2, sigma_L2=sigma_L2, mu_T=mu_T, mu_L=mu_L,
+    )
     mu = _mixture_mean(c, mu_T, mu_L)
     # Re-derived (see Notes): n E_T <= n E_F  <=>
     #   n c (bias^2 + s_T2) <= c s_L2 - (1 - c)((1 - c) sigma_T2 + c sigma_L2).
@@ -513,12 +492,8 @@ def laplace_critical_values(*, c, m, epsilon, sigma2):
 
     Parameters
     ----------
-    c : float or array-like
-        Fraction of tcm users, in (0, 1).
-    m : float or array-like
-        Width of the data range [0, m], > 0.
-    epsilon : float or array-like
-        Privacy level, > 0.
+    c, m, epsilon : float or array-like
+        As in :func:`laplace_noise_variances`.
     sigma2 : float or array-like
         Data variance of both groups, >= 0.
 
@@ -531,10 +506,7 @@ def laplace_critical_values(*, c, m, epsilon, sigma2):
         ``2 m^2 / (c (2 c m^2 - (1 - c) epsilon^2 sigma2))``; meaningful only where
         ``c > c_crit`` (negative below it, ``inf`` at it).
     """
-    c = _check("c", c, _OPEN_UNIT)
-    m = _check("m", m, _POSITIVE)
-    epsilon = _check("epsilon", epsilon, _POSITIVE)
-    sigma2 = _check("sigma2", sigma2, _NON_NEGATIVE)
+    c, m, epsilon, sigma2 = _checked(c=c, m=m, epsilon=epsilon, sigma2=sigma2)
     s_L2 = laplace_variance(m, epsilon, 1, secure=False)
     c_crit = _critical_fraction(s_L2, sigma2, sigma2)
     with np.errstate(divide="ignore"):
@@ -554,12 +526,8 @@ def max_relative_improvement(*, c, m, epsilon, sigma2):
 
     Parameters
     ----------
-    c : float or array-like
-        Fraction of tcm users, in (0, 1).
-    m : float or array-like
-        Width of the data range [0, m], > 0.
-    epsilon : float or array-like
-        Privacy level, > 0.
+    c, m, epsilon : float or array-like
+        As in :func:`laplace_noise_variances`.
     sigma2 : float or array-like
         Data variance of both groups, >= 0.
 
@@ -586,10 +554,7 @@ def max_relative_improvement(*, c, m, epsilon, sigma2):
     Here ``s_L2 = 2 m^2 / epsilon^2``. For Dubey and Korolova's setting (c = 0.01,
     epsilon = 0.1, sigma = m / 6) the result is their R_max at their n_critical.
     """
-    c = _check("c", c, _OPEN_UNIT)
-    m = _check("m", m, _POSITIVE)
-    epsilon = _check("epsilon", epsilon, _POSITIVE)
-    sigma2 = _check("sigma2", sigma2, _NON_NEGATIVE)
+    c, m, epsilon, sigma2 = _checked(c=c, m=m, epsilon=epsilon, sigma2=sigma2)
     c_crit, n_crit = laplace_critical_values(c=c, m=m, epsilon=epsilon, sigma2=sigma2)
     s_L2 = laplace_variance(m, epsilon, 1, secure=False)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -614,12 +579,8 @@ def peak_fraction(*, n, m, epsilon, sigma2):
 
     Parameters
     ----------
-    n : float
-        Number of users, > 0.
-    m : float
-        Width of the data range [0, m], > 0.
-    epsilon : float
-        Privacy level, > 0.
+    n, m, epsilon : float
+        As in :func:`laplace_noise_variances`.
     sigma2 : float
         Data variance of both groups, > 0.
 
@@ -652,14 +613,8 @@ def kvh_weight(*, n, c, s_T2, s_L2, sigma2):
 
     Parameters
     ----------
-    n : float or array-like
-        Number of users, > 0.
-    c : float or array-like
-        Fraction of tcm users, in (0, 1).
-    s_T2 : float or array-like
-        Variance of the noise added to the tcm group's mean, >= 0.
-    s_L2 : float or array-like
-        Variance of one lm user's local noise, >= 0.
+    n, c, s_T2, s_L2 : float or array-like
+        As in :func:`hybrid_mse`.
     sigma2 : float or array-like
         Data variance of both groups, >= 0.
 
@@ -668,11 +623,7 @@ def kvh_weight(*, n, c, s_T2, s_L2, sigma2):
     weight : float or ndarray
         In [0, 1]; the weight on the tcm group's estimate.
     """
-    n = _check("n", n, _POSITIVE)
-    c = _check("c", c, _OPEN_UNIT)
-    s_T2 = _check("s_T2", s_T2, _NON_NEGATIVE)
-    s_L2 = _check("s_L2", s_L2, _NON_NEGATIVE)
-    sigma2 = _check("sigma2", sigma2, _NON_NEGATIVE)
+    n, c, s_T2, s_L2, sigma2 = _checked(n=n, c=c, s_T2=s_T2, s_L2=s_L2, sigma2=sigma2)
     return c * (sigma2 + s_L2) / (sigma2 + c * (n * s_T2 * (1.0 - c) + s_L2))
 
 
@@ -686,32 +637,17 @@ def kvh_weight_heterogeneous(*, n, c, s_T2, s_L2, sigma_T2, sigma_L2, mu_T=0.0, 
 
     Parameters
     ----------
-    n : float or array-like
-        Number of users, > 0.
-    c : float or array-like
-        Fraction of tcm users, in (0, 1).
-    s_T2 : float or array-like
-        Variance of the noise added to the tcm group's mean, >= 0.
-    s_L2 : float or array-like
-        Variance of one lm user's local noise, >= 0.
-    sigma_T2, sigma_L2 : float or array-like
-        Data variances of the tcm and lm groups, >= 0.
-    mu_T, mu_L : float or array-like, default=0.0
-        Data means of the tcm and lm groups (a curator rarely knows them; Sec. 6).
+    n, c, s_T2, s_L2, sigma_T2, sigma_L2, mu_T, mu_L : float or array-like
+        As in :func:`hybrid_mse` (a curator rarely knows the means; Sec. 6).
 
     Returns
     -------
     weight : float or ndarray
         In [0, 1]; the weight on the tcm group's estimate.
     """
-    n = _check("n", n, _POSITIVE)
-    c = _check("c", c, _OPEN_UNIT)
-    s_T2 = _check("s_T2", s_T2, _NON_NEGATIVE)
-    s_L2 = _check("s_L2", s_L2, _NON_NEGATIVE)
-    sigma_T2 = _check("sigma_T2", sigma_T2, _NON_NEGATIVE)
-    sigma_L2 = _check("sigma_L2", sigma_L2, _NON_NEGATIVE)
-    mu_T = _check("mu_T", mu_T, _REAL)
-    mu_L = _check("mu_L", mu_L, _REAL)
+    n, c, s_T2, s_L2, sigma_T2, sigma_L2, mu_T, mu_L = _checked(
+        n=n, c=c, s_T2=s_T2, s_L2=s_L2, sigma_T2=sigma_T2, sigma_L2=sigma_L2, mu_T=mu_T, mu_L=mu_L
+    )
     mu = _mixture_mean(c, mu_T, mu_L)
     numerator = c * (
         s_L2 + c * sigma_L2 + (1.0 - c) * (n * (mu_L - mu) * (mu_L - mu_T) + sigma_T2)
@@ -734,24 +670,15 @@ def pwh_weight(*, n, c, s_T2, s_L2):
 
     Parameters
     ----------
-    n : float or array-like
-        Number of users, > 0.
-    c : float or array-like
-        Fraction of tcm users, in (0, 1).
-    s_T2 : float or array-like
-        Variance of the noise added to the tcm group's mean, >= 0.
-    s_L2 : float or array-like
-        Variance of one lm user's local noise, >= 0; ``s_T2 + s_L2`` must be > 0.
+    n, c, s_T2, s_L2 : float or array-like
+        As in :func:`hybrid_mse`; ``s_T2 + s_L2`` must be > 0.
 
     Returns
     -------
     weight : float or ndarray
         In [0, 1]; the weight on the tcm group's estimate.
     """
-    n = _check("n", n, _POSITIVE)
-    c = _check("c", c, _OPEN_UNIT)
-    s_T2 = _check("s_T2", s_T2, _NON_NEGATIVE)
-    s_L2 = _check("s_L2", s_L2, _NON_NEGATIVE)
+    n, c, s_T2, s_L2 = _checked(n=n, c=c, s_T2=s_T2, s_L2=s_L2)
     _check("s_L2 + (1 - c) n s_T2", _pwh_denominator(n, c, s_T2, s_L2), _POSITIVE)
     return pwh_weight_unchecked(n, c, s_T2, s_L2)
 
@@ -809,12 +736,8 @@ def hybrid_privacy_amplification(*, weight, n, c, m, s_T2, s_L2, delta, n_advers
     ----------
     weight : float or array-like
         Weight w on the tcm group's estimate, in [0, 1].
-    n : float or array-like
-        Number of users, > 0.
-    c : float or array-like
-        Fraction of tcm users, in (0, 1).
-    m : float or array-like
-        Width of the data range [0, m], > 0.
+    n, c, m : float or array-like
+        As in :func:`laplace_noise_variances`.
     s_T2 : float or array-like
         Variance of the Gaussian noise on the tcm group's mean, > 0 (e.g. from
         :func:`gaussian_noise_variances`).
@@ -853,14 +776,10 @@ def hybrid_privacy_amplification(*, weight, n, c, m, s_T2, s_L2, delta, n_advers
     The classic calibration is proven for epsilon < 1; like the paper, the formula is
     applied as is.
     """
-    weight = _check("weight", weight, _CLOSED_UNIT)
-    n = _check("n", n, _POSITIVE)
-    c = _check("c", c, _OPEN_UNIT)
-    m = _check("m", m, _POSITIVE)
-    s_T2 = _check("s_T2", s_T2, _POSITIVE)
-    s_L2 = _check("s_L2", s_L2, _POSITIVE)
-    delta = _check("delta", delta, _OPEN_UNIT)
-    n_adversarial = _check("n_adversarial", n_adversarial, _NON_NEGATIVE)
+    weight, n, c, m, s_T2, s_L2, delta, n_adversarial = _checked(
+        positive=("s_T2", "s_L2"), weight=weight, n=n, c=c, m=m,
+        s_T2=s_T2, s_L2=s_L2, delta=delta, n_adversarial=n_adversarial,
+    )
     n_lm = (1.0 - c) * n
     n_adversarial, n_lm = np.broadcast_arrays(n_adversarial, n_lm)
     too_many = n_adversarial > n_lm * (1.0 + 1e-12)  # tolerate rounding in (1 - c) n

@@ -34,6 +34,20 @@ from ..mechanisms._noise import laplace_variance
 from ..utils._level_index import LevelIndex
 from ..utils._validation import check_epsilon
 
+__all__ = [
+    "group_mean_noise_scale",
+    "group_mean_variance",
+    "inverse_variance_weights",
+    "mixed_mean_variance",
+    "mixed_mean_weights",
+    "mixed_quantile_weights",
+    "mse_about_empirical_mean",
+    "optimal_sample_threshold",
+    "sample_mechanism_mse",
+    "sample_mechanism_probabilities",
+    "sample_mechanism_thresholds",
+]
+
 # Grid points per interval between consecutive distinct epsilons in the threshold search.
 _GRID_POINTS_PER_INTERVAL = 16
 
@@ -383,11 +397,10 @@ def group_mean_noise_scale(group_size, epsilon, data_range):
     Ferrando et al. Sec. 2 ("Means"): group i releases (Sigma_i + z_i) / n_i with
     z_i ~ Lap(r / epsilon_i), i.e. noise of scale r / (n_i epsilon_i) on its mean.
 
-    Neighbouring relation: replace one user's value in [lower, upper], group sizes
-    public. The group sum then moves by at most ``data_range = upper - lower`` (the
-    paper's ``r = max(|a|, |b|)`` is the add/remove sensitivity; see the module notes).
-    The same formula gives the Sample mechanism's scale with the kept count as
-    ``group_size`` and the threshold t as ``epsilon``.
+    Under the module's neighbouring relation (replace one user's value, group sizes
+    public) the group sum moves by at most ``data_range = upper - lower``. The same
+    formula gives the Sample mechanism's scale with the kept count as ``group_size``
+    and the threshold t as ``epsilon``.
 
     Parameters
     ----------
