@@ -115,7 +115,9 @@ class HybridStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator
             ``"tcm"`` / ``"lm"`` (case-insensitive) or booleans (True = tcm); ``None``
             means every user is tcm.
         epsilon : array-like of shape (n_samples,), default=None
-            Per-user privacy levels; ``None`` uses the ``epsilon`` parameter.
+            Per-user privacy levels, equal within each trust group (as
+            :class:`~skhybrid.mean.HybridMeanEstimator`'s); ``None`` uses the
+            ``epsilon`` parameter.
         user_id : array-like of shape (n_samples,), default=None
             One distinct id per row: who the ledger charges. Required with ``ledger``.
 
