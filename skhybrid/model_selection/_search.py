@@ -298,9 +298,12 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     Parameters
     ----------
-    estimator : skhybrid estimator
+    estimator : skhybrid estimator or Pipeline
         With ``ledger=`` to charge the search (``None``: nothing is recorded, and a
         search with secure noise warns once per process). Its ``bounds`` must be given.
+        A ``Pipeline`` of skhybrid estimators and transformers and public transformers
+        is one release costing the sum of its steps' (all with the same ledger; see
+        "Searching over pipelines" in the user guide); a grid may swap a step.
     param_grid : dict or list of dict
         As ``GridSearchCV``'s.
     selection : {"auto", "exponential", "expected_mse"}, default="auto"
@@ -702,8 +705,9 @@ def search_cost(search, X, y=None, **params):
     Parameters
     ----------
     search : PrivateGridSearchCV, GridSearchCV or RandomizedSearchCV
-        Over a skhybrid estimator (a ``RandomizedSearchCV`` needs an int
-        ``random_state``, so that its candidates are known in advance).
+        Over a skhybrid estimator or a ``Pipeline`` of them and of public transformers
+        (a ``RandomizedSearchCV`` needs an int ``random_state``, so that its candidates
+        are known in advance). A pipeline's cost is the sum of its charging steps'.
     X : array-like of shape (n_samples, n_features)
     y : ignored
     **params : dict
