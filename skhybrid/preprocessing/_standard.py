@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..accounting import ReleaseCost, charge_release, check_user_id
 from ..base import RANDOM_STATE_CONSTRAINT, validate_fit_input, validate_values
 from ..mean import HybridMeanEstimator
+from ..utils._dask import is_dask_collection
 from ..utils._validation import resolve_bounds
 
 
@@ -109,7 +110,7 @@ class HybridStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            One row per user: their raw values.
+            One row per user: their raw values (in memory: numpy or pandas).
         y : ignored
         trust_group : array-like of shape (n_samples,), default=None
             ``"tcm"`` / ``"lm"`` (case-insensitive) or booleans (True = tcm); ``None``
@@ -125,6 +126,11 @@ class HybridStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator
         -------
         self : HybridStandardScaler
         """
+        if is_dask_collection(X):
+            raise TypeError(
+                "HybridStandardScaler fits in-memory data; got a Dask collection: fit it on "
+                "X.compute() (the release is small: two numbers per feature), or fit "
+                "HybridMeanEstimator(variance='private') on the Dask data")
         check_user_id(self, user_id)
         X, is_tcm, user_epsilon = validate_fit_input(self, X, trust_group, epsilon)
         lower, upper = resolve_bounds(self.bounds, X)

@@ -91,6 +91,14 @@ def test_scaler_charges_each_user_their_epsilon_and_refuses_over_budget():
     assert ledger.history()[-1]["estimator"] == "HybridStandardScaler"
 
 
+def test_a_dask_input_is_refused_with_the_way_out():
+    da = pytest.importorskip("dask.array")
+    X, trust = _salaries_and_ages(500)
+    with pytest.raises(TypeError, match=r"X.compute\(\)"):
+        HybridStandardScaler(bounds=BOUNDS, random_state=0).fit(da.from_array(X),
+                                                                 trust_group=trust)
+
+
 def test_a_fitted_scaler_pickles_and_clones():
     X, trust = _salaries_and_ages(500)
     scaler = HybridStandardScaler(bounds=BOUNDS, random_state=0).fit(X, trust_group=trust)
