@@ -128,3 +128,20 @@ def test_steps_charging_different_ledgers_are_refused_before_anything_runs():
     search = PrivateGridSearchCV(pipe, {"kmeans__n_clusters": [2, 3]}, random_state=0)
     with pytest.raises(ValueError, match="one ledger"):
         search.fit(X, trust_group=trust, user_id=ids)
+
+
+def test_a_pipeline_of_mean_estimators_is_ranked_by_public_expected_error():
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(4_000, 1))
+    trust = np.where(rng.random(4_000) < 0.3, "tcm", "lm")
+    ids = np.arange(4_000)
+    ledger = PrivacyLedger(default_budget=5.0)
+    grid = {"est": [HybridMeanEstimator("tcm_only", bounds=(0, 1), variance=1 / 12),
+                    HybridMeanEstimator("pwh", bounds=(0, 1), variance=1 / 12)]}
+    search = PrivateGridSearchCV(_mean_pipeline(ledger), grid, random_state=0)
+    cost = search_cost(search, X, trust_group=trust, user_id=ids)
+    search.fit(X, trust_group=trust, user_id=ids)
+    assert search.selection_ == "expected_mse"
+    assert search.best_params_["est"].strategy == "pwh"  # both groups beat the tcm alone
+    np.testing.assert_allclose(ledger.spent(ids), cost)  # one fit: the chosen one's
+    np.testing.assert_allclose(cost, 1.0)
