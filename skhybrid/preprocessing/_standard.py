@@ -1,5 +1,6 @@
 """A standard scaler whose means and standard deviations are released under the hybrid model."""
 
+from functools import partial
 from numbers import Real
 
 import numpy as np
@@ -14,10 +15,15 @@ from ..utils._dask import is_dask_collection
 from ..utils._validation import resolve_bounds
 
 
-class _ChargedByCaller:
-    """The inner mean estimator's ledger: the scaler has charged its own release already."""
+class _ChargeOnBehalf:
+    """The inner mean estimator's ledger: at its charge, after every check of its own and
+    before its noise, the scaler charges its own release (``charge()``) on its ledger."""
+
+    def __init__(self, charge):
+        self._charge = charge
 
     def charge(self, user_ids, epsilon=0.0, delta=0.0, **_):
+        self._charge()
         return 0
 
 
@@ -134,13 +140,13 @@ class HybridStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator
         check_user_id(self, user_id)
         X, is_tcm, user_epsilon = validate_fit_input(self, X, trust_group, epsilon)
         lower, upper = resolve_bounds(self.bounds, X)
+        # The scaler's charge happens where the mean estimator's would: after all its
+        # checks (a refused fit charges nobody), before its noise.
+        on_behalf = _ChargeOnBehalf(partial(charge_release, self, user_id, is_tcm, user_epsilon))
         means = HybridMeanEstimator(
             "kvh", epsilon=self.epsilon, bounds=(lower, upper), variance="private",
-            random_state=self.random_state, ledger=_ChargedByCaller(),
+            random_state=self.random_state, ledger=on_behalf,
         )
-        # The scaler's own charge, before the inner estimator draws any noise (the inner
-        # one validates the same input and cannot refuse it after this point).
-        charge_release(self, user_id, is_tcm, user_epsilon)
         means.fit(X, trust_group=trust_group, epsilon=epsilon, user_id=np.arange(X.shape[0]))
         self.mean_ = means.mean_
         self.var_ = np.clip(means.variance_, 0.0, (upper - lower) ** 2 / 4.0)

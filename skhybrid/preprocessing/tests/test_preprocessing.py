@@ -99,6 +99,17 @@ def test_a_dask_input_is_refused_with_the_way_out():
                                                                  trust_group=trust)
 
 
+def test_a_fit_refused_by_the_means_checks_charges_nobody():
+    X, trust = _salaries_and_ages(1_000)
+    ids = np.arange(X.shape[0])
+    ledger = PrivacyLedger(default_budget=5.0)
+    levels = np.where(ids % 2 == 0, 1.0, 2.0)  # two levels within a group: refused
+    scaler = HybridStandardScaler(bounds=BOUNDS, ledger=ledger, random_state=0)
+    with pytest.raises(ValueError, match="one epsilon per trust group"):
+        scaler.fit(X, trust_group=trust, epsilon=levels, user_id=ids)
+    np.testing.assert_array_equal(ledger.spent(ids), 0.0)
+
+
 def test_a_fitted_scaler_pickles_and_clones():
     X, trust = _salaries_and_ages(500)
     scaler = HybridStandardScaler(bounds=BOUNDS, random_state=0).fit(X, trust_group=trust)
