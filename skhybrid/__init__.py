@@ -15,6 +15,7 @@ from . import (
     mechanisms,
     model_selection,
     plotting,
+    preprocessing,
     theory,
 )
 from .accounting import PrivacyLedger
@@ -51,5 +52,6 @@ __all__ = [
     "mechanisms",
     "model_selection",
     "plotting",
+    "preprocessing",
     "theory",
 ]

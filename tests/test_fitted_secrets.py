@@ -137,6 +137,8 @@ def _fits():
     yield "PDPQuantileEstimator", estimators["PDPQuantileEstimator"](bounds=BOUNDS), X, {
         "epsilon": epsilon}
     yield "HybridKMeans", estimators["HybridKMeans"](3, bounds=BOUNDS), X, {"trust_group": trust}
+    yield "HybridStandardScaler", skhybrid.preprocessing.HybridStandardScaler(bounds=BOUNDS), X, {
+        "trust_group": trust}
     records, optin = _search_logs()
     yield "BlenderHeavyHitters", estimators["BlenderHeavyHitters"](), records, {
         "trust_group": optin}
@@ -160,7 +162,7 @@ def _record_frequencies(records, optin):
 
 def test_every_public_estimator_is_walked():
     walked = {name for name, *_ in _fits()}
-    assert walked == set(_public_estimators())
+    assert walked == set(_public_estimators()) | {"HybridStandardScaler"}
 
 
 @pytest.mark.parametrize("random_state", [None, 0])

@@ -19,7 +19,6 @@ import numpy as np
 from .._group_estimates import privatized_rows
 from ..mechanisms import LaplaceMechanism
 from ..mechanisms._families import LAPLACE
-from ..mechanisms._feature_weights import feature_noise_weights
 from ..mechanisms._randomized_response import (
     randomized_response_drawn_probabilities,
     randomized_response_widths,
@@ -32,6 +31,7 @@ from ..utils._validation import (
     check_trust_group,
     masked_rows,
 )
+from ._k_means_budget import central_sum_weights
 from ._k_means_lloyd import chunk_local_offsets, lloyd_pass
 
 #: The lm users' fixed reports are kept in float32: each iteration reads them all, and
@@ -150,7 +150,7 @@ class _CentralConstants(NamedTuple):
 
     midpoint : ndarray of shape (n_features,)
     weights : ndarray of shape (n_features,)
-        Each feature's noise weight (:func:`feature_noise_weights`).
+        Each feature's noise weight relative to the counts' (:func:`central_sum_weights`).
     variance_factor : ndarray of shape (n_features,)
         ``weights**2 + (ranges / 2)**2``: a mean's noise variance per unit of the
         mechanism's (see :func:`_release_central`).
@@ -164,7 +164,7 @@ class _CentralConstants(NamedTuple):
 def _central_constants(lower, upper):
     """The :class:`_CentralConstants` of the bounds."""
     ranges = upper - lower
-    weights = feature_noise_weights(ranges)
+    weights = central_sum_weights(ranges)
     return _CentralConstants(lower + ranges / 2.0, weights, weights**2 + (ranges / 2.0) ** 2)
 
 
@@ -187,14 +187,11 @@ def _release_central(statistics, lower, upper, mechanism, rng, constants=None):
 
 def _central_means(released, constants, central_variance):
     """The tcm :class:`_ClusterMeans` from the curator's release: the noisy counts are
-    the sizes, the noisy sums (divided by each feature's noise weight, but for one
-    feature) are multiplied back by it, the sums' noise variance is
-    ``central_variance`` per feature."""
+    the sizes, the noisy sums (divided by each feature's noise weight) are multiplied
+    back by it, the sums' noise variance is ``central_variance`` per feature."""
     n_features = constants.weights.shape[0]
     k = released.shape[0] // (1 + n_features)
-    sums = released[k:].reshape(k, n_features)
-    if n_features > 1:
-        sums = sums * constants.weights
+    sums = released[k:].reshape(k, n_features) * constants.weights
     return _cluster_means(constants.midpoint, sums, released[:k],
                           np.broadcast_to(central_variance, sums.shape))
 
@@ -205,8 +202,7 @@ def _released_central(statistics, lower, upper, mechanism, rng, constants):
     central_iteration_sensitivity), row by row."""
     counts, code_sums = statistics
     sums = centred_sums(code_sums, lower, upper, n_users=int(counts.max(initial=0)))
-    if code_sums.shape[1] > 1:
-        sums = sums / constants.weights
+    sums = sums / constants.weights  # exact where a weight is 1
     return mechanism.randomise(np.concatenate([counts.astype(np.float64), sums.ravel()]),
                                random_state=rng)
 

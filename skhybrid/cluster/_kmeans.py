@@ -30,8 +30,10 @@ the guarantee follows from adaptive sequential composition.
 
 Departures from Algorithm 1, none of which changes what a user spends:
 
-- the tcm noise scale is calibrated to replacing a user (``m d + 2``, not ``m d + 1``;
-  see :func:`central_iteration_sensitivity`), and the tcm sums are centred on the box;
+- the tcm noise is calibrated to replacing a user, and its budget split evenly over
+  the counts and each feature's sums, each with noise in proportion to its own range
+  (:func:`central_sum_weights`; Algorithm 1 gives all of them the scale of the summed
+  range, ``m d + 1``), and the tcm sums are centred on the box;
 - the lm reports are de-mixed from the randomized response, which makes the lm cluster
   means unbiased (Algorithm 1's plain average pulls every centre towards the overall
   mean by the share of responses from other clusters, about half of them at
@@ -182,10 +184,13 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
     bounds, the L1 diameter of the box, which is what bounds a report's sensitivity):
 
     - a tcm user takes part in ``tau`` Laplace releases of every cluster's count and
-      centred sum, of scale ``b_T = (m d + 2) tau / epsilon``: ``epsilon / tau`` each.
-      Algorithm 1 writes ``(m d + 1) tau / epsilon``, the sensitivity when a user is
-      added or removed; skhybrid's neighbours replace a user, which changes two counts
-      (see :func:`central_iteration_sensitivity`).
+      centred sum, ``epsilon / tau`` each, split evenly over the ``d + 1`` parts: the
+      counts get scale ``2 (d + 1) tau / epsilon`` and feature j's sums
+      ``range_j (d + 1) tau / epsilon``, each part's noise in proportion to its own
+      range, so the fit works in any units (:func:`central_sum_weights`, which has
+      the proof). Algorithm 1 writes ``(m d + 1) tau / epsilon`` for all parts, the
+      sensitivity when a user is added or removed; skhybrid's neighbours replace a
+      user, which changes two counts (see :func:`central_iteration_sensitivity`).
     - an lm user sends one report with Laplace noise of scale
       ``b_L = m d (tau + 1) / epsilon`` (``epsilon / (tau + 1)``) and ``tau`` randomized
       responses at ``epsilon / (tau + 1)`` each.

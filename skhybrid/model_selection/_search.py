@@ -11,7 +11,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context
 from sklearn.model_selection import (
     GridSearchCV,
     ParameterGrid,
@@ -41,7 +41,18 @@ from ..exceptions import BudgetExceededError, warn_user
 from ..mechanisms import ExponentialMechanism
 from ..utils._random import check_random_state
 from ..utils._validation import check_bounds, check_epsilon, check_trust_group
-from ._losses import selection_loss
+from ._pipelines import (
+    candidate_model,
+    charging_steps,
+    check_public_bounds,
+    final_step,
+    fit_model,
+    flat_user_id,
+    input_bounds,
+    ledger_of,
+    model_loss,
+    seeded,
+)
 
 # -- ledger stand-ins: what a candidate's fit charges, without charging the ledger again --
 
@@ -56,18 +67,35 @@ class _DryRun(Exception):
 
 
 class _CostProbe:
-    """A ledger that stops the fit at its charge and reports the cost: nothing is released."""
+    """A ledger that stops the fit at its last charge and reports the cost.
+
+    A model with one charging step (an estimator) is stopped at its charge, before any
+    noise: nothing is released. A pipeline's earlier charging steps are let through
+    (their charges recorded, their releases discarded with the probe) so that the
+    later steps get their input; the fit stops at the last step's charge, and the cost
+    is the sum of the steps' charges.
+    """
+
+    def __init__(self, n_charges=1):
+        self.n_charges = n_charges
+        self.charged = []
 
     def charge(self, user_ids, epsilon=0.0, delta=0.0, *, noise_multiplier=None, release=None,
                description=None):
-        raise _DryRun(user_ids, epsilon, delta, noise_multiplier)
+        self.charged.append((epsilon, delta))
+        if noise_multiplier is not None or len(self.charged) >= self.n_charges:
+            raise _DryRun(user_ids, sum(np.asarray(e, dtype=np.float64) for e, _ in self.charged),
+                          sum(np.asarray(d, dtype=np.float64) for _, d in self.charged),
+                          noise_multiplier)
+        return 0
 
 
 class _Allotment:
     """A ledger for one planned release, drawing on the search's reservation.
 
-    It accepts the charge it was planned for (each user at most the planned amount)
-    and records it; it travels to worker processes with the candidate (it pickles),
+    It accepts the charges it was planned for (each user at most the planned amount
+    in all: a pipeline's charging steps charge it one after the other) and records
+    their sum; it travels to worker processes with the candidate (it pickles),
     and what it recorded comes back with the fit's result.
     """
 
@@ -81,7 +109,9 @@ class _Allotment:
         epsilon = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), (n,))
         delta = np.broadcast_to(np.asarray(delta, dtype=np.float64), (n,))
         slack = 1e-12 * np.maximum(self.epsilon, 1.0)
-        if (self.used is not None or noise_multiplier is not None
+        if self.used is not None:
+            epsilon, delta = epsilon + self.used[0], delta + self.used[1]
+        if (noise_multiplier is not None
                 or (epsilon > self.epsilon + slack).any() or (delta > self.delta + 1e-15).any()):
             raise BudgetExceededError.for_users(
                 list(np.asarray(user_ids).tolist()), epsilon > self.epsilon + slack,
@@ -99,9 +129,11 @@ def _planned_cost(estimator, params, X, fit_params, n_rows):
     after validating its input and before any noise), so the cost is the estimators'
     own (each declares it in ``_release_cost``) and nothing is released.
     """
-    probe = clone(estimator).set_params(**params, ledger=_CostProbe())
+    probe = candidate_model(estimator, params, _CostProbe())
+    probe_ledger = ledger_of(probe)
+    probe_ledger.n_charges = len(charging_steps(probe))
     try:
-        probe.fit(X, **fit_params)
+        fit_model(probe, X, fit_params)
     except _DryRun as charge:
         if charge.noise_multiplier is not None:
             raise ValueError(
@@ -154,7 +186,7 @@ def _routed_params(search, params):
 
 def _user_ids(estimator, user_id, n_rows):
     if user_id is None:
-        if getattr(estimator, "ledger", None) is not None:
+        if ledger_of(estimator) is not None:
             raise ValueError(
                 f"{type(estimator).__name__} has a ledger but the search was fit without "
                 "user_id: pass one id per row (search.fit(X, ..., user_id=ids))"
@@ -194,7 +226,7 @@ class _Plan(Bunch):
 def _search_inputs(owner, estimator, X, y, params, cv):
     """The estimator's fit metadata (``user_id`` always given), the splits, the user ids."""
     fit_params, split_params = _routed_params(owner, params)
-    ids = _user_ids(estimator, params.get("user_id"), _num_samples(X))
+    ids = _user_ids(estimator, flat_user_id(params), _num_samples(X))
     fit_params["user_id"] = ids  # every planned fit is charged (or probed) per user
     splits = [] if cv is None else list(cv.split(X, y, **split_params))
     return fit_params, splits, ids
@@ -228,11 +260,12 @@ def _fit_candidate(estimator, X_train, fit_params, X_scored):
 
     ``estimator`` charges an :class:`_Allotment` or nothing (``ledger=None``).
     """
-    allotment = estimator.ledger if isinstance(estimator.ledger, _Allotment) else None
+    allotment = ledger_of(estimator)
+    allotment = allotment if isinstance(allotment, _Allotment) else None
 
     def run():
-        fitted = estimator.fit(X_train, **fit_params)
-        losses, width = selection_loss(fitted, X_scored)
+        fitted = fit_model(estimator, X_train, fit_params)
+        losses, width = model_loss(fitted, X_scored)
         return float(np.sum(losses)), width
 
     result, error, records = _recording(run)
@@ -265,9 +298,12 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     Parameters
     ----------
-    estimator : skhybrid estimator
+    estimator : skhybrid estimator or Pipeline
         With ``ledger=`` to charge the search (``None``: nothing is recorded, and a
         search with secure noise warns once per process). Its ``bounds`` must be given.
+        A ``Pipeline`` of skhybrid estimators and transformers and public transformers
+        is one release costing the sum of its steps' (all with the same ledger; see
+        "Searching over pipelines" in the user guide); a grid may swap a step.
     param_grid : dict or list of dict
         As ``GridSearchCV``'s.
     selection : {"auto", "exponential", "expected_mse"}, default="auto"
@@ -395,7 +431,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self : PrivateGridSearchCV
         """
         plan = self._plan(X, y, params)
-        ledger = getattr(self.estimator, "ledger", None)
+        ledger = ledger_of(self.estimator)
         epsilon, delta = plan.reserved()
         # Pre-flight: raises (nothing charged, nothing released) if anyone cannot afford it.
         if ledger is not None:
@@ -430,6 +466,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     def _plan(self, X, y, params):
         candidates = list(ParameterGrid(self.param_grid))
+        check_public_bounds(self.estimator, candidates)
         fit_params, _, ids = _search_inputs(self, self.estimator, X, y, params, None)
         records, expected = [], None
         if self.selection != "exponential":
@@ -463,7 +500,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                      selection=np.where(is_scored, float(self.selection_epsilon), 0.0))
 
     def _run(self, X, plan, used):
-        ledger = getattr(self.estimator, "ledger", None)
+        ledger = ledger_of(self.estimator)
         records = list(plan.records)
         expected = plan.expected
         if expected is not None:
@@ -476,18 +513,19 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.best_params_ = plan.candidates[best]
         self.n_splits_ = len(plan.splits)
         if self.refit:
-            charges = {} if ledger is None else {"ledger": _Allotment(*plan.refits[best])}
-            refit = clone(self.estimator).set_params(**self.best_params_, **charges)
+            allotment = None if ledger is None else _Allotment(*plan.refits[best])
+            refit = candidate_model(self.estimator, self.best_params_, allotment)
             try:
                 _, _, error, caught = _fit_candidate(refit, X, plan.fit_params,
                                                      _safe_indexing(X, []))
             finally:  # the allotment is in this process: read even if interrupted
-                self._count(used, charges["ledger"].used if charges else None, slice(None))
+                self._count(used, allotment.used if allotment else None, slice(None))
             records += caught
             if error is not None:
                 raise error
             if ledger is not None:
-                refit.set_params(ledger=ledger)
+                refit.set_params(**{f"{prefix}ledger": ledger
+                                    for prefix, _ in charging_steps(refit)})
             self.best_estimator_ = refit
             if hasattr(refit, "n_features_in_"):
                 self.n_features_in_ = refit.n_features_in_
@@ -501,9 +539,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             scored = test[plan.is_scored[test]]
             # The allotment replaces the ledger before the clone leaves this process
             # (an in-memory ledger does not pickle; an allotment does).
-            charges = {} if ledger is None else {"ledger": _Allotment(epsilon, delta)}
+            allotment = None if ledger is None else _Allotment(epsilon, delta)
             tasks.append((index, train, (
-                clone(self.estimator).set_params(**plan.candidates[index], **charges),
+                candidate_model(self.estimator, plan.candidates[index], allotment),
                 _safe_indexing(X, train),
                 _check_method_params(X, params=plan.fit_params, indices=train),
                 _safe_indexing(X, scored),
@@ -523,7 +561,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             # Interrupted (KeyboardInterrupt, a dead worker): a fit whose result never
             # came back may have drawn its noise, so its allotment counts as used.
             for index, train, task in tasks[len(results):]:
-                allotment = task[0].ledger
+                allotment = ledger_of(task[0])
                 if self.n_jobs in (None, 1) and isinstance(allotment, _Allotment):
                     self._count(used, allotment.used, train)
                 elif isinstance(allotment, _Allotment):
@@ -574,20 +612,23 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         """
         n_rows = _num_samples(X)
         n_features = np.shape(X)[1] if len(np.shape(X)) > 1 else 1
-        lower, upper = check_bounds(_public_bounds_of(self.estimator), n_features)
-        alternating = np.where((np.arange(n_rows) % 2 == 0)[:, None], lower, upper)
-        stand_ins = [np.tile(lower, (n_rows, 1)), np.tile(upper, (n_rows, 1)), alternating]
         fit_params = {key: value for key, value in fit_params.items() if key != "user_id"}
         records, expected = [], []
         for candidate in candidates:
+            # The stand-ins are in the candidate's input bounds (a swapped step's own).
+            lower, upper = check_bounds(
+                input_bounds(candidate_model(self.estimator, candidate, set_ledger=False)),
+                n_features)
+            alternating = np.where((np.arange(n_rows) % 2 == 0)[:, None], lower, upper)
             figures = []
-            for stand_in in stand_ins:
-                model = clone(self.estimator).set_params(**candidate, ledger=None,
-                                                         random_state=0)
-                fitted, error, caught = _recording(model.fit, stand_in, **fit_params)
+            for stand_in in (np.tile(lower, (n_rows, 1)), np.tile(upper, (n_rows, 1)),
+                             alternating):
+                model = seeded(candidate_model(self.estimator, candidate, None))
+                fitted, error, caught = _recording(fit_model, model, stand_in, fit_params)
                 records += caught
                 if error is not None:
                     raise error
+                fitted = final_step(fitted)
                 if not hasattr(fitted, "expected_mse_"):
                     raise _NoPublicError(
                         "selection='expected_mse' needs an estimator with expected_mse_; "
@@ -653,14 +694,6 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         )
 
 
-def _public_bounds_of(estimator):
-    if getattr(estimator, "bounds", None) is None:
-        raise ValueError(
-            f"private selection needs data-independent bounds; {type(estimator).__name__} "
-            "has bounds=None (pass bounds=(lower, upper))")
-    return estimator.bounds
-
-
 def search_cost(search, X, y=None, **params):
     """Each user's epsilon that running ``search`` on ``X`` would charge, before any release.
 
@@ -672,8 +705,9 @@ def search_cost(search, X, y=None, **params):
     Parameters
     ----------
     search : PrivateGridSearchCV, GridSearchCV or RandomizedSearchCV
-        Over a skhybrid estimator (a ``RandomizedSearchCV`` needs an int
-        ``random_state``, so that its candidates are known in advance).
+        Over a skhybrid estimator or a ``Pipeline`` of them and of public transformers
+        (a ``RandomizedSearchCV`` needs an int ``random_state``, so that its candidates
+        are known in advance). A pipeline's cost is the sum of its charging steps'.
     X : array-like of shape (n_samples, n_features)
     y : ignored
     **params : dict

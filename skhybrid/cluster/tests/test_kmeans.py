@@ -24,6 +24,7 @@ from skhybrid.mechanisms._families import LAPLACE
 from skhybrid.cluster._k_means_budget import (
     central_iteration_mechanism,
     central_iteration_sensitivity,
+    central_sum_weights,
     local_release_epsilon,
 )
 from skhybrid.cluster._k_means_lloyd import (
@@ -136,9 +137,10 @@ def test_noise_scales_are_algorithm_1s_for_a_replaced_user(monkeypatch):
     km = HybridKMeans(4, epsilon=epsilon, n_iter=n_iter, bounds=bounds, random_state=0)
     km.fit(X, trust_group=trust)
     m_d = 1.0 + 2.0  # the L1 diameter of the box: m d for per-feature bounds
-    # b_T = (m d + 1) tau / epsilon in the paper, for an added or removed user; a replaced
-    # user moves one unit of count between two clusters, hence m d + 2.
-    np.testing.assert_allclose(ledger.central_scales, [(m_d + 2) * n_iter / epsilon] * n_iter)
+    # b_T = (m d + 1) tau / epsilon in the paper, for an added or removed user, on counts
+    # and sums alike; here the sums are divided by range_j / 2 (central_sum_weights), so
+    # a replaced user moves each of the d + 1 parts by at most 2: (2 d + 2) tau / epsilon.
+    np.testing.assert_allclose(ledger.central_scales, [(2 * 2 + 2) * n_iter / epsilon] * n_iter)
     np.testing.assert_allclose(ledger.report_scales, [m_d * (n_iter + 1) / epsilon])
 
 
@@ -147,7 +149,7 @@ def _central_statistic(X, centres, lower, upper):
     central = _CentralClustering(np.clip(X, lower, upper), lower, upper, None)
     counts, sums = central.statistics(centres)
     centred = centred_sums(sums, lower, upper, n_users=int(counts.sum()))
-    return np.concatenate([counts, centred.ravel()])
+    return np.concatenate([counts, (centred / central_sum_weights(upper - lower)).ravel()])
 
 
 def test_central_sensitivity_bounds_every_replacement_and_is_attained():
@@ -169,7 +171,7 @@ def test_central_sensitivity_bounds_every_replacement_and_is_attained():
             X_prime[user] = value
             changes.append(np.abs(_central_statistic(X_prime, centres, lower, upper) - base).sum())
     sensitivity = central_iteration_sensitivity(upper - lower)
-    assert sensitivity == pytest.approx(np.sum(upper - lower) + 2)
+    assert sensitivity == pytest.approx(2 * 3 + 2)  # 2 per feature and 2 for the counts
     assert max(changes) <= sensitivity + 1e-12
     # A corner user moved to the opposite corner, into another cluster, attains it.
     assert max(changes) == pytest.approx(sensitivity)
@@ -338,10 +340,12 @@ def test_tcm_cluster_means_are_unbiased_with_the_stated_noise_variance():
     stated = np.array([draw.noise_variance for draw in draws]).mean(axis=0)
     standard_error = means.std(axis=0) / np.sqrt(n_trials)
     assert np.all(np.abs(means.mean(axis=0) - truth) < 4 * standard_error)
-    # To first order the error is (Y_sum - (mean - 0.5) Y_count) / count; the stated
-    # variance bounds |mean - 0.5| by half the range.
+    # To first order the error is (w Y_sum - (mean - 0.5) Y_count) / count, with w the
+    # sums' weight (central_sum_weights); the stated variance bounds |mean - 0.5| by
+    # half the range.
     sizes = np.bincount(nearest_centre(values, centres), minlength=3)[:, np.newaxis]
-    first_order = mechanism.variance(9) * (1 + (truth - 0.5) ** 2) / sizes**2
+    weights = central_sum_weights(upper - lower)
+    first_order = mechanism.variance(9) * (weights**2 + (truth - 0.5) ** 2) / sizes**2
     tolerance = 4 * _relative_variance_error(means)
     assert np.all(np.abs(means.var(axis=0) / first_order - 1) < tolerance)
     assert np.all(stated >= first_order * (1 - tolerance))

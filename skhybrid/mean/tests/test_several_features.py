@@ -82,10 +82,9 @@ def test_kmeans_cluster_sums_get_noise_in_proportion_to_each_range():
     means = np.array([_release_central(statistics, lower, upper, mechanism, rng).means
                       for _ in range(4_000)])
     errors = means - (lower + upper) / 2
-    # Half the budget per feature: the sums' scales are 2 range_j (Sum(ranges) + 2) /
-    # Sum(ranges), about 2 range_j, instead of Sum(ranges) + 2 for both.
-    expected_sd = np.sqrt(2) * 2 * (upper - lower) * (np.sum(upper - lower) + 2) / np.sum(
-        upper - lower) / counts[0]
+    # A third of the budget per feature and for the counts (central_sum_weights): the
+    # sums' scales are 3 range_j, instead of Sum(ranges) + 2 for both.
+    expected_sd = np.sqrt(2) * 3 * (upper - lower) / counts[0]
     np.testing.assert_allclose(errors.std(axis=0).mean(axis=0), expected_sd, rtol=0.1)
 
 
