@@ -1,18 +1,18 @@
 """Warnings and errors specific to skhybrid, and where its warnings point."""
 
+import importlib.util
 import os
 import sys
 import warnings
 
-import joblib
 import numpy as np
-import sklearn
 
 #: Frames in these directories are the libraries' own, not the user's line; skhybrid's
-#: own tests are users (they sit in ``tests`` directories).
+#: own tests are users (they sit in ``tests`` directories). Found without importing
+#: scikit-learn or joblib (a ledger command needs neither).
 _LIBRARY_DIRS = tuple(
-    os.path.dirname(os.path.abspath(module.__file__)) + os.sep
-    for module in (sys.modules[__package__], sklearn, joblib)
+    os.path.dirname(os.path.abspath(importlib.util.find_spec(name).origin)) + os.sep
+    for name in (__package__, "sklearn", "joblib")
 )
 _TESTS = f"{os.sep}tests{os.sep}"
 

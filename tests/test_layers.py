@@ -112,3 +112,20 @@ def test_a_fresh_process_sums_by_the_compiled_kernels_without_numba():
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_ledger_imports_without_the_estimators_or_scikit_learn():
+    """``skhybrid ledger FILE user ID`` answers a support desk's question in about a
+    second: importing the ledger imports no estimator, scikit-learn nor cvxpy (the
+    package's names are imported on first use)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; import skhybrid.accounting; "
+        "loaded = [name for name in ('sklearn', 'cvxpy', 'skhybrid.mean', 'skhybrid.cluster') "
+        "if name in sys.modules]; assert not loaded, loaded; "
+        "from skhybrid import HybridMeanEstimator; assert 'sklearn' in sys.modules"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
