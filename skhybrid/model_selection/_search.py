@@ -42,6 +42,12 @@ from ..mechanisms import ExponentialMechanism
 from ..utils._random import check_random_state
 from ..utils._validation import check_bounds, check_epsilon, check_trust_group
 from ._losses import selection_loss
+from ._variance_ranking import (
+    chosen_fit_overrides,
+    rank_at,
+    ranking_route,
+    variance_fit,
+)
 
 # -- ledger stand-ins: what a candidate's fit charges, without charging the ledger again --
 
@@ -221,6 +227,46 @@ def _plan_fits(estimator, candidates, X, fit_params, splits, refit_candidates):
     for index in refit_candidates:
         refits[index] = probe(candidates[index], None)
     return fits, refits, records
+
+
+def _plan_private_variance(estimator, candidates, X, fit_params, ids, refit, reason):
+    """The plan of :mod:`._variance_ranking`'s route: the variance's release over every
+    row (a fold fit of index -1), then every candidate's fit at the rest (one is run)."""
+    n_rows = ids.shape[0]
+    release, release_params = variance_fit(estimator, fit_params)
+    cost, error, records = _recording(_planned_cost, release, {}, X, release_params, n_rows)
+    if error is not None:
+        raise error
+    overrides, rest_params = chosen_fit_overrides(estimator, fit_params)
+    base = clone(estimator).set_params(**overrides)
+    _, refits, caught = _plan_fits(base, candidates, X, rest_params, [],
+                                   range(len(candidates)) if refit else [])
+    return _Plan(candidates=candidates, splits=[], ids=ids, fit_params=rest_params,
+                 fits=[(-1, np.arange(n_rows), np.arange(0), *cost)], refits=refits,
+                 is_scored=np.zeros(n_rows, dtype=bool), n_test=np.zeros(n_rows, np.intp),
+                 expected=None, records=[], probe_records=records + caught,
+                 selection=np.zeros(n_rows), route="private_variance", reason=reason,
+                 base=base, release=(release, release_params))
+
+
+def _rank_privately(search, X, plan, used, records):
+    """Release the variance (drawing on the reservation), rank the candidates at it."""
+    release, release_params = plan.release
+    ledger = getattr(search.estimator, "ledger", None)
+    charges = {} if ledger is None else {"ledger": _Allotment(*plan.fits[0][3:])}
+    release = clone(release).set_params(**charges)
+    try:
+        _, _, error, caught = _fit_candidate(release, X, release_params, _safe_indexing(X, []))
+    finally:
+        search._count(used, charges["ledger"].used if charges else None, slice(None))
+    records += caught
+    if error is not None:
+        raise error
+    search.variance_ = release.variance_.copy()
+    n_features = release.n_features_in_
+    expected = rank_at(search.estimator, plan.candidates, search.variance_, plan.fit_params,
+                       plan.ids.shape[0], n_features)
+    return int(np.argmin(expected)), expected, {}
 
 
 def _fit_candidate(estimator, X_train, fit_params, X_scored):
@@ -432,6 +478,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         candidates = list(ParameterGrid(self.param_grid))
         fit_params, _, ids = _search_inputs(self, self.estimator, X, y, params, None)
         records, expected = [], None
+        route, reason = ranking_route(self.estimator, candidates)
+        if self.selection != "exponential" and route == "private_variance":
+            return _plan_private_variance(self.estimator, candidates, X, fit_params, ids,
+                                          self.refit, reason)
         if self.selection != "exponential":
             try:
                 expected, records = self._expected_mse(X, candidates, fit_params)
@@ -460,13 +510,19 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         return _Plan(candidates=candidates, splits=splits, fits=fits, refits=refits, ids=ids,
                      fit_params=fit_params, is_scored=is_scored, n_test=n_test,
                      expected=expected, records=records, probe_records=caught,
-                     selection=np.where(is_scored, float(self.selection_epsilon), 0.0))
+                     selection=np.where(is_scored, float(self.selection_epsilon), 0.0),
+                     route="exponential" if exponential else "expected_mse",
+                     reason=reason if exponential or route else "")
 
     def _run(self, X, plan, used):
         ledger = getattr(self.estimator, "ledger", None)
         records = list(plan.records)
         expected = plan.expected
-        if expected is not None:
+        refit_overrides = {}
+        if plan.route == "private_variance":
+            self.selection_ = "expected_mse"
+            best, expected, refit_overrides = _rank_privately(self, X, plan, used, records)
+        elif expected is not None:
             self.selection_ = "expected_mse"
             best = int(np.argmin(expected))
         else:
@@ -477,7 +533,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.n_splits_ = len(plan.splits)
         if self.refit:
             charges = {} if ledger is None else {"ledger": _Allotment(*plan.refits[best])}
-            refit = clone(self.estimator).set_params(**self.best_params_, **charges)
+            refit = clone(plan.get("base", self.estimator)).set_params(
+                **self.best_params_, **refit_overrides, **charges)
             try:
                 _, _, error, caught = _fit_candidate(refit, X, plan.fit_params,
                                                      _safe_indexing(X, []))
