@@ -42,10 +42,13 @@ from ..mechanisms import ExponentialMechanism
 from ..utils._random import check_random_state
 from ..utils._validation import check_bounds, check_epsilon, check_trust_group
 from ._losses import selection_loss
+from ._search_cost import SearchCost
 from ._variance_ranking import (
     chosen_fit_overrides,
+    stratified_splitter,
     rank_at,
     ranking_route,
+    rest_candidate,
     variance_fit,
 )
 
@@ -239,8 +242,8 @@ def _plan_private_variance(estimator, candidates, X, fit_params, ids, refit, rea
         raise error
     overrides, rest_params = chosen_fit_overrides(estimator, fit_params)
     base = clone(estimator).set_params(**overrides)
-    _, refits, caught = _plan_fits(base, candidates, X, rest_params, [],
-                                   range(len(candidates)) if refit else [])
+    _, refits, caught = _plan_fits(base, [rest_candidate(c, fit_params) for c in candidates],
+                                   X, rest_params, [], range(len(candidates)) if refit else [])
     return _Plan(candidates=candidates, splits=[], ids=ids, fit_params=rest_params,
                  fits=[(-1, np.arange(n_rows), np.arange(0), *cost)], refits=refits,
                  is_scored=np.zeros(n_rows, dtype=bool), n_test=np.zeros(n_rows, np.intp),
@@ -266,7 +269,8 @@ def _rank_privately(search, X, plan, used, records):
     n_features = release.n_features_in_
     expected = rank_at(search.estimator, plan.candidates, search.variance_, plan.fit_params,
                        plan.ids.shape[0], n_features)
-    return int(np.argmin(expected)), expected, {}
+    best = int(np.argmin(expected))
+    return best, expected, rest_candidate(plan.candidates[best], plan.fit_params)
 
 
 def _fit_candidate(estimator, X_train, fit_params, X_scored):
@@ -482,16 +486,20 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         if self.selection != "exponential" and route == "private_variance":
             return _plan_private_variance(self.estimator, candidates, X, fit_params, ids,
                                           self.refit, reason)
-        if self.selection != "exponential":
+        if self.selection == "exponential":
+            reason = "selection='exponential' was asked"
+        else:
             try:
                 expected, records = self._expected_mse(X, candidates, fit_params)
-            except _NoPublicError:
+            except _NoPublicError as error:
                 if self.selection == "expected_mse":
-                    raise
+                    raise ValueError(str(error)) from None
+                reason = str(error)
         exponential = expected is None
         if exponential:
+            splitter, y = stratified_splitter(self.cv, y, params, _num_samples(X))
             fit_params, splits, ids = _search_inputs(self, self.estimator, X, y, params,
-                                                     check_cv(self.cv))
+                                                     splitter)
             refit_candidates = range(len(candidates)) if self.refit else []
         else:
             # The ranking is public, so only the chosen candidate's refit is planned.
@@ -511,8 +519,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                      fit_params=fit_params, is_scored=is_scored, n_test=n_test,
                      expected=expected, records=records, probe_records=caught,
                      selection=np.where(is_scored, float(self.selection_epsilon), 0.0),
-                     route="exponential" if exponential else "expected_mse",
-                     reason=reason if exponential or route else "")
+                     route="exponential" if exponential else "expected_mse", reason=reason)
 
     def _run(self, X, plan, used):
         ledger = getattr(self.estimator, "ledger", None)
@@ -534,7 +541,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         if self.refit:
             charges = {} if ledger is None else {"ledger": _Allotment(*plan.refits[best])}
             refit = clone(plan.get("base", self.estimator)).set_params(
-                **self.best_params_, **refit_overrides, **charges)
+                **{**self.best_params_, **refit_overrides}, **charges)
             try:
                 _, _, error, caught = _fit_candidate(refit, X, plan.fit_params,
                                                      _safe_indexing(X, []))
@@ -647,14 +654,15 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                     raise error
                 if not hasattr(fitted, "expected_mse_"):
                     raise _NoPublicError(
-                        "selection='expected_mse' needs an estimator with expected_mse_; "
-                        f"{type(fitted).__name__} has none: use selection='exponential'")
+                        f"{type(fitted).__name__} has no expected_mse_ to rank by: its "
+                        "candidates are chosen with selection='exponential'")
                 figures.append(float(np.mean(fitted.expected_mse_)))
             if not np.allclose(figures, figures[0], rtol=1e-9, atol=0.0):
                 raise _NoPublicError(
                     f"the expected_mse_ of candidate {candidate} depends on the data "
                     f"({', '.join(f'{f:g}' for f in figures)} on public stand-ins), so "
-                    "ranking by it would not be private: use selection='exponential'")
+                    "ranking by it would not be private: give the estimator a public "
+                    "variance= (free), or use selection='exponential'")
             expected.append(figures[0])
         return np.array(expected), records
 
@@ -739,8 +747,11 @@ def search_cost(search, X, y=None, **params):
 
     Returns
     -------
-    epsilon : ndarray of shape (n_samples,)
-        Per user, in the order of ``user_id`` (the rows of ``X``). With a refit, the
+    epsilon : SearchCost, an ndarray of shape (n_samples,)
+        Per user, in the order of ``user_id`` (the rows of ``X``); its ``user_ids``,
+        and its ``route`` and ``reason``: how the search will choose and why, decided
+        by the estimator and the grid before anything runs. Pass it to
+        ``ledger.reserve`` to run any search inside a reservation. With a refit, the
         dearest candidate's refit is counted: the cost is exact when the candidates'
         refits cost the same, an upper bound otherwise (a private search refunds the
         difference).
@@ -751,7 +762,8 @@ def search_cost(search, X, y=None, **params):
                                        caller_name=type(search).__name__)
         plan = search._plan(X, y, params)
         _warn_once_per_kind(plan.records + plan.probe_records, "search_cost")
-        return plan.reserved()[0]
+        return SearchCost(plan.reserved()[0], user_ids=plan.ids, route=plan.route,
+                          reason=plan.reason)
     if isinstance(search, GridSearchCV):
         candidates = list(ParameterGrid(search.param_grid))
     elif isinstance(search, RandomizedSearchCV):
@@ -771,4 +783,9 @@ def search_cost(search, X, y=None, **params):
     fits, refits, records = _plan_fits(search.estimator, candidates, X, fit_params, splits,
                                        refit_candidates)
     _warn_once_per_kind(records, "search_cost")
-    return _Plan(fits=fits, refits=refits, ids=ids, selection=np.zeros(ids.shape[0])).reserved()[0]
+    epsilon = _Plan(fits=fits, refits=refits, ids=ids,
+                    selection=np.zeros(ids.shape[0])).reserved()[0]
+    return SearchCost(epsilon, user_ids=ids, route="scikit-learn", reason=(
+        f"{type(search).__name__} fits {len(candidates)} candidates on {len(splits)} folds"
+        + (" and refits the best" if search.refit else "")
+        + ": its choice is not private (run it inside ledger.reserve(cost))"))

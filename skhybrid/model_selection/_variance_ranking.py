@@ -19,10 +19,14 @@ takes this route depends on the estimator and the grid alone (:func:`ranking_rou
 never on the data.
 """
 
+from numbers import Integral
+
 import numpy as np
 from sklearn.base import clone
+from sklearn.model_selection import StratifiedKFold, check_cv
 
 from ..mean._ranking import expected_mse
+from ..utils._validation import check_epsilon, check_trust_group
 
 #: The share of each user's epsilon a search over mean estimators spends on releasing
 #: the data variance that ranks its candidates; the chosen candidate's fit gets the
@@ -93,14 +97,47 @@ def chosen_fit_overrides(estimator, fit_params):
     return params, {**fit_params, **metadata}
 
 
+def rest_candidate(candidate, fit_params):
+    """A candidate at the rest of its epsilon, when the candidate sets the ``epsilon``
+    parameter (and no metadata overrides it)."""
+    if "epsilon" in candidate and fit_params.get("epsilon") is None:
+        return {**candidate,
+                "epsilon": float(candidate["epsilon"]) * (1.0 - VARIANCE_RELEASE_SHARE)}
+    return dict(candidate)
+
+
 def rank_at(estimator, candidates, variance, fit_params, n_rows, n_features):
     """Each candidate's expected error (summed over features) at ``variance``, as its fit
     at the rest of the epsilon would show it (post-processing of ``variance``)."""
     params, metadata = chosen_fit_overrides(estimator, fit_params)
     figures = []
     for candidate in candidates:
-        model = clone(estimator).set_params(**candidate, **params)
+        model = clone(estimator).set_params(**{**params, **rest_candidate(candidate, metadata)})
         figures.append(float(np.sum(expected_mse(
             model, variance=variance, trust_group=metadata.get("trust_group"),
             epsilon=metadata.get("epsilon"), n_samples=n_rows, n_features=n_features))))
     return np.array(figures)
+
+
+def stratified_splitter(cv, y, params, n_rows):
+    """The splitter of an exponential search, and the ``y`` it splits on.
+
+    ``cv=<int>`` stratifies on the trust group and, where every level has at least
+    ``cv`` users, on the privacy level (public metadata, so the folds stay
+    data-independent): every fold then holds every group that has ``cv`` users. Any
+    other ``cv`` is used as given.
+    """
+    if not isinstance(cv, Integral):
+        return check_cv(cv), y
+    group = check_trust_group(params.get("trust_group"), n_rows).astype(np.int8)
+    labels = group.astype(str)
+    if params.get("epsilon") is not None:
+        levels = check_epsilon(params["epsilon"], n_rows, allow_inf=True)
+        with_levels = np.char.add(labels, np.char.add("/", levels.astype(str)))
+        if np.unique(with_levels, return_counts=True)[1].min() >= cv:
+            labels = with_levels
+    if np.unique(labels, return_counts=True)[1].min() < cv:
+        # A group smaller than the folds: stratifying would warn; some folds lack it
+        # (their fits that cannot run score the worst loss).
+        return check_cv(cv), y
+    return StratifiedKFold(n_splits=cv), labels

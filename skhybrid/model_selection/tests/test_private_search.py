@@ -312,7 +312,8 @@ class _DataDependentError(HybridMeanEstimator):
 
 def test_an_expected_error_that_reads_the_data_is_refused_or_replaced(users):
     X, trust, _, ids = users
-    estimator = _DataDependentError(bounds=(0, 1), random_state=0)
+    # A public variance: the search would rank at it, if the figure did not read the data.
+    estimator = _DataDependentError(bounds=(0, 1), variance=0.05, random_state=0)
     grid = {"strategy": ["kvh", "pwh"]}
     with pytest.raises(ValueError, match="depends on the data"):
         PrivateGridSearchCV(estimator, grid, selection="expected_mse").fit(
