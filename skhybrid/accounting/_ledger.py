@@ -661,7 +661,7 @@ class PrivacyLedger:
                                              ("noise_multiplier", gaussian)],
                             release=release, description=description)
 
-    def reserve(self, epsilon, user_ids=None, *, delta=0.0, description=None):
+    def reserve(self, epsilon, user_ids=None, *, delta=0.0, release=None, description=None):
         """Set budget aside for a run of releases: ``with ledger.reserve(cost): ...``.
 
         Charged at once (a history row of kind ``"reservation"``): if a user cannot
@@ -680,15 +680,15 @@ class PrivacyLedger:
         user_ids : array-like of shape (n_users,), default=None
             Who reserves; ``None`` takes ``epsilon.user_ids``.
         delta : float or array-like of shape (n_users,), default=0.0
-        description : str, default=None
-            The reservation's history note.
+        release, description
+            As in :meth:`charge`, for the reservation's history row.
 
         Returns
         -------
         reservation : Reservation
             A context manager (see :mod:`skhybrid.accounting._reservation`).
         """
-        return open_reservation(self, epsilon, user_ids, delta, description)
+        return open_reservation(self, epsilon, user_ids, delta, release, description)
 
     def refund(self, user_ids, epsilon, delta=0.0, *, description="refund"):
         """Give back budget charged before (for example an unused reservation), atomically.

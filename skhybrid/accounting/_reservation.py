@@ -20,13 +20,12 @@ class Reservation:
         What each user still has in the reservation.
     """
 
-    def __init__(self, ledger, user_ids, epsilon, delta, description):
+    def __init__(self, ledger, user_ids, epsilon, delta):
         self._ledger = ledger
         self.user_ids = np.asarray(user_ids)
         n = self.user_ids.shape[0]
         self.epsilon_left = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), (n,)).copy()
         self.delta_left = np.broadcast_to(np.asarray(delta, dtype=np.float64), (n,)).copy()
-        self._description = description
         self._order = np.argsort(self.user_ids, kind="stable")
 
     def _rows(self, user_ids):
@@ -63,26 +62,25 @@ class Reservation:
         not charged on the ledger (a search's own accounting): it is not refunded."""
         self.draw(user_ids, epsilon, delta)
 
-    def close(self, reason):
-        """Refund what is left (a refund row) and detach from the ledger."""
+    def close(self, description="unused reservation"):
+        """Refund what is left (a refund row with ``description``), detach from the ledger."""
         self._ledger._reservation = None
         epsilon = np.maximum(self.epsilon_left, 0.0)
         delta = np.maximum(self.delta_left, 0.0)
         self.epsilon_left, self.delta_left = np.zeros_like(epsilon), np.zeros_like(delta)
         if (epsilon > 0).any() or (delta > 0).any():
-            self._ledger.refund(self.user_ids, epsilon, delta,
-                                description=f"unused {self._description}: {reason}")
+            self._ledger.refund(self.user_ids, epsilon, delta, description=description)
 
     def __enter__(self):
         return self
 
     def __exit__(self, kind, error, traceback):
-        self.close("reservation closed" if kind is None
-                   else f"stopped by {kind.__name__}")
+        self.close("unused reservation" + ("" if kind is None
+                                           else f": stopped by {kind.__name__}"))
         return False
 
 
-def open_reservation(ledger, epsilon, user_ids, delta, description):
+def open_reservation(ledger, epsilon, user_ids, delta, release, description):
     """:meth:`PrivacyLedger.reserve`: charge the reservation, attach it to the ledger."""
     from ._ledger import _check_ids  # the ledger's own id check (it imports this module)
 
@@ -93,12 +91,14 @@ def open_reservation(ledger, epsilon, user_ids, delta, description):
                              "carries them)")
     if getattr(ledger, "_reservation", None) is not None:
         raise ValueError("this ledger already has an open reservation; close it first")
-    description = description or getattr(epsilon, "reason", None) or "reservation"
+    if description is None:
+        reason = getattr(epsilon, "reason", None)
+        description = "reservation" + ("" if reason is None else f" of a search: {reason}")
     values, _ = _check_ids(user_ids)
     epsilon = np.asarray(epsilon, dtype=np.float64).view(np.ndarray)
-    ledger.charge(values, epsilon, delta, kind="reservation",
-                  description=f"reservation: {description}")
-    ledger._reservation = Reservation(ledger, values, epsilon, delta, "reservation")
+    ledger.charge(values, epsilon, delta, kind="reservation", release=release,
+                  description=description)
+    ledger._reservation = Reservation(ledger, values, epsilon, delta)
     return ledger._reservation
 
 

@@ -172,6 +172,11 @@ def _user_ids(estimator, user_id, n_rows):
     return user_id_array(user_id, n_rows)
 
 
+_ROUTES = {"exponential": "exponential selection",
+           "expected_mse": "public expected_mse ranking",
+           "private_variance": "expected_mse ranking at one private variance"}
+
+
 class _NoPublicError(ValueError):
     """A candidate has no expected error computable from public quantities alone."""
 
@@ -220,6 +225,10 @@ def _plan_fits(estimator, candidates, X, fit_params, splits, refit_candidates):
         cost, error, caught = _recording(_planned_cost, estimator, candidate, X_rows,
                                          rows_params, _num_samples(X_rows))
         records.extend(caught)
+        if error is not None and rows is not None and _unfittable(error):
+            # The fold's fit will refuse its data the same way, before any charge.
+            n = _num_samples(X_rows)
+            return np.zeros(n), np.zeros(n)
         if error is not None:
             raise error
         return cost
@@ -271,6 +280,11 @@ def _rank_privately(search, X, plan, used, records):
                        plan.ids.shape[0], n_features)
     best = int(np.argmin(expected))
     return best, expected, rest_candidate(plan.candidates[best], plan.fit_params)
+
+
+def _unfittable(error):
+    """A fit that refused its fold's data (an empty group, say), not a search failure."""
+    return isinstance(error, ValueError)
 
 
 def _fit_candidate(estimator, X_train, fit_params, X_scored):
@@ -448,18 +462,17 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         ledger = getattr(self.estimator, "ledger", None)
         epsilon, delta = plan.reserved()
         # Pre-flight: raises (nothing charged, nothing released) if anyone cannot afford it.
+        reservation = None
         if ledger is not None:
-            ledger.charge(plan.ids, epsilon, delta, release={
+            reservation = ledger.reserve(epsilon, plan.ids, delta=delta, release={
                 "estimator": type(self).__name__, "mechanism": "reservation",
                 "params": {"estimator": type(self.estimator).__name__,
                            "param_grid": self.param_grid, "selection": self.selection,
                            "selection_epsilon": self.selection_epsilon,
                            "n_splits": len(plan.splits), "refit": self.refit},
-            }, kind="reservation", description=(
+            }, description=(
                 f"reservation of {type(self).__name__}: {len(plan.candidates)} candidates "
-                f"x {len(plan.splits)} folds, "
-                + ("exponential selection" if plan.expected is None
-                   else "public expected_mse ranking") + f", refit={self.refit}"))
+                f"x {len(plan.splits)} folds, {_ROUTES[plan.route]}, refit={self.refit}"))
         elif self.random_state is None and plan.expected is None:
             warn_unaccounted_release(type(self).__name__, float(epsilon.max(initial=0.0)),
                                      plan.ids.shape[0])
@@ -473,9 +486,13 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             raise
         finally:
             self.spent_epsilon_ = used.epsilon
-            if ledger is not None:
-                self._refund(ledger, plan, epsilon - used.epsilon, delta - used.delta,
-                             used.reason)
+            if reservation is not None:
+                # The folds' allotments were used outside the ledger; the refit charged
+                # it (its own history row), drawing on the reservation.
+                reservation.keep(plan.ids, used.epsilon, used.delta)
+                self.spent_epsilon_ = epsilon - reservation.epsilon_left
+                reservation.close(f"refund of {type(self).__name__}'s unused reservation: "
+                                  f"{used.reason}")
         return self
 
     def _plan(self, X, y, params):
@@ -539,19 +556,15 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.best_params_ = plan.candidates[best]
         self.n_splits_ = len(plan.splits)
         if self.refit:
-            charges = {} if ledger is None else {"ledger": _Allotment(*plan.refits[best])}
+            # The refit charges the ledger itself (a history row naming the chosen
+            # parameters), drawing on the search's reservation.
             refit = clone(plan.get("base", self.estimator)).set_params(
-                **{**self.best_params_, **refit_overrides}, **charges)
-            try:
-                _, _, error, caught = _fit_candidate(refit, X, plan.fit_params,
-                                                     _safe_indexing(X, []))
-            finally:  # the allotment is in this process: read even if interrupted
-                self._count(used, charges["ledger"].used if charges else None, slice(None))
+                **{**self.best_params_, **refit_overrides})
+            _, _, error, caught = _fit_candidate(refit, X, plan.fit_params,
+                                                 _safe_indexing(X, []))
             records += caught
             if error is not None:
                 raise error
-            if ledger is not None:
-                refit.set_params(ledger=ledger)
             self.best_estimator_ = refit
             if hasattr(refit, "n_features_in_"):
                 self.n_features_in_ = refit.n_features_in_
@@ -578,7 +591,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 # One at a time: the first failure stops the search before further releases.
                 for _, _, task in tasks:
                     results.append(_fit_candidate(*task))
-                    if results[-1][2] is not None:
+                    if results[-1][2] is not None and not _unfittable(results[-1][2]):
                         break
             else:
                 results = Parallel(n_jobs=self.n_jobs)(
@@ -597,16 +610,24 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             for (_, train, _), (_, charged, _, _) in zip(tasks, results):
                 self._count(used, charged, train)
         utilities = np.zeros(len(plan.candidates))
-        width = 0.0
-        for (index, _, _), (result, _, error, caught) in zip(tasks, results):
+        width, failed = 0.0, []
+        for (index, _, task), (result, _, error, caught) in zip(tasks, results):
             records += caught
             if error is None:
                 utilities[index] -= result[0]
                 width = max(width, result[1])
+            elif _unfittable(error):
+                failed.append((index, _num_samples(task[3]), error))
         for result in results:
-            if result[2] is not None:
+            if result[2] is not None and (not _unfittable(result[2]) or width == 0.0):
                 _warn_once_per_kind(records, type(self).__name__)
                 raise result[2]
+        for index, n_scored, error in failed:
+            # Scored as the worst loss of every held-out user: no fit, no information.
+            utilities[index] -= width * n_scored
+            records.append((UserWarning, (
+                f"candidate {plan.candidates[index]} could not be fit on a fold ({error}); "
+                "it is scored there as the worst loss")))
         if not plan.is_scored.any():
             raise ValueError(
                 "the exponential selection scores held-out tcm users with a finite epsilon, "
@@ -680,13 +701,6 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             results["expected_mse"] = expected
             results["rank_expected_mse"] = np.argsort(np.argsort(expected)) + 1
         return results
-
-    def _refund(self, ledger, plan, epsilon, delta, reason):
-        epsilon = np.maximum(epsilon, 0.0)
-        delta = np.maximum(delta, 0.0)
-        if (epsilon > 0).any() or (delta > 0).any():
-            ledger.refund(plan.ids, epsilon, delta, description=(
-                f"refund of {type(self).__name__}'s unused reservation: {reason}"))
 
     def predict(self, X):
         """The refit best estimator's ``predict``.
