@@ -39,6 +39,7 @@ from ..accounting import user_id_array, warn_unaccounted_release
 from ..base import RANDOM_STATE_CONSTRAINT
 from ..exceptions import BudgetExceededError, warn_user
 from ..mechanisms import ExponentialMechanism
+from ..utils._dask import is_dask_collection
 from ..utils._random import check_random_state
 from ..utils._validation import check_bounds, check_epsilon, check_trust_group
 from ._losses import selection_loss
@@ -287,6 +288,17 @@ def _unfittable(error):
     return isinstance(error, ValueError)
 
 
+def _row_indexable(X, params):
+    """``X`` and its metadata as the folds index them: a Dask DataFrame (or Series) as a
+    Dask array with known chunk lengths (it has no positional ``take``)."""
+    def converted(value):
+        if is_dask_collection(value) and hasattr(value, "to_dask_array"):
+            return value.to_dask_array(lengths=True)
+        return value
+
+    return converted(X), {key: converted(value) for key, value in params.items()}
+
+
 def _fit_candidate(estimator, X_train, fit_params, X_scored):
     """One fit: the held-out loss sum, the loss's width, what it charged, error, warnings.
 
@@ -446,7 +458,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like of shape (n_samples, n_features), Dask array or DataFrame
+            A Dask DataFrame (and Dask metadata) is searched as a Dask array with known
+            chunk lengths: the fits see no column names.
         y : ignored
         **params : dict
             ``trust_group``, ``epsilon`` and ``user_id`` (routed to the estimator as in
@@ -458,6 +472,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         -------
         self : PrivateGridSearchCV
         """
+        X, params = _row_indexable(X, params)
         plan = self._plan(X, y, params)
         ledger = getattr(self.estimator, "ledger", None)
         epsilon, delta = plan.reserved()
@@ -770,6 +785,7 @@ def search_cost(search, X, y=None, **params):
         refits cost the same, an upper bound otherwise (a private search refunds the
         difference).
     """
+    X, params = _row_indexable(X, params)
     if isinstance(search, PrivateGridSearchCV):
         validate_parameter_constraints(search._parameter_constraints,
                                        search.get_params(deep=False),

@@ -131,3 +131,29 @@ def test_folds_keep_every_group_and_an_unfittable_fold_scores_the_worst_loss():
     with pytest.warns(UserWarning, match="scored there as the worst loss"):
         search.fit(X, trust_group=trust)
     assert search.best_params_ == {"strategy": "pwh"}
+
+
+@pytest.mark.parametrize("selection", ["auto", "exponential"])
+@pytest.mark.parametrize("kind", ["array", "frame"])
+def test_dask_input_and_metadata_are_searched_and_charged_as_numpy(users, selection, kind):
+    dd = pytest.importorskip("dask.dataframe")
+    import dask.array as da
+    import pandas as pd
+
+    X, trust, ids = users
+    if kind == "array":
+        X_dask, trust_dask = da.from_array(X, chunks=1000), da.from_array(trust, chunks=1000)
+    else:
+        X_dask = dd.from_pandas(pd.DataFrame({"value": X[:, 0]}), npartitions=4)
+        trust_dask = dd.from_pandas(pd.Series(trust), npartitions=4)
+    costs = []
+    for data, groups in ((X, trust), (X_dask, trust_dask)):
+        ledger = PrivacyLedger(default_budget=100.0)
+        search = PrivateGridSearchCV(
+            HybridMeanEstimator(bounds=(0, 1), ledger=ledger, random_state=0),
+            {"strategy": ["kvh", "pwh"]}, selection=selection, cv=3, random_state=0)
+        cost = search_cost(search, data, trust_group=groups, user_id=ids)
+        search.fit(data, trust_group=groups, user_id=ids)
+        np.testing.assert_allclose(ledger.spent(ids), cost, rtol=1e-12)
+        costs.append(cost)
+    np.testing.assert_allclose(costs[0], costs[1])
