@@ -320,7 +320,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     The private counterpart of scikit-learn's ``GridSearchCV`` for skhybrid's
     estimators. By default (``selection="auto"``) the mean estimators are ranked by
-    their public expected error and everything else by the exponential mechanism.
+    their expected error (at their public variance, or at one private variance
+    released for the search) and everything else by the exponential mechanism.
     With ``selection="exponential"`` every candidate is fit on every
     training fold (each fit a release, charged as the estimator charges it), each
     candidate gets the sum over the held-out *tcm* users of a loss whose range is
@@ -351,10 +352,16 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         (every estimator), or the smallest ``expected_mse_`` from public quantities
         (estimators with an analytic error, when it does not depend on the data: it is
         computed on public stand-ins of ``X``'s shape, and refused if it differs between
-        two of them). ``"auto"``: ``"expected_mse"`` where it applies, else
-        ``"exponential"``. Held-out losses cannot tell mean estimators apart at realistic
-        sizes (their errors differ by far less than one user's loss range), so
-        ``"expected_mse"`` is the way to select a mean estimator.
+        two of them). For mean estimators whose candidates read the data's variance
+        (``variance="private"``, the default, or the worst case ``variance=None``),
+        ``"expected_mse"`` ranks at one private variance: released once at
+        ``VARIANCE_RELEASE_SHARE`` of every user's epsilon, the chosen candidate fit at
+        the rest (:mod:`skhybrid.model_selection._variance_ranking`: one fit's epsilon
+        in all). ``"auto"``: ``"expected_mse"`` where it applies, else
+        ``"exponential"``; the route depends on the estimator and the grid alone, and
+        :func:`search_cost` states it. Held-out losses cannot tell mean estimators apart
+        at realistic sizes (their errors differ by far less than one user's loss range),
+        so ``"expected_mse"`` is the way to select a mean estimator.
     selection_epsilon : float, default=1.0
         Epsilon of the exponential mechanism, charged to every tcm user with a finite
         privacy level (the users whose held-out records are scored).
@@ -386,6 +393,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         0 with ``expected_mse`` selection (nothing is fit on folds).
     selection_ : str
         The selection used: ``"expected_mse"`` or ``"exponential"``.
+    variance_ : ndarray of shape (n_features,)
+        The private variance the candidates were ranked at (the route at one private
+        variance only).
     reserved_epsilon_ : ndarray of shape (n_users,)
         What the search reserved from each user (in the order of ``user_id``).
     spent_epsilon_ : ndarray of shape (n_users,)
@@ -523,6 +533,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         else:
             try:
                 expected, records = self._expected_mse(X, candidates, fit_params)
+                reason = ("the candidates' expected errors depend on public quantities "
+                          "only: they are ranked for free, and the chosen one fit once")
             except _NoPublicError as error:
                 if self.selection == "expected_mse":
                     raise ValueError(str(error)) from None
