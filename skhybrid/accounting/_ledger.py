@@ -665,7 +665,7 @@ class PrivacyLedger:
         """Set budget aside for a run of releases: ``with ledger.reserve(cost): ...``.
 
         Charged at once (a history row of kind ``"reservation"``): if a user cannot
-        afford it, :class:`~skhybrid.exceptions.BudgetExceededError` is raised before
+        afford it, ``BudgetExceededError`` is raised before
         anything runs and nobody is charged. Inside the ``with`` block, every charge on
         this ledger (in this process) draws on the reservation: its draw is refunded
         and the release charged as usual (its own history row). On exit, what is left
@@ -681,12 +681,12 @@ class PrivacyLedger:
             Who reserves; ``None`` takes ``epsilon.user_ids``.
         delta : float or array-like of shape (n_users,), default=0.0
         release, description
-            As in :meth:`charge`, for the reservation's history row.
+            As in ``charge``, for the reservation's history row.
 
         Returns
         -------
         reservation : Reservation
-            A context manager (see :mod:`skhybrid.accounting._reservation`).
+            A context manager (see skhybrid/accounting/_reservation.py).
         """
         return open_reservation(self, epsilon, user_ids, delta, release, description)
 
