@@ -48,7 +48,7 @@ mean_search = PrivateGridSearchCV(
 mean_cost = search_cost(mean_search, X, trust_group=trust_group, user_id=user_id)
 mean_search.fit(X, trust_group=trust_group, user_id=user_id)
 print(f"chosen: {mean_search.best_params_} by {mean_search.selection_}; "
-      f"cost per user {np.unique(mean_cost)}")
+      f"cost per user {np.unique(mean_cost)}; route {mean_cost.route}: {mean_cost.reason}")
 print(f"estimate {mean_search.best_estimator_.mean_[0]:,.0f} (true {X.mean():,.0f})")
 
 # %%
@@ -85,9 +85,9 @@ except BudgetExceededError as error:
 # What the users spent
 # --------------------
 # The pre-flight costs add up to what the ledger charged, user by user. Each search is
-# one reservation in the history; a refund row follows when the chosen candidate's refit
-# costs less than the dearest one's, or when a search stops early (not here: every
-# candidate's refit costs the same).
+# one reservation in the history (plotted below); its refit is a release row of its own
+# naming the chosen parameters, drawing on the reservation (a refund row gives the draw
+# back first), and what is left of the reservation is refunded at the end.
 spent = ledger.spent(user_id)
 assert np.allclose(spent, mean_cost + kmeans_cost)
 is_tcm = trust_group == "tcm"
@@ -98,7 +98,8 @@ for label, members in (("tcm", is_tcm), ("lm", ~is_tcm)):
 axes[0].set_yscale("log")
 axes[0].set_ylabel("users")
 axes[0].set_xlabel("epsilon spent (budget 8)")
-history = ledger.history()
+# Each search's reservation (its fits' and refit's rows draw on it).
+history = [row for row in ledger.history() if row["kind"] == "reservation"]
 labels = [f"{i + 1}. {row['params']['estimator']} search" for i, row in enumerate(history)]
 totals = [sum(level["epsilon"] * level["n_users"] for level in row["levels"])
           for row in history]

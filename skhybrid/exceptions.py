@@ -162,11 +162,23 @@ class WorstCaseVarianceWarning(UserWarning):
     """
 
 
+class NoisyCentresWarning(UserWarning):
+    """Some of a K-means fit's centres are mostly privacy noise.
+
+    Emitted by :class:`~skhybrid.cluster.HybridKMeans` when a centre's expected noise
+    (``centre_noise_``, from its released cluster sizes, the bounds and epsilon) exceeds
+    ``NOISY_CENTRE_FRACTION`` of the bounds' diagonal: such a centre tells little about
+    the data (it may sit anywhere in the box). More users, a larger epsilon, fewer
+    clusters, fewer iterations or tighter bounds reduce the noise.
+    """
+
+
 __all__ = [
     "BudgetExceededError",
     "EmptyGroupWarning",
     "LedgerError",
     "MetadataOverrideWarning",
+    "NoisyCentresWarning",
     "PrivacyBudgetWarning",
     "PrivacyLeakWarning",
     "UnaccountedReleaseWarning",

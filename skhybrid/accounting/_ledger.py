@@ -32,6 +32,7 @@ from ._accounts import _Accounts, _Index
 from ._composition import gaussian_epsilon
 from ._events import _decode, _encode, _levels, _mechanism, _pack, _unpack
 from ._few_users import replay
+from ._reservation import charge_within, open_reservation
 from ._stores import open_store
 
 #: The kinds of event that charge; ``refund`` gives back, ``budget`` sets budgets (and is
@@ -246,6 +247,7 @@ class PrivacyLedger:
         self._seq = 0
         self._loaded = False
         self._few = None  # the last few users' answer read without loading (see _read)
+        self._reservation = None  # this process's open reserve(), if any
         default = _check_budget(default_budget)
         if default is not None:
             with self._store.transaction(write=True) as store:
@@ -645,6 +647,9 @@ class PrivacyLedger:
         """
         if kind not in CHARGE_KINDS:
             raise ValueError(f"kind must be one of {CHARGE_KINDS}; got {kind!r}")
+        if getattr(self, "_reservation", None) is not None and kind == "release" and (
+                noise_multiplier is None):
+            return charge_within(self, user_ids, epsilon, delta, release, description)
         gaussian = 0.0
         if noise_multiplier is not None:
             multiplier = np.asarray(noise_multiplier, dtype=np.float64)
@@ -655,6 +660,35 @@ class PrivacyLedger:
         return self._record(kind, user_ids, [("epsilon", epsilon), ("delta", delta),
                                              ("noise_multiplier", gaussian)],
                             release=release, description=description)
+
+    def reserve(self, epsilon, user_ids=None, *, delta=0.0, release=None, description=None):
+        """Set budget aside for a run of releases: ``with ledger.reserve(cost): ...``.
+
+        Charged at once (a history row of kind ``"reservation"``): if a user cannot
+        afford it, ``BudgetExceededError`` is raised before
+        anything runs and nobody is charged. Inside the ``with`` block, every charge on
+        this ledger (in this process) draws on the reservation: its draw is refunded
+        and the release charged as usual (its own history row). On exit, what is left
+        is refunded. Any search runs inside one, scikit-learn's ``GridSearchCV``
+        included (with ``n_jobs=None``: worker processes do not see the reservation).
+
+        Parameters
+        ----------
+        epsilon : float or array-like of shape (n_users,)
+            Each user's reservation, for example ``search_cost``'s answer (it carries
+            its ``user_ids`` and ``reason``).
+        user_ids : array-like of shape (n_users,), default=None
+            Who reserves; ``None`` takes ``epsilon.user_ids``.
+        delta : float or array-like of shape (n_users,), default=0.0
+        release, description
+            As in ``charge``, for the reservation's history row.
+
+        Returns
+        -------
+        reservation : Reservation
+            A context manager (see skhybrid/accounting/_reservation.py).
+        """
+        return open_reservation(self, epsilon, user_ids, delta, release, description)
 
     def refund(self, user_ids, epsilon, delta=0.0, *, description="refund"):
         """Give back budget charged before (for example an unused reservation), atomically.

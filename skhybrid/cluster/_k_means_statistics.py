@@ -476,10 +476,30 @@ def _merge_cluster_means(tcm, lm, previous, lower, upper):
     return centres, weight
 
 
+def centre_noise_variance(tcm, lm, weight):
+    """The variance of the privacy noise in each merged centre coordinate.
+
+    ``w**2 v_T + (1 - w)**2 v_L`` for the merge ``w m_T + (1 - w) m_L`` of two means
+    with independent noise of variances ``v_T`` and ``v_L`` (each from the group's
+    released cluster sizes: post-processing); one group's variance where only it has an
+    estimate; NaN where neither has (the previous centre was kept).
+    """
+    parts = []
+    for group, share in ((tcm, weight), (lm, 1.0 - weight)):
+        if group is None:
+            parts.append(np.zeros_like(weight))
+        else:
+            present = np.broadcast_to(group.present[:, np.newaxis], weight.shape)
+            parts.append(np.where(present & (share > 0), share * share * group.noise_variance,
+                                  0.0))
+    return np.where(np.isnan(weight), np.nan, parts[0] + parts[1])
+
+
 def _next_centres(plan, central, local, previous, rng):
-    """One iteration's new centres and their tcm weights from its statistics (either may
-    be None): :func:`_release_central`, :func:`_demix_local` and
-    :func:`_merge_cluster_means`, the release's noise drawn from ``rng``."""
+    """One iteration's new centres, their tcm weights and the variance of their noise
+    (:func:`centre_noise_variance`) from its statistics (either may be None):
+    :func:`_release_central`, :func:`_demix_local` and :func:`_merge_cluster_means`,
+    the release's noise drawn from ``rng``."""
     constants = plan.central_constants
     tcm = lm = None
     if central is not None:
@@ -490,7 +510,8 @@ def _next_centres(plan, central, local, previous, rng):
         lm = _demix_local(local, plan.midpoint, plan.ranges, plan.release_epsilon,
                           plan.report_variance,
                           plan.response_constants(local.counts.shape[1]))
-    return _merge_cluster_means(tcm, lm, previous, plan.lower, plan.upper)
+    centres, weight = _merge_cluster_means(tcm, lm, previous, plan.lower, plan.upper)
+    return centres, weight, centre_noise_variance(tcm, lm, weight)
 
 
 @dataclass(frozen=True)

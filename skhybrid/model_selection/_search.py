@@ -11,7 +11,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
 from sklearn.model_selection import (
     GridSearchCV,
     ParameterGrid,
@@ -39,6 +39,7 @@ from ..accounting import user_id_array, warn_unaccounted_release
 from ..base import RANDOM_STATE_CONSTRAINT
 from ..exceptions import BudgetExceededError, warn_user
 from ..mechanisms import ExponentialMechanism
+from ..utils._dask import is_dask_collection
 from ..utils._random import check_random_state
 from ..utils._validation import check_bounds, check_epsilon, check_trust_group
 from ._pipelines import (
@@ -52,6 +53,15 @@ from ._pipelines import (
     ledger_of,
     model_loss,
     seeded,
+)
+from ._search_cost import SearchCost
+from ._variance_ranking import (
+    chosen_fit_overrides,
+    stratified_splitter,
+    rank_at,
+    ranking_route,
+    rest_candidate,
+    variance_fit,
 )
 
 # -- ledger stand-ins: what a candidate's fit charges, without charging the ledger again --
@@ -195,6 +205,11 @@ def _user_ids(estimator, user_id, n_rows):
     return user_id_array(user_id, n_rows)
 
 
+_ROUTES = {"exponential": "exponential selection",
+           "expected_mse": "public expected_mse ranking",
+           "private_variance": "expected_mse ranking at one private variance"}
+
+
 class _NoPublicError(ValueError):
     """A candidate has no expected error computable from public quantities alone."""
 
@@ -243,6 +258,10 @@ def _plan_fits(estimator, candidates, X, fit_params, splits, refit_candidates):
         cost, error, caught = _recording(_planned_cost, estimator, candidate, X_rows,
                                          rows_params, _num_samples(X_rows))
         records.extend(caught)
+        if error is not None and rows is not None and _unfittable(error):
+            # The fold's fit will refuse its data the same way, before any charge.
+            n = _num_samples(X_rows)
+            return np.zeros(n), np.zeros(n)
         if error is not None:
             raise error
         return cost
@@ -253,6 +272,63 @@ def _plan_fits(estimator, candidates, X, fit_params, splits, refit_candidates):
     for index in refit_candidates:
         refits[index] = probe(candidates[index], None)
     return fits, refits, records
+
+
+def _plan_private_variance(estimator, candidates, X, fit_params, ids, refit, reason):
+    """The plan of :mod:`._variance_ranking`'s route: the variance's release over every
+    row (a fold fit of index -1), then every candidate's fit at the rest (one is run)."""
+    n_rows = ids.shape[0]
+    release, release_params = variance_fit(estimator, fit_params)
+    cost, error, records = _recording(_planned_cost, release, {}, X, release_params, n_rows)
+    if error is not None:
+        raise error
+    overrides, rest_params = chosen_fit_overrides(estimator, fit_params)
+    base = clone(estimator).set_params(**overrides)
+    _, refits, caught = _plan_fits(base, [rest_candidate(c, fit_params)
+                                          for c in candidates],
+                                   X, rest_params, [], range(len(candidates)) if refit else [])
+    return _Plan(candidates=candidates, splits=[], ids=ids, fit_params=rest_params,
+                 fits=[(-1, np.arange(n_rows), np.arange(0), *cost)], refits=refits,
+                 is_scored=np.zeros(n_rows, dtype=bool), n_test=np.zeros(n_rows, np.intp),
+                 expected=None, records=[], probe_records=records + caught,
+                 selection=np.zeros(n_rows), route="private_variance", reason=reason,
+                 base=base, release=(release, release_params))
+
+
+def _rank_privately(search, X, plan, records):
+    """Release the variance (drawing on the reservation), rank the candidates at it."""
+    release, release_params = plan.release
+    # It charges the ledger itself (a history row of its own), drawing on the reservation.
+    release = clone(release)
+    _, _, error, caught = _fit_candidate(release, X, release_params, _safe_indexing(X, []))
+    records += caught
+    if error is not None:
+        raise error
+    search.variance_ = release.variance_.copy()
+    n_features = release.n_features_in_
+    expected = rank_at(search.estimator, plan.candidates, search.variance_, plan.fit_params,
+                       plan.ids.shape[0], n_features)
+    best = int(np.argmin(expected))
+    # Fit as configured: a candidate with variance="private" estimates it again in its
+    # fit, with the lm users' reports (more precise than the ranking's small share; a
+    # noisy share's outlier in the weight costs several times the error, on the salaries).
+    return best, expected, rest_candidate(plan.candidates[best], plan.fit_params)
+
+
+def _unfittable(error):
+    """A fit that refused its fold's data (an empty group, say), not a search failure."""
+    return isinstance(error, ValueError)
+
+
+def _row_indexable(X, params):
+    """``X`` and its metadata as the folds index them: a Dask DataFrame (or Series) as a
+    Dask array with known chunk lengths (it has no positional ``take``)."""
+    def converted(value):
+        if is_dask_collection(value) and hasattr(value, "to_dask_array"):
+            return value.to_dask_array(lengths=True)
+        return value
+
+    return converted(X), {key: converted(value) for key, value in params.items()}
 
 
 def _fit_candidate(estimator, X_train, fit_params, X_scored):
@@ -277,7 +353,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     The private counterpart of scikit-learn's ``GridSearchCV`` for skhybrid's
     estimators. By default (``selection="auto"``) the mean estimators are ranked by
-    their public expected error and everything else by the exponential mechanism.
+    their expected error (at their public variance, or at one private variance
+    released for the search) and everything else by the exponential mechanism.
     With ``selection="exponential"`` every candidate is fit on every
     training fold (each fit a release, charged as the estimator charges it), each
     candidate gets the sum over the held-out *tcm* users of a loss whose range is
@@ -311,10 +388,16 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         (every estimator), or the smallest ``expected_mse_`` from public quantities
         (estimators with an analytic error, when it does not depend on the data: it is
         computed on public stand-ins of ``X``'s shape, and refused if it differs between
-        two of them). ``"auto"``: ``"expected_mse"`` where it applies, else
-        ``"exponential"``. Held-out losses cannot tell mean estimators apart at realistic
-        sizes (their errors differ by far less than one user's loss range), so
-        ``"expected_mse"`` is the way to select a mean estimator.
+        two of them). For mean estimators whose candidates read the data's variance
+        (``variance="private"``, the default, or the worst case ``variance=None``),
+        ``"expected_mse"`` ranks at one private variance: released once at
+        ``VARIANCE_RELEASE_SHARE`` of every user's epsilon, the chosen candidate fit at
+        the rest (:mod:`skhybrid.model_selection._variance_ranking`: one fit's epsilon
+        in all). ``"auto"``: ``"expected_mse"`` where it applies, else
+        ``"exponential"``; the route depends on the estimator and the grid alone, and
+        :func:`search_cost` states it. Held-out losses cannot tell mean estimators apart
+        at realistic sizes (their errors differ by far less than one user's loss range),
+        so ``"expected_mse"`` is the way to select a mean estimator.
     selection_epsilon : float, default=1.0
         Epsilon of the exponential mechanism, charged to every tcm user with a finite
         privacy level (the users whose held-out records are scored).
@@ -346,6 +429,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         0 with ``expected_mse`` selection (nothing is fit on folds).
     selection_ : str
         The selection used: ``"expected_mse"`` or ``"exponential"``.
+    variance_ : ndarray of shape (n_features,)
+        The private variance the candidates were ranked at (the route at one private
+        variance only).
     reserved_epsilon_ : ndarray of shape (n_users,)
         What the search reserved from each user (in the order of ``user_id``).
     spent_epsilon_ : ndarray of shape (n_users,)
@@ -418,7 +504,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like of shape (n_samples, n_features), Dask array or DataFrame
+            A Dask DataFrame (and Dask metadata) is searched as a Dask array with known
+            chunk lengths: the fits see no column names.
         y : ignored
         **params : dict
             ``trust_group``, ``epsilon`` and ``user_id`` (routed to the estimator as in
@@ -430,22 +518,22 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         -------
         self : PrivateGridSearchCV
         """
+        X, params = _row_indexable(X, params)
         plan = self._plan(X, y, params)
         ledger = ledger_of(self.estimator)
         epsilon, delta = plan.reserved()
         # Pre-flight: raises (nothing charged, nothing released) if anyone cannot afford it.
+        reservation = None
         if ledger is not None:
-            ledger.charge(plan.ids, epsilon, delta, release={
+            reservation = ledger.reserve(epsilon, plan.ids, delta=delta, release={
                 "estimator": type(self).__name__, "mechanism": "reservation",
                 "params": {"estimator": type(self.estimator).__name__,
                            "param_grid": self.param_grid, "selection": self.selection,
                            "selection_epsilon": self.selection_epsilon,
                            "n_splits": len(plan.splits), "refit": self.refit},
-            }, kind="reservation", description=(
+            }, description=(
                 f"reservation of {type(self).__name__}: {len(plan.candidates)} candidates "
-                f"x {len(plan.splits)} folds, "
-                + ("exponential selection" if plan.expected is None
-                   else "public expected_mse ranking") + f", refit={self.refit}"))
+                f"x {len(plan.splits)} folds, {_ROUTES[plan.route]}, refit={self.refit}"))
         elif self.random_state is None and plan.expected is None:
             warn_unaccounted_release(type(self).__name__, float(epsilon.max(initial=0.0)),
                                      plan.ids.shape[0])
@@ -459,9 +547,13 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             raise
         finally:
             self.spent_epsilon_ = used.epsilon
-            if ledger is not None:
-                self._refund(ledger, plan, epsilon - used.epsilon, delta - used.delta,
-                             used.reason)
+            if reservation is not None:
+                # The folds' allotments were used outside the ledger; the refit charged
+                # it (its own history row), drawing on the reservation.
+                reservation.keep(plan.ids, used.epsilon, used.delta)
+                self.spent_epsilon_ = epsilon - reservation.epsilon_left
+                reservation.close(f"refund of {type(self).__name__}'s unused reservation: "
+                                  f"{used.reason}")
         return self
 
     def _plan(self, X, y, params):
@@ -469,16 +561,26 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         check_public_bounds(self.estimator, candidates)
         fit_params, _, ids = _search_inputs(self, self.estimator, X, y, params, None)
         records, expected = [], None
-        if self.selection != "exponential":
+        route, reason = ranking_route(self.estimator, candidates)
+        if self.selection != "exponential" and route == "private_variance":
+            return _plan_private_variance(self.estimator, candidates, X, fit_params, ids,
+                                          self.refit, reason)
+        if self.selection == "exponential":
+            reason = "selection='exponential' was asked"
+        else:
             try:
                 expected, records = self._expected_mse(X, candidates, fit_params)
-            except _NoPublicError:
+                reason = ("the candidates' expected errors depend on public quantities "
+                          "only: they are ranked for free, and the chosen one fit once")
+            except _NoPublicError as error:
                 if self.selection == "expected_mse":
-                    raise
+                    raise ValueError(str(error)) from None
+                reason = str(error)
         exponential = expected is None
         if exponential:
+            splitter, y = stratified_splitter(self.cv, y, params, _num_samples(X))
             fit_params, splits, ids = _search_inputs(self, self.estimator, X, y, params,
-                                                     check_cv(self.cv))
+                                                     splitter)
             refit_candidates = range(len(candidates)) if self.refit else []
         else:
             # The ranking is public, so only the chosen candidate's refit is planned.
@@ -497,13 +599,18 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         return _Plan(candidates=candidates, splits=splits, fits=fits, refits=refits, ids=ids,
                      fit_params=fit_params, is_scored=is_scored, n_test=n_test,
                      expected=expected, records=records, probe_records=caught,
-                     selection=np.where(is_scored, float(self.selection_epsilon), 0.0))
+                     selection=np.where(is_scored, float(self.selection_epsilon), 0.0),
+                     route="exponential" if exponential else "expected_mse", reason=reason)
 
     def _run(self, X, plan, used):
         ledger = ledger_of(self.estimator)
         records = list(plan.records)
         expected = plan.expected
-        if expected is not None:
+        refit_overrides = {}
+        if plan.route == "private_variance":
+            self.selection_ = "expected_mse"
+            best, expected, refit_overrides = _rank_privately(self, X, plan, records)
+        elif expected is not None:
             self.selection_ = "expected_mse"
             best = int(np.argmin(expected))
         else:
@@ -513,19 +620,15 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.best_params_ = plan.candidates[best]
         self.n_splits_ = len(plan.splits)
         if self.refit:
-            allotment = None if ledger is None else _Allotment(*plan.refits[best])
-            refit = candidate_model(self.estimator, self.best_params_, allotment)
-            try:
-                _, _, error, caught = _fit_candidate(refit, X, plan.fit_params,
-                                                     _safe_indexing(X, []))
-            finally:  # the allotment is in this process: read even if interrupted
-                self._count(used, allotment.used if allotment else None, slice(None))
+            # The refit charges the ledger itself (a history row naming the chosen
+            # parameters), drawing on the search's reservation.
+            refit = candidate_model(plan.get("base", self.estimator),
+                                    {**self.best_params_, **refit_overrides}, ledger)
+            _, _, error, caught = _fit_candidate(refit, X, plan.fit_params,
+                                                 _safe_indexing(X, []))
             records += caught
             if error is not None:
                 raise error
-            if ledger is not None:
-                refit.set_params(**{f"{prefix}ledger": ledger
-                                    for prefix, _ in charging_steps(refit)})
             self.best_estimator_ = refit
             if hasattr(refit, "n_features_in_"):
                 self.n_features_in_ = refit.n_features_in_
@@ -552,7 +655,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 # One at a time: the first failure stops the search before further releases.
                 for _, _, task in tasks:
                     results.append(_fit_candidate(*task))
-                    if results[-1][2] is not None:
+                    if results[-1][2] is not None and not _unfittable(results[-1][2]):
                         break
             else:
                 results = Parallel(n_jobs=self.n_jobs)(
@@ -571,16 +674,24 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             for (_, train, _), (_, charged, _, _) in zip(tasks, results):
                 self._count(used, charged, train)
         utilities = np.zeros(len(plan.candidates))
-        width = 0.0
-        for (index, _, _), (result, _, error, caught) in zip(tasks, results):
+        width, failed = 0.0, []
+        for (index, _, task), (result, _, error, caught) in zip(tasks, results):
             records += caught
             if error is None:
                 utilities[index] -= result[0]
                 width = max(width, result[1])
+            elif _unfittable(error):
+                failed.append((index, _num_samples(task[3]), error))
         for result in results:
-            if result[2] is not None:
+            if result[2] is not None and (not _unfittable(result[2]) or width == 0.0):
                 _warn_once_per_kind(records, type(self).__name__)
                 raise result[2]
+        for index, n_scored, error in failed:
+            # Scored as the worst loss of every held-out user: no fit, no information.
+            utilities[index] -= width * n_scored
+            records.append((UserWarning, (
+                f"candidate {plan.candidates[index]} could not be fit on a fold ({error}); "
+                "it is scored there as the worst loss")))
         if not plan.is_scored.any():
             raise ValueError(
                 "the exponential selection scores held-out tcm users with a finite epsilon, "
@@ -631,14 +742,15 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 fitted = final_step(fitted)
                 if not hasattr(fitted, "expected_mse_"):
                     raise _NoPublicError(
-                        "selection='expected_mse' needs an estimator with expected_mse_; "
-                        f"{type(fitted).__name__} has none: use selection='exponential'")
+                        f"{type(fitted).__name__} has no expected_mse_ to rank by: its "
+                        "candidates are chosen with selection='exponential'")
                 figures.append(float(np.mean(fitted.expected_mse_)))
             if not np.allclose(figures, figures[0], rtol=1e-9, atol=0.0):
                 raise _NoPublicError(
                     f"the expected_mse_ of candidate {candidate} depends on the data "
                     f"({', '.join(f'{f:g}' for f in figures)} on public stand-ins), so "
-                    "ranking by it would not be private: use selection='exponential'")
+                    "ranking by it would not be private: give the estimator a public "
+                    "variance= (free), or use selection='exponential'")
             expected.append(figures[0])
         return np.array(expected), records
 
@@ -656,13 +768,6 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             results["expected_mse"] = expected
             results["rank_expected_mse"] = np.argsort(np.argsort(expected)) + 1
         return results
-
-    def _refund(self, ledger, plan, epsilon, delta, reason):
-        epsilon = np.maximum(epsilon, 0.0)
-        delta = np.maximum(delta, 0.0)
-        if (epsilon > 0).any() or (delta > 0).any():
-            ledger.refund(plan.ids, epsilon, delta, description=(
-                f"refund of {type(self).__name__}'s unused reservation: {reason}"))
 
     def predict(self, X):
         """The refit best estimator's ``predict``.
@@ -716,19 +821,24 @@ def search_cost(search, X, y=None, **params):
 
     Returns
     -------
-    epsilon : ndarray of shape (n_samples,)
-        Per user, in the order of ``user_id`` (the rows of ``X``). With a refit, the
+    epsilon : SearchCost, an ndarray of shape (n_samples,)
+        Per user, in the order of ``user_id`` (the rows of ``X``); its ``user_ids``,
+        and its ``route`` and ``reason``: how the search will choose and why, decided
+        by the estimator and the grid before anything runs. Pass it to
+        ``ledger.reserve`` to run any search inside a reservation. With a refit, the
         dearest candidate's refit is counted: the cost is exact when the candidates'
         refits cost the same, an upper bound otherwise (a private search refunds the
         difference).
     """
+    X, params = _row_indexable(X, params)
     if isinstance(search, PrivateGridSearchCV):
         validate_parameter_constraints(search._parameter_constraints,
                                        search.get_params(deep=False),
                                        caller_name=type(search).__name__)
         plan = search._plan(X, y, params)
         _warn_once_per_kind(plan.records + plan.probe_records, "search_cost")
-        return plan.reserved()[0]
+        return SearchCost(plan.reserved()[0], user_ids=plan.ids, route=plan.route,
+                          reason=plan.reason)
     if isinstance(search, GridSearchCV):
         candidates = list(ParameterGrid(search.param_grid))
     elif isinstance(search, RandomizedSearchCV):
@@ -748,4 +858,9 @@ def search_cost(search, X, y=None, **params):
     fits, refits, records = _plan_fits(search.estimator, candidates, X, fit_params, splits,
                                        refit_candidates)
     _warn_once_per_kind(records, "search_cost")
-    return _Plan(fits=fits, refits=refits, ids=ids, selection=np.zeros(ids.shape[0])).reserved()[0]
+    epsilon = _Plan(fits=fits, refits=refits, ids=ids,
+                    selection=np.zeros(ids.shape[0])).reserved()[0]
+    return SearchCost(epsilon, user_ids=ids, route="scikit-learn", reason=(
+        f"{type(search).__name__} fits {len(candidates)} candidates on {len(splits)} folds"
+        + (" and refits the best" if search.refit else "")
+        + ": its choice is not private (run it inside ledger.reserve(cost))"))

@@ -580,7 +580,8 @@ def test_no_non_private_statistic_of_the_training_data_is_exposed():
     X, trust = _blobs(n=500)
     km = HybridKMeans(4, bounds=(0, 1), random_state=0).fit(X, trust_group=trust)
     fitted = {name for name in vars(km) if name.endswith("_") and not name.startswith("_")}
-    assert fitted == {"cluster_centers_", "n_iter_", "weight_", "n_tcm_", "n_lm_", "n_features_in_"}
+    assert fitted == {"cluster_centers_", "n_iter_", "weight_", "centre_noise_", "n_tcm_",
+                      "n_lm_", "n_features_in_"}
     assert km.n_iter_ == 5 and (km.n_tcm_, km.n_lm_) == (125, 375)
 
 

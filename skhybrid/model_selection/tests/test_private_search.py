@@ -60,8 +60,12 @@ def test_private_search_charges_exactly_its_preflight_cost_user_by_user(users):
     np.testing.assert_allclose(cost, levels * (3 * 3 + 1) + np.where(trust == "tcm", 1.0, 0.0))
     search.fit(X, **metadata)
     np.testing.assert_allclose(ledger.spent(ids), cost, rtol=1e-13)
-    (reservation,) = ledger.history()  # the clones never charged the ledger themselves
+    # The fold fits drew on the reservation without charging the ledger; the refit
+    # charged it (its draw given back first), a history row naming the chosen candidate.
+    reservation, draw, refit = ledger.history()
     assert reservation["description"].startswith("reservation of PrivateGridSearchCV")
+    assert (draw["kind"], refit["kind"]) == ("refund", "release")
+    assert refit["params"]["strategy"] == search.best_params_["strategy"]
 
 
 @pytest.mark.parametrize("kind", ["grid", "randomized"])
@@ -295,10 +299,12 @@ def test_expected_mse_selection_fits_only_the_chosen_candidate_once(users):
                for s in grid["strategy"]]
     np.testing.assert_allclose(search.cv_results_["expected_mse"], figures, rtol=1e-9)
     assert search.best_index_ == int(np.argmin(figures))
-    (only,) = ledger.history()  # one release: the chosen candidate's fit
+    # One release: the chosen candidate's fit, drawing on the reservation.
+    reservation, _, only = ledger.history()
     np.testing.assert_allclose(ledger.spent(ids), cost)
     np.testing.assert_allclose(cost, levels)
-    assert only["description"].startswith("reservation")
+    assert reservation["description"].startswith("reservation")
+    assert only["kind"] == "release" and only["params"]["strategy"] == search.best_params_["strategy"]
 
 
 class _DataDependentError(HybridMeanEstimator):
@@ -312,7 +318,8 @@ class _DataDependentError(HybridMeanEstimator):
 
 def test_an_expected_error_that_reads_the_data_is_refused_or_replaced(users):
     X, trust, _, ids = users
-    estimator = _DataDependentError(bounds=(0, 1), random_state=0)
+    # A public variance: the search would rank at it, if the figure did not read the data.
+    estimator = _DataDependentError(bounds=(0, 1), variance=0.05, random_state=0)
     grid = {"strategy": ["kvh", "pwh"]}
     with pytest.raises(ValueError, match="depends on the data"):
         PrivateGridSearchCV(estimator, grid, selection="expected_mse").fit(
@@ -363,4 +370,4 @@ def test_workers_draw_on_the_reservation_of_an_in_memory_ledger(users):
     cost = search_cost(search, X, **metadata)
     search.fit(X, **metadata)
     np.testing.assert_allclose(ledger.spent(ids), cost, rtol=1e-13)
-    assert len(ledger.history()) == 1
+    assert [row["kind"] for row in ledger.history()] == ["reservation", "refund", "release"]
