@@ -151,12 +151,7 @@ _ONE_USER = f"""
 import sys, time
 start = time.perf_counter()
 import numpy as np
-from skhybrid.accounting import PrivacyLedger, _kernels
-# The compiled kernels loaded as an import would (numba compiles, or reads its cache, at
-# the first call): the figure below is the ledger's own work.
-totals = np.zeros(4)
-_kernels.epsilon_totals(totals, totals.copy(), totals.copy(), np.arange(2), np.ones(1),
-                        _kernels.no_codes(), 1.0, np.zeros(2), np.zeros(2))
+from skhybrid.accounting import PrivacyLedger
 imported = time.perf_counter()
 ledger = PrivacyLedger(sys.argv[1])
 user = [int(sys.argv[2])]
@@ -185,7 +180,7 @@ def one_user(n_users, targets):
     """One user's spent, remaining and history, and the CLI's ``user``, in fresh processes."""
     rng = np.random.default_rng(3)
     ids = rng.permutation(n_users) * 7 + 1_000_003
-    print("\n| backend | build (20 releases) | import and kernels | spent + remaining + "
+    print("\n| backend | build (20 releases) | import | spent + remaining + "
           "history | peak MB | `skhybrid ledger T user ID` (wall) | peak MB |")
     print("|" + " --- |" * 7)
     for name, make in targets.items():

@@ -84,7 +84,11 @@ def test_selection_compares_by_public_quantities_and_charges_one_release():
                                random_state=0)
     assert other.scores == selection.scores
     np.testing.assert_array_equal(selection.spent, np.full(n, 0.5))
-    assert len(selection.ledger.history()) == 1
+    # The search reserves its cost, and the chosen candidate's release draws on it: one
+    # release, naming the chosen parameters, and nothing else spent.
+    history = selection.ledger.history()
+    assert [row["kind"] for row in history] == ["reservation", "refund", "release"]
+    assert history[-1]["params"]["strategy"] == selection.estimator.strategy
     assert selection.scores[selection.best] ** 2 == pytest.approx(
         selection.estimator.expected_mse_[0])
 
