@@ -18,7 +18,7 @@ from libc.stdint cimport int64_t, uint16_t, uint32_t
 from libc.stdlib cimport free, malloc
 from scipy.linalg.cython_blas cimport dgemm
 
-from skhybrid._fixed_point cimport fixed_point_code
+from skhybrid._fixed_point cimport integer_code
 
 #: Rows per chunk of a pass: each chunk has its own partial sums, so the sums of a pass
 #: are the same whatever the threads. 2**11 rows keep a chunk's rows in cache and the
@@ -69,20 +69,25 @@ cdef void _chunk_pass(
     """Rows ``start:stop``, block by block: each row's label, then its code sums
     (central) or its response and report sums (local), into this chunk's partial sums.
     ``local``: the chunk's first local user. ``buffer``: the thread's scratch space of
-    ``(n_features + n_clusters) * _BLOCK_ROWS`` values."""
+    ``(2 n_features + n_clusters) * _BLOCK_ROWS`` values."""
     cdef Py_ssize_t n_features = X.shape[1], n_clusters = scaled.shape[1]
     cdef Py_ssize_t first, n_block, row, block_row, feature, centre, label, group
     cdef double value, best
     cdef double *shifted = buffer
     cdef double *products = buffer + n_features * _BLOCK_ROWS
+    # The block's fixed-point codes (central passes), made as the block is read.
+    cdef int64_t *codes = <int64_t *>(products + n_clusters * _BLOCK_ROWS)
     cdef int blas_k = <int>n_clusters, blas_d = <int>n_features, blas_n
     cdef double one = 1.0, zero = 0.0
     for first in range(start, stop, _BLOCK_ROWS):
         n_block = min(_BLOCK_ROWS, stop - first)
-        # The block clipped and centred on the origin, row-major.
+        # The block clipped and centred on the origin, row-major, and its codes.
         for block_row in range(n_block):
             for feature in range(n_features):
                 value = X[first + block_row, feature]
+                if code_sums:
+                    codes[block_row * n_features + feature] = integer_code(
+                        value, lower[feature], upper[feature], scale[feature])
                 if value < lower[feature]:
                     value = lower[feature]
                 elif value > upper[feature]:
@@ -119,8 +124,7 @@ cdef void _chunk_pass(
             elif code_sums:
                 counts[label] += 1
                 for feature in range(n_features):
-                    sums[label, feature] += <int64_t>fixed_point_code(
-                        X[row, feature], lower[feature], upper[feature], scale[feature])
+                    sums[label, feature] += codes[block_row * n_features + feature]
 
 
 def _per_feature(value, n_features):
@@ -242,7 +246,7 @@ def lloyd_pass(const double[:, ::1] X, centres, *, origin, lower, upper, scale=N
     cdef double *buffer
     n_threads = max(1, min(n_threads, n_chunks))
     with nogil, parallel(num_threads=n_threads):
-        buffer = <double *>malloc((n_features + n_clusters) * _BLOCK_ROWS * sizeof(double))
+        buffer = <double *>malloc((2 * n_features + n_clusters) * _BLOCK_ROWS * sizeof(double))
         for chunk in prange(n_chunks, schedule="static"):
             start = chunk * _CHUNK_ROWS
             stop = min(start + _CHUNK_ROWS, n_rows)
