@@ -48,6 +48,13 @@ def _first_bad(bad, array, name, expected):
     raise ValueError(f"{name} must be {expected}; got {value!r} at index {index}")
 
 
+def _filled(n, value, dtype=np.float64):
+    """``np.full(n, value, dtype)`` without its Python wrapper (a fit's few small arrays)."""
+    array = np.empty(n, dtype)
+    array.fill(value)
+    return array
+
+
 def check_trust_group(trust_group, n_samples):
     """Validate ``trust_group`` metadata and return a boolean mask of tcm users.
 
@@ -80,7 +87,7 @@ def check_trust_group(trust_group, n_samples):
     anything else is factorized by pandas, which also finds the first bad entry.
     """
     if trust_group is None:
-        return np.ones(n_samples, dtype=bool)
+        return _filled(n_samples, True, bool)
     _refuse_column_name(trust_group, "trust_group")
     column = pandas_column(trust_group)
     if column is not None:
@@ -302,6 +309,16 @@ def check_bounds(bounds, n_features):
         lower, upper = bounds
     except (TypeError, ValueError):
         raise ValueError(f"bounds must be a pair (lower, upper); got {bounds!r}") from None
+    if type(lower) in _SCALAR_TYPES and type(upper) in _SCALAR_TYPES:
+        # The usual (0.0, 1.0): the checks below in Python floats (the same IEEE
+        # arithmetic), and on any failure the general path gives its message.
+        try:
+            low, high = float(lower), float(upper)
+        except OverflowError:  # an int beyond float64
+            low = high = 0.0
+        if (-MAX_BOUND_MAGNITUDE <= low < high <= MAX_BOUND_MAGNITUDE
+                and high - low >= MIN_BOUND_WIDTH):
+            return _filled(n_features, low), _filled(n_features, high)
     arrays = []
     for side, value in (("lower", lower), ("upper", upper)):
         try:
@@ -331,6 +348,8 @@ def check_bounds(bounds, n_features):
     return lower, upper
 
 
+#: Scalar bounds checked without arrays by :func:`check_bounds` (not bool, a subclass of int).
+_SCALAR_TYPES = frozenset({int, float, np.float64, np.float32, np.int64, np.int32})
 #: Largest magnitude of a bound, and smallest width ``upper - lower``: squares of widths,
 #: noise variances and sums over many users then stay far inside float64's range.
 MAX_BOUND_MAGNITUDE = 1e100
@@ -509,6 +528,10 @@ def resolve_variance(variance, lower, upper, *, allow_zero=True):
     worst = (upper - lower) ** 2 / 4.0
     if variance is None:
         return worst
+    if (type(variance) is float and (0.0 <= variance if allow_zero else 0.0 < variance)
+            and variance <= worst.min()):
+        # The usual given variance, checked as below in Python floats (NaN fails).
+        return _filled(lower.shape[0], variance)
     values = np.asarray(variance, dtype=np.float64)
     if values.ndim > 1 or (values.ndim == 1 and values.shape[0] != lower.shape[0]):
         raise ValueError(
