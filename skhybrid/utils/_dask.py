@@ -218,8 +218,10 @@ def _map_partitions_one_pass(function, X, generators, metadata):
     series = {name: value for name, value in metadata.items()
               if _is_dataframe_like(value) and value.ndim == 1}
     features = list(X.columns)
-    names = {name: f"__skhybrid_{name}" for name in series}
-    combined = X.assign(**{names[name]: series[name] for name in series}) if names else X
+    combined, names = _columns_of_one_frame(X, series)
+    if combined is None:
+        names = {name: f"__skhybrid_{name}" for name in series}
+        combined = X.assign(**{names[name]: series[name] for name in series}) if names else X
     if generators is None:
         generators = [None] * X.npartitions
     # Only the in-memory metadata (None or scalars) travel as they are.
@@ -238,6 +240,35 @@ def _map_partitions_one_pass(function, X, generators, metadata):
                 raise ValueError(message)
         offset += length
     return [result for result, _, _ in results]
+
+
+def _columns_of_one_frame(X, series):
+    """``X`` and its metadata Series as one projection of the frame they all come from.
+
+    When ``X`` selects columns of a frame and every Series is one column of that same
+    frame (``frame[["value"]]`` and ``frame["tcm"]``), selecting all the columns at once
+    spares the task graph an ``assign`` (about 1 ms per partition). Returns the combined
+    collection and each metadata name's column in it, or ``(None, None)`` otherwise
+    (or when Dask's expressions are not as expected: the caller then assigns).
+    """
+    try:
+        from dask.dataframe.dask_expr import new_collection
+
+        if type(X.expr).__name__ != "Projection":
+            return None, None
+        frame = X.expr.frame
+        names = {}
+        for name, value in series.items():
+            expr = value.expr
+            if type(expr).__name__ != "Projection" or expr.frame._name != frame._name:
+                return None, None
+            names[name] = expr.operand("columns")
+        if not names or not all(isinstance(column, str) for column in names.values()):
+            return None, None
+        columns = list(dict.fromkeys([*X.columns, *names.values()]))
+        return new_collection(frame)[columns], names
+    except (AttributeError, ImportError, KeyError, TypeError):
+        return None, None
 
 
 def check_dask_features(estimator, X, *, reset):
