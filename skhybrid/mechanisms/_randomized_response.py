@@ -88,12 +88,9 @@ def randomized_response_drawn_probabilities(epsilon, n_categories, bits=DRAW_BIT
     """The probabilities k-ary randomized response is drawn with, exactly: the true
     category's and each other one's, on the grid of :func:`randomized_response_widths`.
 
-    Each other category has probability ``w / 2**32`` and the true one
-    ``1 - (k - 1) w / 2**32`` (both exact in float64: multiples of ``2**-32``). They
-    differ from :func:`randomized_response_keep_probability`'s by at most
-    ``(k - 1) 2**-32``, towards more randomness; an estimator that inverts the response
-    is unbiased for the mechanism run only with these. (With ``bits=16``, ``2**-16``
-    for ``2**-32``.)
+    ``w / 2**bits`` for each other category and ``1 - (k - 1) w / 2**bits`` for the true
+    one (exact in float64): an estimator that inverts the response is unbiased only with
+    these, not with :func:`randomized_response_keep_probability`'s.
 
     Returns
     -------
@@ -106,10 +103,8 @@ def randomized_response_drawn_probabilities(epsilon, n_categories, bits=DRAW_BIT
 
 
 def response_draws(rng, n_users, bits=DRAW_BITS):
-    """The randomness of ``n_users`` users' k-ary randomized responses, from ``rng``:
-    one uniform 32-bit draw each, two from each 64-bit word of the generator
-    (:func:`~skhybrid.utils._responses.respond`); with ``bits=16``, one 16-bit draw
-    each, four from each word.
+    """One uniform ``bits``-bit draw per user's randomized response, from ``rng``'s
+    64-bit words (two or four draws per word).
 
     Parameters
     ----------
@@ -171,10 +166,8 @@ class RandomizedResponse:
 
     Notes
     -----
-    The outputs are categories, not floating-point values, so there is no low-order-bit
-    leak. Each response reads one uniform 32-bit draw, on whose grid the change
-    probability is rounded up (:func:`randomized_response_widths`): the response is at
-    least as random as asked (:meth:`probabilities` states the asked probabilities).
+    The outputs are categories (no low-order-bit leak). The change probability is
+    rounded up on the grid of the 32-bit draws (:func:`randomized_response_widths`).
 
     Examples
     --------
