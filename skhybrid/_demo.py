@@ -1,14 +1,10 @@
 """``skhybrid demo``: this run's releases against the truth, the theory behind them, a selection.
 
-The demo fits the mean estimators on the bundled synthetic salaries (real noise: the
-operating system's secure randomness unless ``--seed``), draws each release with its
-expected error next to the data's true mean (shown only because the data are
-synthetic), draws the papers' closed-form expected errors (:mod:`skhybrid.theory`,
-labelled as theory) with this run's point marked on them, and runs a short budgeted
-model selection on a :class:`~skhybrid.accounting.PrivacyLedger` with each user's spend.
-
-:func:`select_and_release` is the selection step, one function with a small result
-(:class:`Selection`) so that a private grid search can replace it.
+Each release on the bundled synthetic salaries is drawn with its expected error next to
+the true mean (shown only because the data are synthetic), beside the papers'
+closed-form expected errors (:mod:`skhybrid.theory`) with this run marked, and a short
+budgeted model selection (:func:`select_and_release`) on a
+:class:`~skhybrid.accounting.PrivacyLedger`.
 """
 
 import math

@@ -65,11 +65,9 @@ def central_group_mean(centred_sum, size, *, origin, mechanism, epsilon, delta, 
                        magnitude=None, noise=None):
     """Private mean of ``size`` clipped tcm values under the central model.
 
-    The noise is added to the mean of the *centred* values (``x - origin``, computed
-    from exact fixed-point sums, :mod:`skhybrid.utils._sums`) and ``origin`` is added
-    afterwards, as post-processing: rounding then acts on a quantity bounded by the
-    ranges, and its slack (:func:`~skhybrid.utils._sums.rounding_slack`) is charged on
-    top of the sensitivity ``ranges / size``.
+    The noise is added to the mean of the centred values (``x - origin``, from exact
+    fixed-point sums) and ``origin`` added afterwards: rounding acts on a quantity
+    bounded by the ranges, and its slack is charged on top of the sensitivity.
 
     Parameters
     ----------
@@ -103,32 +101,21 @@ def central_group_mean(centred_sum, size, *, origin, mechanism, epsilon, delta, 
     if noise is None:
         noise = planned_central_noise(size, mechanism=mechanism, epsilon=epsilon, delta=delta,
                                       ranges=ranges, n_features=n_features, magnitude=magnitude)
-    centred_mean = centred_sum / size
-    if n_features == 1:  # the weight is exactly 1: nothing to scale
-        released = noise.mechanism.randomise(centred_mean, random_state=rng)
-        variance = np.array([noise.variance])
-    else:
-        # Each feature's noise in proportion to its range (feature_noise_weights): the
-        # mechanism releases the mean divided by the weights, calibrated to the scaled
-        # ranges (a division and a product by weights of 1 are exact).
-        weights = feature_noise_weights(ranges, mechanism.common_width)
-        released = noise.mechanism.randomise(centred_mean / weights, random_state=rng) * weights
-        variance = noise.variance * weights**2
-    return GroupEstimate(mean=released + origin, noise_variance=variance, size=size)
+    # Each feature's noise in proportion to its range (feature_noise_weights): the
+    # mechanism releases the mean divided by the weights, calibrated to the scaled
+    # ranges (a division and a product by weights of 1 are exact).
+    weights = feature_noise_weights(ranges, mechanism.common_width)
+    released = noise.mechanism.randomise(centred_sum / size / weights, random_state=rng)
+    return GroupEstimate(mean=released * weights + origin,
+                         noise_variance=noise.variance * weights**2, size=size)
 
 
 def central_group_noise(size, *, mechanism, epsilon, delta, ranges, magnitude=None):
-    """The mechanism :func:`central_group_mean` adds to a group's centred mean (divided
-    by the features' noise weights).
-
-    Public quantities only: a fit calls its ``variance`` before charging the ledger,
-    which refuses a noise too wide to draw
-    (:func:`~skhybrid.mechanisms._noise.check_noise_units`) before anyone is charged.
-    """
+    """The mechanism :func:`central_group_mean` adds to a group's centred mean divided
+    by the features' noise weights (public quantities only)."""
     magnitude = ranges if magnitude is None else magnitude
-    if ranges.shape[-1] > 1:  # one feature's weight is exactly 1: nothing to scale
-        weights = feature_noise_weights(ranges, mechanism.common_width)
-        ranges, magnitude = scaled_ranges(ranges, weights), scaled_ranges(magnitude, weights)
+    weights = feature_noise_weights(ranges, mechanism.common_width)
+    ranges, magnitude = scaled_ranges(ranges, weights), scaled_ranges(magnitude, weights)
     return central_mechanism(mechanism, epsilon=epsilon, delta=delta,
                              ranges=slack_ranges(ranges, size, magnitude), group_size=size)
 
@@ -152,12 +139,8 @@ def planned_central_noise(size, *, mechanism, epsilon, delta, ranges, n_features
     coordinates: computed before the charge (the variance refuses a noise too wide to
     draw) and passed to :func:`central_group_mean`.
 
-    Remembered by its arguments (public: a group's size, its privacy level and the
-    bounds), for one group size and level: a grid search or a cross-validation plans
-    the same release again and again, and a plan's Python calls cost about a sixth of
-    a small fit (a Gaussian calibration, a root search). The plan holds no randomness
-    and is never changed by a release; a refused plan (a noise too wide to draw) is
-    not remembered, so it is refused again.
+    Remembered by its public arguments (a grid search plans the same release again
+    and again); a plan holds no randomness, and a refused one is not remembered.
     """
     key = None
     if (isinstance(size, _PLAN_SCALARS) and isinstance(epsilon, _PLAN_SCALARS)
@@ -189,10 +172,8 @@ def _unscaled(values, weights):
 def central_group_means(centred_sums, sizes, *, origin, epsilons, ranges, rng):
     """Laplace-private means of many tcm groups at once: :func:`central_group_mean` vectorised.
 
-    Group ``g`` gets exactly what ``central_group_mean(centred_sums[g], sizes[g],
-    mechanism=LAPLACE, epsilon=epsilons[g], ...)`` gives it (the same sensitivity,
-    slack and discrete noise, one independent release per group), without a Python
-    call per group: estimators with a hundred thousand privacy levels need it.
+    Group ``g`` gets what ``central_group_mean(centred_sums[g], sizes[g],
+    mechanism=LAPLACE, epsilon=epsilons[g], ...)`` gives it, without a Python call per group.
 
     Parameters
     ----------
@@ -224,11 +205,7 @@ def central_group_means(centred_sums, sizes, *, origin, epsilons, ranges, rng):
 
 
 def central_group_means_variance(sizes, *, epsilons, ranges):
-    """Per-coordinate noise variance of each group of :func:`central_group_means`.
-
-    Public quantities only; like :func:`central_group_noise`, it refuses a noise too
-    wide to draw, so that a fit can refuse before charging the ledger.
-    """
+    """Per-coordinate noise variance of each group of :func:`central_group_means`."""
     sizes = np.asarray(sizes, dtype=np.float64)
     epsilons = np.asarray(epsilons, dtype=np.float64)
     weights = feature_noise_weights(ranges)
@@ -268,10 +245,7 @@ _PRIVATIZE_ROWS = 2**16
 def privatized_sum(X, rows, *, mechanism, epsilon, delta, lower, upper, rng, squares_about=None):
     """The column sums of :func:`privatize_locally` of ``X[rows]``, without the reports.
 
-    The selected rows are privatized block by block, in order, and only their sums are
-    kept: no copy of the selected rows and no array of reports. Laplace reports use the
-    generator's draws in the same order as one call on ``X[rows]``; the discrete
-    Gaussian's rejection loop runs per block (the same distribution, another order).
+    Privatized block by block, in order (Laplace draws as one call on ``X[rows]``).
 
     Parameters
     ----------
@@ -304,10 +278,7 @@ def privatized_rows(X, rows, *, mechanism, epsilon, delta, lower, upper, rng, ce
                     dtype=np.float64):
     """:func:`privatize_locally` of ``X[rows]``, made block by block: no clipped copy.
 
-    The same reports as one call on ``X[rows]`` for Laplace (the generator's draws in
-    the same order); only the reports' array is allocated. With ``centre``, each report
-    minus ``centre`` (in float64), stored as ``dtype`` (a post-processing of the
-    private reports: no float64 array of them all is made).
+    With ``centre``, each report minus ``centre``, stored as ``dtype`` (post-processing).
 
     Returns
     -------

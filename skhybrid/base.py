@@ -85,13 +85,7 @@ _SCORE_WARNED = set()
 
 def warn_score_leak(estimator):
     """Warn, once per estimator class and process, that ``score`` of a private release
-    (secure noise, or a ledger) is not private; a seeded simulation's stays quiet.
-
-    A validation score compares the release with the exact statistic of held-out raw
-    values: it is not private and no ledger charges it, so it is for simulations.
-    Model selection on real data uses
-    :class:`~skhybrid.model_selection.PrivateGridSearchCV`.
-    """
+    (secure noise, or a ledger) is not private; a seeded simulation's stays quiet."""
     name = type(estimator).__name__
     simulation = getattr(estimator, "random_state", None) is not None
     if (simulation and getattr(estimator, "ledger", None) is None) or name in _SCORE_WARNED:
@@ -108,12 +102,8 @@ def warn_score_leak(estimator):
 
 
 def finite_float_rows(X):
-    """Whether ``X`` is a non-empty 2-d float64 array that scikit-learn would accept as is.
-
-    Finiteness by scikit-learn's own first test (a finite sum); a False sends the
-    caller to scikit-learn's validation, which checks element by element and gives
-    its messages.
-    """
+    """Whether ``X`` is a non-empty 2-d float64 array that scikit-learn would accept as is
+    (finite by scikit-learn's own first test, a finite sum)."""
     return float_rows(X) and finite_sum(X)  # an overflowing sum only sends X the slow way
 
 
@@ -125,16 +115,11 @@ def float_rows(X):
 def _validate_X(estimator, X, *, reset, defer_finite=False):
     """``validate_data(estimator, X, dtype=np.float64, reset=reset)``, faster for arrays.
 
-    A fit on a finite, non-empty 2-d float64 numpy array is what ``validate_data``
-    would accept unchanged: its checks (dataframe detection, feature names, parameters
-    of ``check_array``) cost about 0.15 ms per fit, which dominates a fit of 1e4 users.
-    That case only sets ``n_features_in_`` and forgets earlier feature names, as
-    ``validate_data`` does; every other input (and any non-finite value, found by the
-    same sum test scikit-learn uses) goes through ``validate_data`` and its messages.
-
-    ``defer_finite=True`` skips the sum test for such an array: the caller tests every
-    value in its own first pass over them, before anything is drawn, charged or
-    released, and calls :func:`refuse_non_finite` on a failure.
+    A finite, non-empty 2-d float64 array, which ``validate_data`` would accept
+    unchanged, only sets ``n_features_in_`` and forgets earlier feature names; any
+    other input goes through ``validate_data`` and its messages. ``defer_finite=True``
+    skips the sum test: the caller tests every value before using any, and calls
+    :func:`refuse_non_finite` on a failure.
     """
     if reset and type(X) is np.ndarray and (float_rows(X) if defer_finite
                                             else finite_float_rows(X)):
@@ -145,9 +130,8 @@ def _validate_X(estimator, X, *, reset, defer_finite=False):
 
 
 class NonFiniteValues(Exception):
-    """Raised by a pass that tests the values it reads (a deferred finiteness check) on a
-    NaN or an infinity; the caller answers with :func:`refuse_non_finite`. Internal:
-    never reaches the user."""
+    """A deferred finiteness check found a NaN or an infinity (internal: the caller
+    answers with :func:`refuse_non_finite`)."""
 
 
 def refuse_non_finite(estimator, X, *, reset=True):
@@ -175,12 +159,8 @@ def _refuse_times(X):
 
 
 def validate_values(estimator, X, *, reset):
-    """``validate_data(estimator, X, dtype=np.float64)`` with this library's advice on NaN.
-
-    scikit-learn's message for a NaN recommends estimators that accept missing values;
-    here the values must be finite (clipped to the public bounds), so the message says
-    what this library expects instead.
-    """
+    """``validate_data(estimator, X, dtype=np.float64)`` with this library's advice on NaN
+    (scikit-learn's recommends estimators that accept missing values)."""
     _refuse_times(X)
     try:
         return validate_data(estimator, X, dtype=np.float64, reset=reset)

@@ -1,10 +1,9 @@
 """The charge before the noise: what a release costs each user, on the estimator's ledger.
 
-Each estimator declares the cost of its release next to the code that draws its noise,
-in a ``_release_cost(is_tcm, epsilon, **resolved)`` method returning a
-:class:`ReleaseCost` (a test over every estimator checks that each has one); this module
-knows no estimator by name. :func:`charge_release` charges that cost on
-``estimator.ledger`` after every check that can refuse the fit and before the noise.
+Each estimator declares its release's cost next to the code that draws its noise, in a
+``_release_cost(is_tcm, epsilon, **resolved)`` method returning a :class:`ReleaseCost`;
+:func:`charge_release` charges it on ``estimator.ledger`` after every check that can
+refuse the fit and before the noise.
 
 Public users (``epsilon_i = inf``, where an estimator accepts them) are not charged:
 their data are public. Users with a zero cost are left out of the charge.

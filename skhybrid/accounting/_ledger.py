@@ -1,20 +1,12 @@
 """A per-user privacy ledger: budgets, atomic charges, refunds and a per-user audit trail.
 
-The record is an append-only log of events (budgets set, releases charged, refunds) in a
-store (:mod:`._stores`: memory, an SQLite file, or PostgreSQL). Each event is one row:
-what was released, the distinct costs, and its users' membership as one compressed blob
-(a bitmap over the users, or their sorted positions when few take part), so a release of
-a million users adds about a hundred kilobytes, not a million rows.
-
-Each process keeps every user's totals in numpy arrays, indexed by a position ("slot")
-given to each user once, when they first appear; a charge maps its ids to slots once (an
-id array already seen is recognised, not looked up again) and updates the totals with
-vectorized arithmetic. Before a charge the process replays the events other processes
-committed since it last looked, inside the store's write lock; the new event is appended
-in the same transaction, so every user's new total is checked against their budget and
-the release is recorded, or nothing is. How the totals compose is in
-:mod:`._composition`; the slots and totals are kept by :mod:`._accounts`, the events'
-payloads packed by :mod:`._events`.
+The record is an append-only log of events in a store (:mod:`._stores`), each with its
+users' membership as one compressed blob (:mod:`._events`). Each process keeps every
+user's totals in numpy arrays indexed by a slot given to each user once (:mod:`._accounts`).
+A charge replays the events other processes committed since it last looked, inside the
+store's write lock, and appends its event in the same transaction: every user's new
+total is checked against their budget and the release recorded, or nothing is. How the
+totals compose is in :mod:`._composition`.
 """
 
 import datetime

@@ -1,17 +1,11 @@
 """Where a privacy ledger keeps its record: in memory, in an SQLite file, or on PostgreSQL.
 
-A ledger is an append-only log of events (budgets set, releases charged, refunds), each
-one row with its users' membership in a compressed blob, plus occasional checkpoints of
-every user's totals (so that opening a long ledger does not replay all of it). The users
-an event adds are kept beside it, sorted by id in parts of 32,768 with each part's first
-id, so that one user's question reads two small values per such event, not every user
-(:mod:`._few_users`). A store only keeps rows; :class:`~skhybrid.accounting.PrivacyLedger`
-computes the totals.
-
-Every store gives the same guarantees: a write transaction holds the ledger's write lock
-(``BEGIN IMMEDIATE`` on SQLite, a transaction-level advisory lock on PostgreSQL), so the
-writers of all processes and machines are serialised; an event is appended with sequence
-number ``last + 1`` and becomes visible when its transaction commits, or never.
+Rows only (:class:`~skhybrid.accounting.PrivacyLedger` computes the totals): the events,
+occasional checkpoints of every user's totals, and the users each event adds, sorted by
+id in parts of 32,768 with each part's first id (:mod:`._few_users` reads one user's).
+A write transaction holds the ledger's write lock (``BEGIN IMMEDIATE`` on SQLite, an
+advisory lock on PostgreSQL), so the writers of all processes and machines are
+serialised; an event is appended as ``last + 1`` and visible once committed, or never.
 """
 
 import os

@@ -1,28 +1,11 @@
 """BLENDER: the most popular search records from opt-in users and clients (Avent et al. 2017).
 
-Every user holds one search record, a (query, url) pair of integer ids. Opt-in users
-("tcm") trust the curator, who
-
-1. splits them at random into S and T (``headlist_fraction`` of them in S);
-2. builds a candidate head list from S: the records of S whose count plus Laplace noise
-   exceeds a threshold (CreateHeadList, Figure 3), and
-3. estimates the candidates' probabilities from T with Laplace-noised counts, keeping
-   the ``max_records`` most probable (EstimateOptinProbabilities, Figure 4).
-
-Clients ("lm") receive that head list and randomize their own record on their device
-with the two-stage randomizer LocalAlg (Figure 6), :class:`BlenderClient`. The curator
-denoises their reports (Figure 5, Observation 1) and blends the two groups' estimates
-with inverse-variance weights (Figure 7, Theorem 6).
-
-Where the noise comes from, in one hop: opt-in users' noise is added by
-:func:`_create_head_list` and :func:`_estimate_optin_probabilities` (the Laplace
-mechanism on count vectors, in :mod:`skhybrid.heavy_hitters._optin`); clients' noise is
-added by :meth:`BlenderClient.privatize` (:mod:`skhybrid.heavy_hitters._client`).
-Everything else is post-processing. Every formula is in :mod:`skhybrid.theory`.
-
-This module holds the curator's estimator; the records and the cells of the head list
-are in :mod:`skhybrid.heavy_hitters._records`, the fit on chunks of a Dask input in
-:mod:`skhybrid.heavy_hitters._blender_chunks`.
+The curator's estimator (the class docstring says how). Opt-in users' noise is added by
+:func:`_create_head_list` and :func:`_estimate_optin_probabilities` (Laplace on count
+vectors, :mod:`._optin`); clients' noise by :meth:`BlenderClient.privatize`
+(:mod:`._client`). Everything else is post-processing; every formula is in
+:mod:`skhybrid.theory`. Records and head-list cells are in :mod:`._records`, the fit on
+chunks of a Dask input in :mod:`._blender_chunks`.
 
 Neighbouring relation: replace one user's record, with the group sizes public.
 """
@@ -208,16 +191,12 @@ class BlenderHeavyHitters(BaseEstimator):
     would be a non-private statistic). URL ids may be local to a query: the pair
     identifies a record. Dask inputs must hold integer ids.
 
-    *scikit-learn's generic checks.* Those that fit on generic data of 3 to 10 columns
-    fail by design (the record has two); the list, with the reason, is published by
-    :func:`skhybrid.utils.estimator_checks.expected_failed_checks` for
-    ``check_estimator(..., expected_failed_checks=...)``.
+    *scikit-learn's generic checks.* Those that fit on 3 to 10 columns fail by design;
+    :func:`skhybrid.utils.estimator_checks.expected_failed_checks` lists them.
 
-    *Empty head list.* With no opt-in user (every user a client), there is nothing
-    to build the head list from: the fit warns with
-    :class:`~skhybrid.exceptions.EmptyGroupWarning` and the head list is empty. An
-    empty head list can also be the private outcome of the threshold (no record is
-    popular enough); then clients have nothing to report.
+    *Empty head list.* With no opt-in user, the fit warns with
+    :class:`~skhybrid.exceptions.EmptyGroupWarning` and the head list is empty; it can
+    also be the private outcome of the threshold. Clients then have nothing to report.
 
     *Head list.* The head list is the ``max_records`` candidates with the highest
     opt-in estimates from T (Figure 4), so those estimates are biased upwards near

@@ -1,19 +1,14 @@
 """BLENDER's records: validation, distinct records, the head list as the clients see it.
 
-Every user holds one search record, a (query, url) pair of integer ids or of labels.
-
-Cells
------
 The head list as the clients see it (a :class:`_HeadListLayout`) partitions the space of
 all records into *cells*: every head-list record, one wildcard cell ``(q, *)`` per
-head-list query for its other URLs, and the wildcard cell ``(*, *)`` for every other
-query. Reports are cells; :data:`WILDCARD` (-1) stands for ``*``.
+head-list query for its other URLs, and ``(*, *)`` for every other query.
 """
-
 
 from numbers import Integral
 
 import numpy as np
+import pandas as pd
 from sklearn.utils.validation import check_array
 
 #: The id standing for the wildcard ``*`` in reports and in :attr:`BlenderClient.report_records`:
@@ -22,7 +17,6 @@ from sklearn.utils.validation import check_array
 WILDCARD = -1
 
 _INT64_MAX = np.iinfo(np.int64).max
-_TABLE_LIMIT = 1 << 22  # id lookups use a table of at most this many int32 entries
 
 
 def _as_id_pairs(values, *, name, whom, allow_wildcard=False):
@@ -120,18 +114,9 @@ def _factorized_records(labels):
     ids = np.empty(labels.shape, dtype=np.int64)
     vocabularies = []
     for column in range(2):
-        try:
-            import pandas as pd
-
-            codes, uniques = pd.factorize(labels[:, column])
-            uniques = list(uniques)
-        except ImportError:  # pragma: no cover - pandas is optional
-            index = {}
-            codes = np.array([index.setdefault(value, len(index))
-                              for value in labels[:, column].tolist()])
-            uniques = list(index)
+        codes, uniques = pd.factorize(labels[:, column])
         ids[:, column] = codes
-        vocabularies.append(uniques)
+        vocabularies.append(list(uniques))
     return ids, vocabularies
 
 
@@ -200,19 +185,8 @@ def _distinct_records(records, counts=None):
 
 
 def _position_in(sorted_values, values):
-    """Position of each of ``values`` in ``sorted_values`` and whether it is there.
-
-    ``sorted_values`` holds distinct integers >= 0. Ids are usually small, so a lookup
-    table (one gather) replaces the binary search when the largest one is below
-    ``_TABLE_LIMIT``. Positions of values that are absent are arbitrary but valid.
-    """
-    last = int(sorted_values[-1])
-    if last < _TABLE_LIMIT:
-        table = np.full(last + 2, -1, dtype=np.int32)  # the last slot: out of range
-        table[sorted_values] = np.arange(sorted_values.size, dtype=np.int32)
-        position = table[np.clip(values, -1, last + 1)]
-        found = position >= 0
-        return np.maximum(position, 0), found
+    """Position of each of ``values`` in ``sorted_values`` and whether it is there
+    (positions of absent values are arbitrary but valid)."""
     position = np.minimum(np.searchsorted(sorted_values, values), sorted_values.size - 1)
     return position, sorted_values[position] == values
 

@@ -113,13 +113,9 @@ def personalized_quantile_costs(epsilon_by_value, quantile):
     Each is a running sum of "push the next user, pop the smallest": adding one user
     and one move extends the cheapest set by the smallest of the unused epsilons and the
     new one. ``O(n log n)``. With one epsilon for all, ``d = epsilon dist(j, [floor(q n),
-    ceil(q n)])``. PE then reduces to the exponential mechanism with Smith's (2011)
-    utility ``-epsilon |j - q n|`` exactly when ``q n`` is a whole or half number: then
-    ``d = epsilon (|j - q n| - c)`` with the same ``c`` (0 or 1/2) on every interval, a
-    constant that cancels in the normalisation. Otherwise the two intervals either side
-    of ``q n`` both cost 0 while Smith's utilities differ there (at q = 0.37, n = 10:
-    ``|j - 3.7|`` is 0.7 and 0.3), and the two distributions differ. Public users (``epsilon = inf``) can never move: an interval that needs
-    them costs ``inf`` (probability 0).
+    ceil(q n)])``: Smith's (2011) utility ``-epsilon |j - q n|`` up to a constant when
+    ``q n`` is a whole or half number (not otherwise). Public users (``epsilon = inf``)
+    can never move: an interval that needs them costs ``inf`` (probability 0).
 
     Derivation of the guarantee (the paper's Theorem, restated for our replace-one
     relation with public epsilons): if D and D' differ only in user u's record, any

@@ -4,16 +4,14 @@ Each lm user of :class:`~skhybrid.HybridKMeans` reports the index of its nearest
 through it in every iteration (Avent, Dubey and Korolova 2020, Algorithm 1). It is a
 local mechanism, next to the value randomizers of :mod:`skhybrid.mechanisms._local`.
 
-In the functions below ``epsilon`` (a float or an ndarray, > 0) is the privacy level of
-a response and ``n_categories`` the number k >= 1 of categories; ``bits`` (32 or 16,
-default 32) is the size of each response's uniform draw.
+Below, ``epsilon`` (> 0) is a response's privacy level, ``n_categories`` the number
+k >= 1 of categories and ``bits`` (32 or 16) the size of each response's uniform draw.
 """
 
 from numbers import Integral
 
 import numpy as np
 
-from ..utils._memory import remember
 from ..utils._responses import DRAW_BITS, SHORT_DRAW_BITS, respond
 from ..utils._random import check_random_state, random_words
 from ..utils._validation import check_epsilon
@@ -59,10 +57,7 @@ def randomized_response_widths(epsilon, n_categories, bits=DRAW_BITS):
     most ``(k - 1) 2**-32``. Whatever the epsilon, the ratio is at most ``2**32``: the
     achieved level is at most ``32 ln 2`` (about 22.2), never unbounded. (An epsilon
     above that would change fewer than one report in four billion; it gets that many.)
-    With ``bits=16`` the same on the grid of ``2**16`` draws (:func:`response_bits`
-    says where it is used).
-
-    With one category the width is ``2**bits``: no draw changes it.
+    With ``bits=16`` the same on the grid of ``2**16`` draws. One category: ``2**bits``.
 
     Returns
     -------
@@ -71,29 +66,6 @@ def randomized_response_widths(epsilon, n_categories, bits=DRAW_BITS):
     """
     _check_bits(bits)
     levels = np.asarray(epsilon, dtype=np.float64)
-    key = ((levels.shape, levels.tobytes(), n_categories, bits)
-           if levels.size <= _FEW_LEVELS else None)
-    width = _WIDTHS.get(key) if key is not None else None
-    if width is None:
-        width = _widths(levels, n_categories, bits)
-        if key is not None:
-            remember(_WIDTHS, key, width, _MAX_WIDTHS)
-    return width.copy()
-
-
-#: Recent widths by their public arguments (a HybridKMeans fit asks twice per iteration
-#: for the same few levels): up to _MAX_WIDTHS of at most _FEW_LEVELS levels each.
-_WIDTHS = {}
-_MAX_WIDTHS = 256
-_FEW_LEVELS = 64
-
-
-def _check_bits(bits):
-    if bits not in (DRAW_BITS, SHORT_DRAW_BITS):
-        raise ValueError(f"bits must be {DRAW_BITS} or {SHORT_DRAW_BITS}; got {bits!r}")
-
-
-def _widths(levels, n_categories, bits=DRAW_BITS):
     grid = 2.0**bits
     if n_categories == 1:
         return np.full(levels.shape, grid)
@@ -107,16 +79,18 @@ def _widths(levels, n_categories, bits=DRAW_BITS):
     return width.astype(np.float64)
 
 
+def _check_bits(bits):
+    if bits not in (DRAW_BITS, SHORT_DRAW_BITS):
+        raise ValueError(f"bits must be {DRAW_BITS} or {SHORT_DRAW_BITS}; got {bits!r}")
+
+
 def randomized_response_drawn_probabilities(epsilon, n_categories, bits=DRAW_BITS):
     """The probabilities k-ary randomized response is drawn with, exactly: the true
     category's and each other one's, on the grid of :func:`randomized_response_widths`.
 
-    Each other category has probability ``w / 2**32`` and the true one
-    ``1 - (k - 1) w / 2**32`` (both exact in float64: multiples of ``2**-32``). They
-    differ from :func:`randomized_response_keep_probability`'s by at most
-    ``(k - 1) 2**-32``, towards more randomness; an estimator that inverts the response
-    is unbiased for the mechanism run only with these. (With ``bits=16``, ``2**-16``
-    for ``2**-32``.)
+    ``w / 2**bits`` for each other category and ``1 - (k - 1) w / 2**bits`` for the true
+    one (exact in float64): an estimator that inverts the response is unbiased only with
+    these, not with :func:`randomized_response_keep_probability`'s.
 
     Returns
     -------
@@ -129,10 +103,8 @@ def randomized_response_drawn_probabilities(epsilon, n_categories, bits=DRAW_BIT
 
 
 def response_draws(rng, n_users, bits=DRAW_BITS):
-    """The randomness of ``n_users`` users' k-ary randomized responses, from ``rng``:
-    one uniform 32-bit draw each, two from each 64-bit word of the generator
-    (:func:`~skhybrid.utils._responses.respond`); with ``bits=16``, one 16-bit draw
-    each, four from each word.
+    """One uniform ``bits``-bit draw per user's randomized response, from ``rng``'s
+    64-bit words (two or four draws per word).
 
     Parameters
     ----------
@@ -160,17 +132,11 @@ def response_bits(epsilon, n_categories):
     """The bits of each draw of HybridKMeans' randomized responses: 16 where that grid is
     fine enough for every privacy level, else 32.
 
-    A draw's cost is the generator's: a 64-bit word gives four 16-bit draws, or two of
-    32 bits. On either grid each other category's probability is its
-    exact value ``1 / (e^eps + k - 1)`` rounded up to a multiple of ``2**-bits``
-    (:func:`randomized_response_widths`), so the epsilon holds on both. 16 bits are
-    used where every level's 16-bit width is at least ``2**8`` draws (the rounding
-    then adds less than ``2**-8`` of each other category's probability, and the
-    de-mixing uses the drawn probabilities, so its estimates stay unbiased): where
-    ``e^eps + k - 1`` is below about 257: for k up to 256, and an epsilon per response
-    up to 5.5 for up to 10 clusters (5.3 at k=50, 4.1 at k=200, 0.69 at k=256).
-    Elsewhere (larger epsilons, more clusters) the grid of ``2**32`` keeps such small
-    probabilities accurate.
+    A 64-bit word gives four 16-bit draws, or two of 32 bits. On either grid each other
+    category's probability is rounded up (:func:`randomized_response_widths`), so the
+    epsilon holds on both. 16 bits are used where every level's 16-bit width is at
+    least ``2**8`` draws (the rounding then adds less than ``2**-8``; the de-mixing
+    uses the drawn probabilities): ``e^eps + k - 1`` below about 257.
 
     Returns
     -------
@@ -200,10 +166,8 @@ class RandomizedResponse:
 
     Notes
     -----
-    The outputs are categories, not floating-point values, so there is no low-order-bit
-    leak. Each response reads one uniform 32-bit draw, on whose grid the change
-    probability is rounded up (:func:`randomized_response_widths`): the response is at
-    least as random as asked (:meth:`probabilities` states the asked probabilities).
+    The outputs are categories (no low-order-bit leak). The change probability is
+    rounded up on the grid of the 32-bit draws (:func:`randomized_response_widths`).
 
     Examples
     --------

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ._curve import _check_matplotlib
+from ._curve import _check_matplotlib, _finish
 
 _METRICS = ("rmse", "mse")
 
@@ -119,13 +119,7 @@ class ComparisonDisplay:
         ax.set_xticks(positions)
         ax.set_xticklabels(names, rotation=rotation, ha="right" if rotation else "center")
         ax.set_yscale(yscale)
-        if self.ylabel is not None:
-            ax.set_ylabel(self.ylabel)
-        if self.title is not None:
-            ax.set_title(self.title)
-        self.ax_ = ax
-        self.figure_ = ax.figure
-        return self
+        return _finish(self, ax, ylabel=self.ylabel, title=self.title)
 
     @classmethod
     def from_comparison(cls, result, *, metric="rmse", ax=None, title=None, **kwargs):

@@ -12,19 +12,24 @@ def _check_matplotlib(caller):
         ) from error
 
 
+def _finish(display, ax, **labels):
+    """Set the axes' labels that are not None (``xlabel``, ``ylabel``, ``title``) and keep
+    the axes and figure on the display."""
+    for name, text in labels.items():
+        if text is not None:
+            getattr(ax, f"set_{name}")(text)
+    display.ax_, display.figure_ = ax, ax.figure
+    return display
+
+
 def _plain_number(value, _position=None):
     """A tick label as a plain number: 0.01, 200, 1e+05 (``%g``)."""
     return f"{value:g}"
 
 
 def _tidy_log_ticks(axis):
-    """Readable ticks on a log axis: 1-2-5 steps labelled as plain numbers.
-
-    matplotlib labels minor ticks too when a log axis spans less than a decade or so
-    ("2x10^2", "3x10^2", ... which overlap); here only the major ticks are labelled, at
-    1, 2 and 5 times a power of ten over up to three decades and at the powers of ten
-    beyond, and the unlabelled minor ticks stay as marks.
-    """
+    """Readable ticks on a log axis: only the major ticks labelled, as plain numbers, at
+    1-2-5 (or 1-3) times a power of ten over up to three decades, else at the powers."""
     from matplotlib import ticker
 
     low, high = sorted(axis.get_view_interval())
@@ -120,17 +125,9 @@ class CurveDisplay:
             _tidy_log_ticks(ax.xaxis)
         if yscale == "log":
             _tidy_log_ticks(ax.yaxis)
-        if self.xlabel is not None:
-            ax.set_xlabel(self.xlabel)
-        if self.ylabel is not None:
-            ax.set_ylabel(self.ylabel)
-        if self.title is not None:
-            ax.set_title(self.title)
         if len(self.curves) > 1:
             ax.legend(fontsize="small")
-        self.ax_ = ax
-        self.figure_ = ax.figure
-        return self
+        return _finish(self, ax, xlabel=self.xlabel, ylabel=self.ylabel, title=self.title)
 
     @classmethod
     def from_table(

@@ -7,11 +7,9 @@ import secrets
 import numpy as np
 from randomgen import AESCounter, ChaCha
 
-# Both are cryptographically secure generators keyed from the operating system
-# (``secrets``): their output cannot be predicted from earlier outputs, unlike PCG64 or
-# MT19937. AES-128 in counter mode (the core of NIST's CTR_DRBG) runs on the CPU's AES
-# instructions, about four times faster than ChaCha20; without them (software AES is
-# slow and leaks through cache timing) ChaCha20 is used.
+# Cryptographically secure generators keyed from the operating system (``secrets``),
+# unlike PCG64 or MT19937. AES-128 in counter mode needs the CPU's AES instructions
+# (software AES is slow and leaks through cache timing); else ChaCha20.
 _CHACHA_ROUNDS = 20
 
 
@@ -39,20 +37,12 @@ _OS_WORDS = 64
 
 
 class DeferredSecureGenerator:
-    """The secure generator of one release, keyed only when a draw needs it.
+    """The secure generator of one release, keyed only when a draw needs it (internal).
 
-    Keying :func:`secure_generator` costs about 40 microseconds, more than the rest of
-    a small release. A central release draws a few 64-bit words (one per released
-    coordinate): :meth:`random_raw` reads up to ``_OS_WORDS`` of them straight from
-    the operating system's secure randomness (:func:`os.urandom`, the source that keys
-    the generator anyway). Any larger draw, and any other use (every attribute of a
-    numpy Generator is forwarded), builds the generator once, and every later draw
-    comes from it. Both sources are cryptographically secure, so mixing them changes
-    no distribution; nothing is kept that could replay a draw made from the OS.
-
-    Internal: the estimators pass it where a Generator goes, and
-    :func:`check_random_state` returns it unchanged. It is not a
-    :class:`numpy.random.Generator`, so it never leaves the library.
+    Keying costs about 40 microseconds, more than the rest of a small release: up to
+    ``_OS_WORDS`` words are read from :func:`os.urandom` directly; any larger draw or
+    other use (attributes are forwarded) builds the generator once. Both sources are
+    cryptographically secure, so mixing them changes no distribution.
     """
 
     def __init__(self):

@@ -1,16 +1,10 @@
-"""k-ary randomized response from its draws, in plain numpy (no numba).
-
-The mechanism's (:mod:`skhybrid.mechanisms._randomized_response`, on arrays). The
-K-means pass (``skhybrid/cluster/_k_means_lloyd.pyx``) has the same arithmetic in C, and
-the tests check that both give the same report from the same draws.
-"""
+"""k-ary randomized response from its draws, on arrays (the K-means pass,
+``skhybrid/cluster/_k_means_lloyd.pyx``, has the same arithmetic in C; tests compare them)."""
 
 import numpy as np
 
-#: Bits of one response's draw: a uniform integer in ``[0, 2**32)``. A 64-bit word from
-#: the generator gives two draws: half the words of 53-bit draws (one word each, which
-#: cost a hybrid K-means pass at 1e6 users about 5% more). The coarser grid only caps
-#: the achieved level at ``32 ln 2`` (see
+#: Bits of one response's draw: a uniform integer in ``[0, 2**32)``, two per 64-bit word.
+#: The grid caps the achieved level at ``32 ln 2`` (see
 #: :func:`~skhybrid.mechanisms._randomized_response.randomized_response_widths`).
 DRAW_BITS = 32
 #: HybridKMeans' responses draw 16 bits where that grid is fine enough (four draws per

@@ -1,10 +1,6 @@
-"""The tcm mask of a ``trust_group`` column of labels, by vectorized comparisons.
-
-:func:`~skhybrid.utils.check_trust_group` hands string, object and pandas string
-columns to :func:`labels_tcm_mask`: columns of exactly ``"tcm"`` / ``"lm"`` are
-compared as a whole; anything else is factorized by pandas, only the distinct values
-are inspected in Python, and the first bad entry is named with its index.
-"""
+"""The tcm mask of a ``trust_group`` column of labels, by vectorized comparisons: columns
+of exactly ``"tcm"`` / ``"lm"`` are compared as a whole, anything else is factorized by
+pandas (only the distinct values are inspected in Python)."""
 
 import numbers
 

@@ -78,13 +78,6 @@ def check_trust_group(trust_group, n_samples):
     ValueError
         Wrong length or shape, or an entry that is none of the above (None, NaN, other
         numbers or strings); the message names the first bad index and value.
-
-    Notes
-    -----
-    Only the distinct values are inspected in Python; the rows are read in vectorized
-    passes. Columns of exactly ``"tcm"`` / ``"lm"`` are compared as a whole (a numpy
-    ``<U3`` column by its code points); category columns are read by their codes;
-    anything else is factorized by pandas, which also finds the first bad entry.
     """
     if trust_group is None:
         return _filled(n_samples, True, bool)
@@ -425,11 +418,8 @@ def clip_to_bounds(X, lower, upper, *, out=None):
 
 
 def masked_rows(X, rows):
-    """``X[rows]`` for a boolean row mask, without an n-long index array.
-
-    numpy selects rows of a 2-d array with a 1-d mask through the indices of its True
-    entries: an intp array as large as ``X`` itself for one feature. A 1-d mask on a
-    1-d array is copied directly; several features are selected block by block.
+    """``X[rows]`` for a boolean row mask, without numpy's n-long index array (one
+    feature: a 1-d selection; several: block by block).
 
     Parameters
     ----------
@@ -460,19 +450,16 @@ def masked_rows(X, rows):
     return selected
 
 
-#: Values per block of :func:`feature_wise` (512 KiB of float64: in the L2 cache; 2**14
-#: was 10-30% slower, 2**18 no faster, measured on 1e6 x 2-10).
+#: Values per block of :func:`feature_wise` (512 KiB of float64: in the L2 cache).
 _FEATURE_WISE_BLOCK = 2**16
 
 
 def feature_wise(function, X, *parameters, out=None):
     """``function(X, *parameters, out=out)`` with one parameter value per feature.
 
-    numpy broadcasts a ``(n_features,)`` parameter over a row-major ``(n, n_features)``
-    array with an innermost loop of only ``n_features`` elements: for 2 to 5 features
-    that is 2 to 5 times slower than the same work on a flat array. Here each
-    cache-sized block of rows is processed flat, against the parameters tiled to the
-    block's length once. The result is the same, element for element.
+    numpy's broadcast over a row-major ``(n, n_features)`` array runs an innermost loop
+    of ``n_features`` elements (2 to 5 times slower for 2 to 5 features); here each
+    cache-sized block is processed flat against the tiled parameters. Same result.
 
     Parameters
     ----------

@@ -1,24 +1,15 @@
 """The scikit-learn estimator checks that skhybrid's estimators are known to fail, and why.
 
-scikit-learn's generic checks (:func:`sklearn.utils.estimator_checks.check_estimator`,
-:func:`~sklearn.utils.estimator_checks.parametrize_with_checks`) take a dictionary of
-expected failures. skhybrid publishes its own here, so that a downstream test suite
-runs the checks with the same list as skhybrid's::
+For a downstream test suite::
 
     from sklearn.utils.estimator_checks import check_estimator
     from skhybrid.utils.estimator_checks import expected_failed_checks
 
     check_estimator(estimator, expected_failed_checks=expected_failed_checks(estimator))
 
-Every estimator passes every check except :class:`~skhybrid.BlenderHeavyHitters`:
-its ``X`` holds one (query, url) record per user, exactly two columns, and these checks
-fit on generic data of 3 to 10 columns (or one sample), which it refuses with a
-``ValueError`` naming the width. Reading only two of the columns would make them pass
-and silently mean something else, so the refusal stays.
-
-Each estimator class declares the checks it fails by design, with the reason, in its
-``_expected_failed_checks`` attribute (``{check_name: reason}``), next to the code that
-makes them fail; this module reads it, and so imports no estimator.
+Only :class:`~skhybrid.BlenderHeavyHitters` fails some: its ``X`` holds exactly two
+columns, (query, url), and those checks fit on 3 to 10 columns (or one sample). Each
+class declares its failures in ``_expected_failed_checks`` (``{check_name: reason}``).
 """
 
 

@@ -139,28 +139,6 @@ def test_response_bits_are_16_only_where_every_level_keeps_256_draws_per_categor
     assert response_bits(np.array([1.0]), 1) == 32  # no draws
 
 
-def test_remembered_widths_are_fresh_computations_and_the_callers_copies():
-    """Widths are remembered by their public arguments (a K-means fit asks for the same
-    ones twice per iteration): each answer equals the computation from scratch for its
-    own levels and k (one bit apart, another k: another entry), and is the caller's
-    own copy."""
-    from skhybrid.mechanisms import _randomized_response as rr
-
-    levels = np.array([0.5, 1.0, 7.0])
-    first = randomized_response_widths(levels, 10)
-    first[0] = -1.0  # the caller's copy: nothing remembered changes
-    np.testing.assert_array_equal(randomized_response_widths(levels, 10),
-                                  rr._widths(levels, 10))
-    nudged = np.array([np.nextafter(0.5, 1.0), 1.0, 7.0])
-    for other_levels, k in [(nudged, 10), (levels, 3), (levels[:2], 10), (levels, 1)]:
-        np.testing.assert_array_equal(randomized_response_widths(other_levels, k),
-                                      rr._widths(other_levels, k))
-    # Another grid: another entry.
-    np.testing.assert_array_equal(randomized_response_widths(levels, 10, SHORT_DRAW_BITS),
-                                  rr._widths(levels, 10, SHORT_DRAW_BITS))
-    assert randomized_response_widths(levels, 10) is not randomized_response_widths(levels, 10)
-
-
 @pytest.mark.parametrize("bits, k", [(DRAW_BITS, 1)] + GRIDS)
 def test_drawn_probabilities_are_the_slots_exact_shares(bits, k):
     """The probabilities the responses are drawn with: each other category's ``w`` draws
