@@ -24,7 +24,6 @@ the Gaussian part is tight, and it is added to the pure part by basic compositio
 
 import numpy as np
 
-from ..mechanisms._calibration import analytic_gaussian_delta
 
 
 def gaussian_epsilon(gaussian, delta):
@@ -59,6 +58,9 @@ def gaussian_epsilon(gaussian, delta):
 
 
 def _gaussian_epsilon_one(gaussian, delta):
+    # Imported here: a ledger without Gaussian releases never loads scipy for it.
+    from ..mechanisms._calibration import analytic_gaussian_delta
+
     multiplier = 1.0 / np.sqrt(gaussian)
     if analytic_gaussian_delta(0.0, multiplier) <= delta:
         return 0.0
