@@ -5,7 +5,7 @@ import pytest
 from sklearn.model_selection import KFold, cross_validate
 
 import skhybrid.mean._adpm as adpm_module
-from skhybrid import ADPMEstimator
+from skhybrid import ADPMEstimator, MixedMeanEstimator
 from skhybrid.audit import audit_mechanism, estimator_release
 from skhybrid.theory import adpm_weights
 
@@ -364,15 +364,16 @@ def test_private_variance_over_a_stream_adds_the_chunks_square_sums():
     np.testing.assert_array_equal(stream.variance_, whole.variance_)
 
 
-def _audit_private_variance(seed, attribute):
+def _audit_private_variance(seed, attribute, Estimator=ADPMEstimator):
     """1,000 users at epsilon 1 and 2; the one at the midpoint (level 1) moves to 1e6,
-    the largest change of its squared distance to the midpoint."""
+    the largest change of its squared distance to the midpoint. MixedMeanEstimator
+    releases its private variance with the same function."""
     X = np.linspace(0.0, 1.0, 1000).reshape(-1, 1)
     X[250, 0] = 0.5
     epsilon = np.repeat([1.0, 2.0], 500)
     X_prime = X.copy()
     X_prime[250, 0] = 1e6
-    estimator = ADPMEstimator(bounds=(0.0, 1.0))
+    estimator = Estimator(bounds=(0.0, 1.0))
     return audit_mechanism(
         estimator_release(estimator, X, attribute=attribute, epsilon=epsilon),
         estimator_release(estimator, X_prime, attribute=attribute, epsilon=epsilon),
@@ -381,14 +382,17 @@ def _audit_private_variance(seed, attribute):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("Estimator", [ADPMEstimator, MixedMeanEstimator])
 @pytest.mark.parametrize("attribute", ["variance_", "mean_"])
-def test_private_variance_and_the_mean_at_it_pass_the_audit(attribute):
-    result = _audit_private_variance(41, attribute)
+def test_private_variance_and_the_mean_at_it_pass_the_audit(attribute, Estimator):
+    result = _audit_private_variance(41, attribute, Estimator)
     assert result.passed, str(result)
 
 
 @pytest.mark.slow
-def test_private_variance_audit_fails_when_the_moments_get_four_times_the_budget(monkeypatch):
+@pytest.mark.parametrize("Estimator", [ADPMEstimator, MixedMeanEstimator])
+def test_private_variance_audit_fails_when_the_moments_get_four_times_the_budget(monkeypatch,
+                                                                                 Estimator):
     from skhybrid.mean._hybrid import PRIVATE_VARIANCE_SHARE
 
     original = adpm_module._released_level_mean
@@ -399,5 +403,26 @@ def test_private_variance_audit_fails_when_the_moments_get_four_times_the_budget
                         epsilon / (PRIVATE_VARIANCE_SHARE / 2.0) * 4.0, rng)
 
     monkeypatch.setattr(adpm_module, "_released_level_mean", overspent)
-    result = _audit_private_variance(42, "variance_")
+    result = _audit_private_variance(42, "variance_", Estimator)
     assert not result.passed, str(result)
+
+
+def test_mixed_mean_private_variance_mixes_at_the_estimate_with_the_rest_of_epsilon():
+    from skhybrid.accounting import PrivacyLedger
+    from skhybrid.mean._hybrid import PRIVATE_VARIANCE_SHARE
+
+    rng = np.random.default_rng(9)
+    X = rng.beta(2.0, 5.0, size=(60_000, 1))
+    epsilon = rng.choice([0.2, 1.0, np.inf], p=[0.6, 0.39, 0.01], size=60_000)
+    ids = np.arange(60_000)
+    ledger = PrivacyLedger(default_budget=10.0)
+    est = MixedMeanEstimator(bounds=(0, 1), ledger=ledger, random_state=0).fit(
+        X, epsilon=epsilon, user_id=ids)
+    np.testing.assert_allclose(ledger.spent(ids), np.where(np.isinf(epsilon), 0.0, epsilon))
+    assert est.variance_[0] == pytest.approx(X.var(), rel=0.1)
+    np.testing.assert_array_equal(est.group_epsilons_, [0.2, 1.0, np.inf])
+    # The groups' weights and error: those of a known variance at the rest of epsilon.
+    known = MixedMeanEstimator(bounds=(0, 1), variance=est.variance_, random_state=0).fit(
+        X, epsilon=epsilon * (1.0 - PRIVATE_VARIANCE_SHARE))
+    np.testing.assert_allclose(est.group_weights_, known.group_weights_, rtol=1e-12)
+    np.testing.assert_allclose(est.expected_mse_, known.expected_mse_, rtol=1e-12)
