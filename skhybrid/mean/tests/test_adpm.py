@@ -398,9 +398,9 @@ def test_private_variance_audit_fails_when_the_moments_get_four_times_the_budget
     original = adpm_module._released_level_mean
 
     def overspent(level_sums, weights, counts, ranges, epsilon, rng):
-        # Each moment at 4 epsilon instead of its share.
+        # Each moment at 4 epsilon times its part of the share (4 epsilon in all).
         return original(level_sums, weights, counts, ranges,
-                        epsilon / (PRIVATE_VARIANCE_SHARE / 2.0) * 4.0, rng)
+                        epsilon / PRIVATE_VARIANCE_SHARE * 4.0, rng)
 
     monkeypatch.setattr(adpm_module, "_released_level_mean", overspent)
     result = _audit_private_variance(42, "variance_", Estimator)
