@@ -398,9 +398,11 @@ def test_private_variance_audit_fails_when_the_moments_get_four_times_the_budget
     original = adpm_module._released_level_mean
 
     def overspent(level_sums, weights, counts, ranges, epsilon, rng):
-        # Each moment at 4 epsilon times its part of the share (4 epsilon in all).
+        # Each moment at 4 epsilon instead of its part of the share (8 epsilon in all).
+        second = np.all(ranges == 0.25)  # the square codes' range, (1 / 2)**2
+        part = 1.0 - adpm_module.FIRST_MOMENT_SHARE if second else adpm_module.FIRST_MOMENT_SHARE
         return original(level_sums, weights, counts, ranges,
-                        epsilon / PRIVATE_VARIANCE_SHARE * 4.0, rng)
+                        epsilon / (PRIVATE_VARIANCE_SHARE * part) * 4.0, rng)
 
     monkeypatch.setattr(adpm_module, "_released_level_mean", overspent)
     result = _audit_private_variance(42, "variance_", Estimator)
