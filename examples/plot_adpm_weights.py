@@ -27,13 +27,16 @@ X = rng.beta(2, 5, size=(n_users, 1))  # values in [0, 1]
 # %%
 # Fit each strategy
 # -----------------
-# ``expected_mse_`` is the worst-case expected squared error for data in the bounds;
-# ``saturation_epsilon_`` is the level above which a user's weight stops growing.
+# ``variance=None`` is the paper's program, at the worst-case variance for the bounds
+# (the default, ``variance="private"``, solves it at a private estimate of the data's
+# variance instead): ``expected_mse_`` is then the worst-case expected squared error for
+# data in the bounds; ``saturation_epsilon_`` is the level above which a user's weight
+# stops growing.
 
 strategies = {"ADPM": "adpm", "UNI": "uni", "PropDPM": "propdpm"}
 fitted = {}
 for label, strategy in strategies.items():
-    estimator = ADPMEstimator(strategy=strategy, bounds=(0, 1), random_state=0)
+    estimator = ADPMEstimator(strategy=strategy, bounds=(0, 1), variance=None, random_state=0)
     fitted[label] = estimator.fit(X, epsilon=epsilon)
 
 saturation = fitted["ADPM"].saturation_epsilon_
@@ -51,7 +54,7 @@ for label, estimator in fitted.items():
 # Cap every epsilon at the saturation level and refit: the weights and the error bound
 # are unchanged, while the users with epsilon = 1 and 5 now have far stronger privacy.
 
-capped = ADPMEstimator(bounds=(0, 1), random_state=0).fit(
+capped = ADPMEstimator(bounds=(0, 1), variance=None, random_state=0).fit(
     X, epsilon=np.minimum(epsilon, saturation)
 )
 same_weights = np.allclose(capped.weights_, fitted["ADPM"].weights_)

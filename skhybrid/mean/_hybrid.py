@@ -103,7 +103,7 @@ def _at_most(values, high):
 
 def private_variance_estimate(*, ranges, tcm_first, tcm_first_variance, tcm_second,
                               tcm_second_variance, report_first, report_second, n_reports,
-                              report_noise_variance):
+                              report_noise_variance, lower_z=None):
     """The data variance from private releases only: second moment minus squared mean.
 
     Not from the papers (derived here for ``variance="private"``). All moments are about
@@ -135,6 +135,9 @@ def private_variance_estimate(*, ranges, tcm_first, tcm_first_variance, tcm_seco
     n_reports : int
     report_noise_variance : ndarray of shape (n_features,) or None
         The reports' mean noise variance ``mean(s2)``.
+    lower_z : float, default=None
+        How many standard errors to lower by; None is ``PRIVATE_VARIANCE_LOWER_Z``
+        (KVH's). ``ADPMEstimator`` takes ``ADPM_VARIANCE_LOWER_Z``.
 
     Every argument may also be a numpy float64 scalar (one feature): the same float64
     operations (squares written as products: numpy's scalar power may round otherwise
@@ -157,7 +160,9 @@ def private_variance_estimate(*, ranges, tcm_first, tcm_first_variance, tcm_seco
                                      [tcm_first_variance, first_variance])
     second, error = _inverse_variance_mix([tcm_second, report_second_unbiased],
                                           [tcm_second_variance, second_variance])
-    lowered = second - first * first - PRIVATE_VARIANCE_LOWER_Z * np.sqrt(error)
+    if lower_z is None:
+        lower_z = PRIVATE_VARIANCE_LOWER_Z
+    lowered = second - first * first - lower_z * np.sqrt(error)
     return _at_most(_at_least(lowered, 0.0), squared_ranges / 4.0)  # np.clip's values
 
 

@@ -10,7 +10,7 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from .._group_estimates import central_group_means, central_group_means_variance
 from ..accounting import ReleaseCost, charge_release, check_user_id
@@ -29,6 +29,8 @@ from ..theory._mixed import (
 from ..utils._random import check_random_state
 from ..mechanisms._feature_weights import noise_ranges
 from ..utils._validation import resolve_variance
+from ._adpm import _private_variance_of_levels
+from ._hybrid import PRIVATE_VARIANCE_SHARE
 from ._ranking import error_variance
 from ._pdp import _validate_curator_fit, check_curator_users
 from ._statistics import LevelStatistics, StatisticsFitMixin
@@ -161,9 +163,18 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
     bounds : pair (lower, upper) or None, default=None
         Data-independent clipping bounds, scalars or per feature. ``None`` derives them
         from the data and emits :class:`~skhybrid.exceptions.PrivacyLeakWarning`.
-    variance : float, array-like of shape (n_features,) or None, default=None
-        The known data variance used by the weights and ``expected_mse_``; ``None``
-        uses the worst case for the bounds, (upper - lower)**2 / 4.
+    variance : "private", float, array-like of shape (n_features,) or None, default="private"
+        The data variance used by the weights and ``expected_mse_``.
+
+        - ``"private"``: estimated privately in the fit, as
+          :class:`~skhybrid.ADPMEstimator` does: each private group's first and second
+          moments at ``PRIVATE_VARIANCE_SHARE`` (5%) of its epsilon (the group means get
+          the rest: sequential composition), the public group's exactly.
+        - a float or per-feature array: a known (public) variance.
+        - ``None``: the worst case for the bounds, (upper - lower)**2 / 4.
+
+        The default was chosen by measurement (:ref:`per-level-defaults` in
+        docs/user_guide/choosing.rst).
     clamp : bool, default=False
         Whether to project the released estimate onto the bounds (post-processing;
         the error never grows, ``expected_mse_`` becomes an upper bound). ``False``
@@ -189,11 +200,15 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
         Users per group (public under the neighbouring relation).
     group_weights_ : ndarray of shape (n_groups, n_features)
         Each group's weight in the mixture, per feature; each column sums to 1.
+    variance_ : ndarray of shape (n_features,)
+        The data variance the weights used: the private estimate
+        (``variance="private"``), the known variance, or the worst case.
     expected_mse_ : ndarray of shape (n_features,)
         Expected squared error of ``mean_`` against the empirical mean of the fitted
         data (:func:`~skhybrid.theory.mixed_mean_variance` converted by
         :func:`~skhybrid.theory.mse_about_empirical_mean`) for i.i.d. data of the given
-        ``variance``; with ``variance=None`` an upper bound.
+        ``variance`` (an estimate with ``"private"``); with ``variance=None`` an upper
+        bound.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined when ``X`` has string feature names.
@@ -241,11 +256,13 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
 
     _parameter_constraints: dict = {
         **_BaseMixedEstimator._parameter_constraints,
+        "variance": [Interval(Real, 0, None, closed="left"), "array-like",
+                     StrOptions({"private"}), None],
         "clamp": ["boolean"],
     }
 
     def __init__(
-        self, *, epsilon=1.0, bounds=None, variance=None, clamp=False, random_state=None,
+        self, *, epsilon=1.0, bounds=None, variance="private", clamp=False, random_state=None,
         ledger=None,
     ):
         self.epsilon = epsilon
@@ -316,9 +333,28 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
     def _raw_rows(self, is_tcm, epsilon):
         return np.ones_like(is_tcm)
 
+    def _private_variance(self):
+        return isinstance(self.variance, str) and self.variance == "private"
+
     def _public_context(self, lower, upper):
-        return {"lower": lower, "upper": upper,
-                "variance": resolve_variance(self.variance, lower, upper)}
+        # With variance="private": estimated in the release, the worst case until then.
+        return {"lower": lower, "upper": upper, "variance": resolve_variance(
+            None if self._private_variance() else self.variance, lower, upper)}
+
+    def _mean_epsilons(self, epsilons):
+        """The groups' epsilons of their means: with ``variance="private"`` each keeps
+        ``1 - PRIVATE_VARIANCE_SHARE`` of its own."""
+        if not self._private_variance():
+            return epsilons
+        return epsilons * (1.0 - PRIVATE_VARIANCE_SHARE)
+
+    def _release_cost(self, is_tcm, epsilon, **_):
+        """Each user's own level: every privacy group's Laplace mechanism runs at the
+        group's level, on disjoint users (parallel composition). With
+        ``variance="private"`` a user's level is split (sequential composition):
+        ``PRIVATE_VARIANCE_SHARE`` on the variance's moments, the rest on the group's
+        mean; the total is still their level."""
+        return ReleaseCost.at_levels(epsilon)
 
     def _checks_finite(self):
         return True
@@ -330,7 +366,7 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
         check_curator_users(self, is_tcm)
         return LevelStatistics.from_users(
             X, epsilon, np.zeros(X.shape[0], dtype=bool), context["lower"], context["upper"],
-            check_finite=check_finite,
+            check_finite=check_finite, squares=self._private_variance(),
         )
 
     def _plan_release(self, statistics, context, fit_warnings):
@@ -338,7 +374,8 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
         private = np.isfinite(statistics.epsilons)
         if private.any():
             central_group_means_variance(
-                statistics.counts[private], epsilons=statistics.epsilons[private],
+                statistics.counts[private],
+                epsilons=self._mean_epsilons(statistics.epsilons[private]),
                 ranges=context["upper"] - context["lower"],
             )
 
@@ -347,7 +384,15 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
         lower, upper, variance = context["lower"], context["upper"], context["variance"]
         # Each feature's noise is calibrated to its share of the budget (noise_ranges).
         data_range = noise_ranges(upper - lower)[:, np.newaxis]
-        epsilons, sizes = statistics.epsilons, statistics.counts
+        sizes = statistics.counts
+        if self._private_variance():
+            # Released first (each group at a share of its own epsilon); evaluated as a
+            # design by expected_mse, the design's variance.
+            variance = error_variance(
+                self, _private_variance_of_levels(statistics, lower, upper, rng))
+        self.variance_ = np.array(variance, dtype=np.float64)
+        # The means' levels (the rest of each epsilon with variance="private").
+        epsilons = self._mean_epsilons(statistics.epsilons)
         # Every private group at once; the public group (inf) is exact.
         centred = statistics.centred_sums(lower, upper)
         estimates = lower + centred / sizes[:, np.newaxis]
@@ -360,7 +405,7 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
         weights = self._mixing_weights(
             sizes, epsilons, data_range=data_range, variance=variance[:, np.newaxis]
         )
-        self.group_epsilons_ = epsilons
+        self.group_epsilons_ = statistics.epsilons
         self.group_sizes_ = sizes
         self.group_weights_ = weights.T.copy()
         data_variance = error_variance(self, variance)

@@ -48,11 +48,12 @@ from ..utils._dask import (
 )
 from ..utils._level_index import LevelIndex
 from ..utils._random import release_random_state
-from ..utils._sums import centred_sums, fixed_point_sums
+from ..utils._sums import centred_sums, fixed_point_sums, square_grid
 from ..utils._validation import (
     check_bounds,
     check_epsilon,
     check_trust_group,
+    clip_to_bounds,
     resolve_bounds,
 )
 
@@ -79,6 +80,12 @@ class LevelStatistics:
         The users' levels (public metadata) as :meth:`from_users` found them, for a
         lookup per user after the fit without grouping them again; None for sums of
         several chunks (a Dask chunk's or a stream's statistics never carry it).
+    square_sums : ndarray of int64 of shape (n_levels, n_features) or None
+        With ``squares``: exact fixed-point sums of the tcm levels' squared distances
+        to the bounds' midpoint ``(clip(x) - mid)**2``, on the grid of
+        :func:`~skhybrid.utils._sums.square_grid`; 0 for lm levels.
+    report_square_sums : ndarray of float64 of shape (n_levels, n_features) or None
+        With ``squares``: sums of the lm levels' ``(report - mid)**2``; 0 for tcm levels.
     """
 
     epsilons: np.ndarray
@@ -87,10 +94,12 @@ class LevelStatistics:
     sums: np.ndarray
     report_sums: np.ndarray
     groups: LevelIndex | None = field(default=None, compare=False, repr=False)
+    square_sums: np.ndarray | None = None
+    report_square_sums: np.ndarray | None = None
 
     @classmethod
     def from_users(cls, X, epsilon, local, lower=None, upper=None, reports=None,
-                   check_finite=False):
+                   check_finite=False, squares=False):
         """Group users by level and add up their values.
 
         Parameters
@@ -107,6 +116,9 @@ class LevelStatistics:
             Also test every value of ``X`` (of any row) in the pass that adds them
             (:func:`~skhybrid.utils._sums.fixed_point_sums`): a NaN or an infinity raises
             :class:`~skhybrid.base.NonFiniteValues`.
+        squares : bool, default=False
+            Also the sums of squared distances to the midpoint (``square_sums`` and
+            ``report_square_sums``), for a private variance.
 
         Returns
         -------
@@ -140,16 +152,25 @@ class LevelStatistics:
             ], axis=1)
         if non_finite is not None and non_finite[0]:
             raise NonFiniteValues
-        return dataclasses.replace(cls._ordered(levels, counts, sums, report_sums), groups=index)
+        square_sums = report_square_sums = None
+        if squares:
+            square_sums, report_square_sums = _level_square_sums(
+                X, local, lower, upper, reports, labels, index, levels.size)
+        return dataclasses.replace(
+            cls._ordered(levels, counts, sums, report_sums, square_sums, report_square_sums),
+            groups=index)
 
     @classmethod
-    def _ordered(cls, keys, counts, sums, report_sums):
+    def _ordered(cls, keys, counts, sums, report_sums, square_sums=None,
+                 report_square_sums=None):
         """Statistics from sorted distinct keys (lm levels negated): tcm levels first."""
         n_local = int(np.count_nonzero(keys < 0))
         order = np.concatenate([np.arange(n_local, keys.size), np.arange(n_local)[::-1]])
         return cls(
             epsilons=np.abs(keys)[order], local=(keys < 0)[order], counts=counts[order],
             sums=sums[order], report_sums=report_sums[order],
+            square_sums=None if square_sums is None else square_sums[order],
+            report_square_sums=None if report_square_sums is None else report_square_sums[order],
         )
 
     def __add__(self, other):
@@ -170,7 +191,16 @@ class LevelStatistics:
         np.add.at(counts, inverse, np.concatenate([self.counts, other.counts]))
         np.add.at(sums, inverse, np.concatenate([self.sums, other.sums]))
         np.add.at(report_sums, inverse, np.concatenate([self.report_sums, other.report_sums]))
-        return self._ordered(levels, counts, sums, report_sums)
+        square_sums = report_square_sums = None
+        if self.square_sums is not None and other.square_sums is not None:
+            square_sums = np.zeros_like(sums)
+            report_square_sums = np.zeros_like(report_sums)
+            np.add.at(square_sums, inverse, np.concatenate([self.square_sums,
+                                                            other.square_sums]))
+            np.add.at(report_square_sums, inverse,
+                      np.concatenate([self.report_square_sums, other.report_square_sums]))
+        return self._ordered(levels, counts, sums, report_sums, square_sums,
+                             report_square_sums)
 
     def centred_sums(self, lower, upper):
         """Float sums of ``x - lower`` per tcm level (0 for lm levels)."""
@@ -181,6 +211,29 @@ class LevelStatistics:
     def n_users(self):
         """The number of users counted."""
         return int(self.counts.sum())
+
+
+def _level_square_sums(X, local, lower, upper, reports, labels, index, n_levels):
+    """Per-level sums of squared distances to the midpoint (see :class:`LevelStatistics`).
+
+    tcm values are clipped before squaring, then added exactly in fixed point on the
+    grid ``[0, ((upper - lower) / 2)**2]`` (one user moves a level's sum by at most that
+    range per feature); lm reports' squares are float sums (already private).
+    """
+    n_features = X.shape[1]
+    centre, square_range = square_grid(lower, upper)
+    squared = (clip_to_bounds(X, lower, upper) - centre) ** 2
+    if labels is not None and local.any():
+        squared[local] = 0.0  # lm rows carry the label n_levels: left out anyway
+    square_sums = fixed_point_sums(squared, np.zeros(n_features), square_range,
+                                   labels=labels, n_groups=n_levels)
+    report_square_sums = np.zeros((n_levels, n_features))
+    if local.any():
+        report_square_sums = np.stack([
+            np.bincount(index.labels[local], weights=column, minlength=n_levels)
+            for column in ((reports - centre) ** 2).T
+        ], axis=1)
+    return square_sums, report_square_sums
 
 
 def level_lookup(level_epsilons, level_local, level_values, epsilon, local, groups=None):

@@ -306,7 +306,7 @@ def _rank_privately(search, X, plan, records):
         raise error
     search.variance_ = release.variance_.copy()
     n_features = release.n_features_in_
-    expected = rank_at(search.estimator, plan.candidates, search.variance_, plan.fit_params,
+    expected = rank_at(plan.base, plan.candidates, search.variance_, plan.fit_params,
                        plan.ids.shape[0], n_features)
     best = int(np.argmin(expected))
     # Fit as configured: a candidate with variance="private" estimates it again in its

@@ -121,15 +121,18 @@ def rest_candidate(candidate, fit_params):
     return rest
 
 
-def rank_at(estimator, candidates, variance, fit_params, n_rows, n_features):
+def rank_at(base, candidates, variance, rest_params, n_rows, n_features):
     """Each candidate's expected error (summed over features) for data of ``variance``,
     as configured and fit at the rest of the epsilon (post-processing of ``variance``;
-    :func:`~skhybrid.mean.expected_mse`)."""
-    params, metadata = chosen_fit_overrides(estimator, fit_params)
+    :func:`~skhybrid.mean.expected_mse`).
+
+    ``base`` and ``rest_params`` are already at the rest (:func:`chosen_fit_overrides`
+    applied once: the ``epsilon`` parameter of ``base``, or the ``epsilon`` metadata).
+    """
+    metadata = rest_params
     figures = []
     for candidate in candidates:
-        model = clone(estimator).set_params(
-            **{**params, **rest_candidate(candidate, metadata)})
+        model = clone(base).set_params(**rest_candidate(candidate, metadata))
         figures.append(float(np.sum(expected_mse(
             model, variance=variance, trust_group=metadata.get("trust_group"),
             epsilon=metadata.get("epsilon"), n_samples=n_rows, n_features=n_features))))

@@ -5,7 +5,7 @@ import pytest
 from sklearn.model_selection import KFold, cross_validate
 
 import skhybrid.mean._adpm as adpm_module
-from skhybrid import ADPMEstimator
+from skhybrid import ADPMEstimator, MixedMeanEstimator
 from skhybrid.audit import audit_mechanism, estimator_release
 from skhybrid.theory import adpm_weights
 
@@ -19,7 +19,8 @@ def _two_groups(n=1000, fraction=0.3, eps1=0.2, eps2=1.0, seed=0):
 
 def test_weights_solve_algorithm_1_and_sum_to_one():
     X, epsilon = _two_groups()
-    est = ADPMEstimator(bounds=(0, 1), random_state=0).fit(X, epsilon=epsilon)
+    # The paper's program: the worst-case variance.
+    est = ADPMEstimator(bounds=(0, 1), variance=None, random_state=0).fit(X, epsilon=epsilon)
     expected = adpm_weights(epsilon, data_range=1.0)
     np.testing.assert_allclose(est.weights_, expected.weights, rtol=1e-12)
     assert est.weights_.sum() == pytest.approx(1.0)
@@ -45,11 +46,11 @@ def test_exact_and_cvxpy_solvers_agree():
 def test_saturation_point_is_R_times_eps1_for_two_groups():
     n, f, eps1 = 1000, 0.3, 0.2
     X, epsilon = _two_groups(n, f, eps1, 10.0)
-    est = ADPMEstimator(bounds=(0, 1), random_state=0).fit(X, epsilon=epsilon)
+    est = ADPMEstimator(bounds=(0, 1), variance=None, random_state=0).fit(X, epsilon=epsilon)
     R = 1 + 8 / (n * f * eps1**2)  # Eq. (4)
     assert est.saturation_epsilon_ == pytest.approx(R * eps1, rel=1e-9)
     # Beyond saturation, more epsilon for the second group changes nothing.
-    more = ADPMEstimator(bounds=(0, 1), random_state=0).fit(X, epsilon=np.where(epsilon == 10.0, 50.0, eps1))
+    more = ADPMEstimator(bounds=(0, 1), variance=None, random_state=0).fit(X, epsilon=np.where(epsilon == 10.0, 50.0, eps1))
     np.testing.assert_allclose(more.weights_, est.weights_, rtol=1e-12)
 
 
@@ -184,7 +185,8 @@ def test_several_features_noise_is_in_proportion_to_each_range():
     rng = np.random.default_rng(6)
     X = rng.uniform(size=(500, 2)) * [1.0, 3.0]
     epsilon = rng.choice([0.5, 2.0], 500)
-    est = ADPMEstimator(bounds=(0.0, [1.0, 3.0]), random_state=0).fit(X, epsilon=epsilon)
+    est = ADPMEstimator(bounds=(0.0, [1.0, 3.0]), variance=None,
+                        random_state=0).fit(X, epsilon=epsilon)
     assert est.mean_.shape == est.noise_scale_.shape == est.expected_mse_.shape == (2,)
     # Half of each user's budget per feature: feature j's scale is 2 * range_j times
     # max_i w_i / epsilon_i (Lemma 1 per feature at epsilon_i / 2).
@@ -300,3 +302,129 @@ def test_table_2_sample_mechanism_is_worse_than_adpm(log_range):
     solution = adpm_weights(epsilon)
     adpm_mse = affine_mse(solution.weights, variance=variance, noise_scale=solution.noise_scale)
     assert sm_mse > adpm_mse
+
+
+# -- variance="private" ------------------------------------------------------------------
+
+
+def test_private_variance_estimates_the_data_variance_from_both_kinds_of_level():
+    rng = np.random.default_rng(8)
+    X = rng.beta(2.0, 5.0, size=(100_000, 1))
+    epsilon = rng.choice([0.5, 1.0, 4.0], size=100_000)
+    truth = float(X.var())
+    tcm_only = [ADPMEstimator(bounds=(0, 1), random_state=seed).fit(X, epsilon=epsilon)
+                .variance_[0] for seed in range(10)]
+    trust = np.where(rng.random(100_000) < 0.3, "tcm", "lm")
+    hybrid = [ADPMEstimator(bounds=(0, 1), random_state=seed)
+              .fit(X, epsilon=epsilon, trust_group=trust).variance_[0] for seed in range(10)]
+    # Not lowered (ADPM_VARIANCE_LOWER_Z = 0): about the truth, far below the worst case.
+    assert np.mean(tcm_only) == pytest.approx(truth, rel=0.05)
+    assert np.mean(hybrid) == pytest.approx(truth, rel=0.25)
+    assert max(tcm_only + hybrid) <= 0.25
+
+
+def test_private_variance_solves_the_weights_at_the_estimate_with_the_rest_of_epsilon():
+    from skhybrid.mean._hybrid import PRIVATE_VARIANCE_SHARE
+
+    X, epsilon = _two_groups(n=5_000)
+    est = ADPMEstimator(bounds=(0, 1), random_state=0).fit(X, epsilon=epsilon)
+    rest = epsilon * (1.0 - PRIVATE_VARIANCE_SHARE)
+    expected = adpm_weights(rest, data_range=1.0, variance=float(est.variance_[0]))
+    np.testing.assert_allclose(est.weights_, expected.weights, rtol=1e-12)
+    # The mean's noise is that of ADPM told the same variance at the rest of epsilon.
+    known = ADPMEstimator(bounds=(0, 1), variance=est.variance_, random_state=0).fit(
+        X, epsilon=rest)
+    np.testing.assert_allclose(est.noise_scale_, known.noise_scale_, rtol=1e-12)
+    np.testing.assert_allclose(est.expected_mse_, known.expected_mse_, rtol=1e-12)
+    # Far from the worst case's weights on data of small spread.
+    worst = ADPMEstimator(bounds=(0, 1), variance=None, random_state=0).fit(X, epsilon=epsilon)
+    assert est.expected_mse_[0] < worst.expected_mse_[0]
+
+
+def test_private_variance_charges_each_user_their_own_epsilon_once():
+    from skhybrid.accounting import PrivacyLedger
+
+    X, epsilon = _two_groups(n=500)
+    ids = np.arange(500)
+    ledger = PrivacyLedger(default_budget=10.0)
+    ADPMEstimator(bounds=(0, 1), ledger=ledger, random_state=0).fit(X, epsilon=epsilon,
+                                                                    user_id=ids)
+    np.testing.assert_allclose(ledger.spent(ids), epsilon, rtol=1e-12)
+
+
+def test_private_variance_over_a_stream_adds_the_chunks_square_sums():
+    X, epsilon = _two_groups(n=4_000)
+    whole = ADPMEstimator(bounds=(0, 1), random_state=0).fit(X, epsilon=epsilon)
+    stream = ADPMEstimator(bounds=(0, 1), random_state=0)
+    for rows in np.array_split(np.arange(4_000), 3):
+        stream.partial_fit(X[rows], epsilon=epsilon[rows])
+    # tcm users only: exact sums, the same noise from the same generator (mean_ first:
+    # its first read releases).
+    np.testing.assert_array_equal(stream.mean_, whole.mean_)
+    np.testing.assert_array_equal(stream.variance_, whole.variance_)
+
+
+def _audit_private_variance(seed, attribute, Estimator=ADPMEstimator):
+    """1,000 users at epsilon 1 and 2; the one at the midpoint (level 1) moves to 1e6,
+    the largest change of its squared distance to the midpoint. MixedMeanEstimator
+    releases its private variance with the same function."""
+    X = np.linspace(0.0, 1.0, 1000).reshape(-1, 1)
+    X[250, 0] = 0.5
+    epsilon = np.repeat([1.0, 2.0], 500)
+    X_prime = X.copy()
+    X_prime[250, 0] = 1e6
+    estimator = Estimator(bounds=(0.0, 1.0))
+    return audit_mechanism(
+        estimator_release(estimator, X, attribute=attribute, epsilon=epsilon),
+        estimator_release(estimator, X_prime, attribute=attribute, epsilon=epsilon),
+        1.0, n_samples=N_FITS, n_bins=10, random_state=seed,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("Estimator", [ADPMEstimator, MixedMeanEstimator])
+@pytest.mark.parametrize("attribute", ["variance_", "mean_"])
+def test_private_variance_and_the_mean_at_it_pass_the_audit(attribute, Estimator):
+    result = _audit_private_variance(41, attribute, Estimator)
+    assert result.passed, str(result)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("Estimator", [ADPMEstimator, MixedMeanEstimator])
+def test_private_variance_audit_fails_when_the_moments_get_four_times_the_budget(monkeypatch,
+                                                                                 Estimator):
+    from skhybrid.mean._hybrid import PRIVATE_VARIANCE_SHARE
+
+    original = adpm_module._released_level_mean
+
+    def overspent(level_sums, weights, counts, ranges, epsilon, rng):
+        # Each moment at 4 epsilon instead of its part of the share (8 epsilon in all).
+        second = np.all(ranges == 0.25)  # the square codes' range, (1 / 2)**2
+        part = 1.0 - adpm_module.FIRST_MOMENT_SHARE if second else adpm_module.FIRST_MOMENT_SHARE
+        return original(level_sums, weights, counts, ranges,
+                        epsilon / (PRIVATE_VARIANCE_SHARE * part) * 4.0, rng)
+
+    monkeypatch.setattr(adpm_module, "_released_level_mean", overspent)
+    result = _audit_private_variance(42, "variance_", Estimator)
+    assert not result.passed, str(result)
+
+
+def test_mixed_mean_private_variance_mixes_at_the_estimate_with_the_rest_of_epsilon():
+    from skhybrid.accounting import PrivacyLedger
+    from skhybrid.mean._hybrid import PRIVATE_VARIANCE_SHARE
+
+    rng = np.random.default_rng(9)
+    X = rng.beta(2.0, 5.0, size=(60_000, 1))
+    epsilon = rng.choice([0.2, 1.0, np.inf], p=[0.6, 0.39, 0.01], size=60_000)
+    ids = np.arange(60_000)
+    ledger = PrivacyLedger(default_budget=10.0)
+    est = MixedMeanEstimator(bounds=(0, 1), ledger=ledger, random_state=0).fit(
+        X, epsilon=epsilon, user_id=ids)
+    np.testing.assert_allclose(ledger.spent(ids), np.where(np.isinf(epsilon), 0.0, epsilon))
+    assert est.variance_[0] == pytest.approx(X.var(), rel=0.1)
+    np.testing.assert_array_equal(est.group_epsilons_, [0.2, 1.0, np.inf])
+    # The groups' weights and error: those of a known variance at the rest of epsilon.
+    known = MixedMeanEstimator(bounds=(0, 1), variance=est.variance_, random_state=0).fit(
+        X, epsilon=epsilon * (1.0 - PRIVATE_VARIANCE_SHARE))
+    np.testing.assert_allclose(est.group_weights_, known.group_weights_, rtol=1e-12)
+    np.testing.assert_allclose(est.expected_mse_, known.expected_mse_, rtol=1e-12)

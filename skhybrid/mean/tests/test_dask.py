@@ -110,7 +110,9 @@ def test_adpm_on_dask_keeps_the_in_memory_level_weights_and_no_per_user_array(cl
     X = rng.uniform(0, 1, size=(50_000, 1))
     epsilon = rng.choice([0.1, 0.5, 4.0, np.inf], size=50_000)
     trust = np.where(rng.random(50_000) < 0.2, "lm", "tcm")
-    estimator = ADPMEstimator(bounds=(0, 1), random_state=0)
+    # At the worst-case variance: the weights follow the levels alone (the private
+    # variance reads lm reports drawn per chunk).
+    estimator = ADPMEstimator(bounds=(0, 1), variance=None, random_state=0)
     estimator.fit(X, trust_group=trust, epsilon=epsilon)
     expected = {name: getattr(estimator, name).copy()
                 for name in ("level_epsilons_", "level_local_", "level_weights_")}
@@ -119,6 +121,19 @@ def test_adpm_on_dask_keeps_the_in_memory_level_weights_and_no_per_user_array(cl
     for name, value in expected.items():
         np.testing.assert_allclose(getattr(estimator, name), value, rtol=1e-12)
     assert estimator.level_weights_ @ estimator.level_sizes_ == pytest.approx(1.0)
+
+
+def test_adpm_private_variance_on_dask_adds_the_levels_square_sums_exactly(client):
+    rng = np.random.default_rng(5)
+    X = rng.beta(2, 5, size=(30_000, 1))
+    epsilon = rng.choice([0.5, 2.0, np.inf], size=30_000)
+    estimator = ADPMEstimator(bounds=(0, 1), random_state=0)
+    expected = estimator.fit(X, epsilon=epsilon)
+    variance, mean = expected.variance_.copy(), expected.mean_.copy()
+    estimator.fit(da.from_array(X, chunks=(7_000, 1)), epsilon=da.from_array(epsilon, chunks=7_000))
+    # tcm users only: exact fixed-point sums, the same noise from the same generator.
+    np.testing.assert_array_equal(estimator.variance_, variance)
+    np.testing.assert_array_equal(estimator.mean_, mean)
 
 
 def test_pdp_on_dask_keeps_the_in_memory_level_probabilities_and_no_per_user_array(client):

@@ -61,7 +61,8 @@ def test_public_group_weight_is_proportional_to_n_over_sigma2():
 
 def test_each_feature_has_its_own_weights_and_noise_in_proportion_to_its_range():
     X, epsilon = _groups(levels=(0.2, 1.0, 3.0), n_features=2)
-    est = MixedMeanEstimator(bounds=(0.0, [1.0, 3.0]), random_state=0).fit(X, epsilon=epsilon)
+    est = MixedMeanEstimator(bounds=(0.0, [1.0, 3.0]), variance=None,
+                             random_state=0).fit(X, epsilon=epsilon)
     assert est.group_weights_.shape == (3, 2)
     n, levels = np.array([300, 500, 200]), np.array([0.2, 1.0, 3.0])
     for feature, (worst_variance, noise_range) in enumerate([(0.25, 2.0), (2.25, 6.0)]):
@@ -87,7 +88,8 @@ def test_expected_mse_matches_monte_carlo_within_4_standard_errors():
     epsilon = np.repeat([0.3, 1.5, np.inf], [40, 60, 20])
     bounds, variance = (0.0, [1.0, 2.0]), [1 / 12, 4 / 12]  # uniform on [0, 1] and [0, 2]
     est = MixedMeanEstimator(bounds=bounds, variance=variance)
-    worst = MixedMeanEstimator(bounds=bounds).fit(np.zeros((120, 2)), epsilon=epsilon)
+    worst = MixedMeanEstimator(bounds=bounds, variance=None).fit(np.zeros((120, 2)),
+                                                                 epsilon=epsilon)
     rng = np.random.default_rng(7)
     errors = np.empty((n_trials, 2))
     for trial in range(n_trials):
@@ -103,7 +105,8 @@ def test_expected_mse_matches_monte_carlo_within_4_standard_errors():
 def test_a_known_small_variance_has_a_smaller_expected_error_than_the_worst_case():
     X, epsilon = _groups()
     known = MixedMeanEstimator(bounds=(0, 1), variance=0.01, random_state=0).fit(X, epsilon=epsilon)
-    worst = MixedMeanEstimator(bounds=(0, 1), random_state=0).fit(X, epsilon=epsilon)
+    worst = MixedMeanEstimator(bounds=(0, 1), variance=None, random_state=0).fit(
+        X, epsilon=epsilon)
     assert known.expected_mse_[0] < worst.expected_mse_[0]
 
 

@@ -64,7 +64,7 @@ def test_rank_by_expected_mse_sorts_a_list_by_the_summed_figure():
 
 
 @pytest.mark.parametrize("estimator", [
-    ADPMEstimator(bounds=(0, 1)), MixedMeanEstimator(bounds=(0, 1)),
+    ADPMEstimator(bounds=(0, 1), variance=None), MixedMeanEstimator(bounds=(0, 1), variance=None),
     PDPSampleEstimator(bounds=(0, 1), threshold="max"),
 ])
 def test_every_closed_form_estimator_is_evaluated_at_the_given_variance(estimator):
@@ -75,6 +75,18 @@ def test_every_closed_form_estimator_is_evaluated_at_the_given_variance(estimato
     fitted = estimator.set_params(random_state=0).fit(np.full((5_000, 1), 0.5), epsilon=epsilon)
     assert low[0] < high[0] < worst[0]
     assert worst[0] == pytest.approx(fitted.expected_mse_[0])
+
+
+def test_adpm_at_the_private_variance_is_evaluated_with_its_weights_solved_at_the_design():
+    from skhybrid.mean._hybrid import PRIVATE_VARIANCE_SHARE
+
+    epsilon = np.where(np.arange(5_000) < 500, 0.5, 2.0)
+    rest = epsilon * (1.0 - PRIVATE_VARIANCE_SHARE)
+    for variance in (0.001, 0.05):
+        private = expected_mse(ADPMEstimator(bounds=(0, 1)), variance=variance, epsilon=epsilon)
+        known = expected_mse(ADPMEstimator(bounds=(0, 1), variance=variance), variance=variance,
+                             epsilon=rest)
+        assert private[0] == pytest.approx(known[0], rel=1e-12)
 
 
 def test_expected_mse_needs_public_bounds_and_the_population():

@@ -169,3 +169,31 @@ def test_worst_case_candidates_are_ranked_at_the_private_variance_not_their_own(
     figures = dict(zip(STRATEGIES, search.cv_results_["expected_mse"]))
     assert figures["kvh"] > figures["pwh"]
     assert search.best_params_["strategy"] != "kvh"
+
+
+def test_a_search_over_adpm_strategies_takes_the_private_variance_route_for_one_fit():
+    from skhybrid import ADPMEstimator
+
+    rng = np.random.default_rng(0)
+    X = rng.beta(2, 5, size=(N, 1))
+    epsilon = rng.choice([0.1, 1.0, 5.0], p=[0.7, 0.25, 0.05], size=N)
+    ids = np.arange(N)
+    ledger = PrivacyLedger(default_budget=10.0)
+    strategies = ["adpm", "uni", "propdpm", "ldpe"]
+    search = PrivateGridSearchCV(ADPMEstimator(bounds=(0, 1), ledger=ledger, random_state=0),
+                                 {"strategy": strategies}, random_state=0)
+    assert ranking_route(search.estimator, [{"strategy": s} for s in strategies])[0] == \
+        "private_variance"
+    cost = search_cost(search, X, epsilon=epsilon, user_id=ids)
+    assert cost.route == "private_variance"
+    np.testing.assert_allclose(cost, epsilon)  # one fit's epsilon per user
+    search.fit(X, epsilon=epsilon, user_id=ids)
+    np.testing.assert_allclose(ledger.spent(ids), cost, rtol=1e-12)
+    assert search.selection_ == "expected_mse" and search.n_splits_ == 0
+    # Each candidate ranked by its expected error at the released variance, at the rest
+    # of every user's epsilon.
+    rest = epsilon * (1.0 - VARIANCE_RELEASE_SHARE)
+    figures = [expected_mse(ADPMEstimator(bounds=(0, 1), strategy=s), variance=search.variance_,
+                            epsilon=rest)[0] for s in strategies]
+    np.testing.assert_allclose(search.cv_results_["expected_mse"], figures, rtol=1e-9)
+    assert search.best_index_ == int(np.argmin(figures))
