@@ -192,8 +192,9 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
 
         The default was chosen by measurement: on the bundled salaries and three other
         shapes, each with three privacy mixes, ADPM at the private variance was within
-        1.04x of the best of ADPM and its baselines, ADPM at the worst case up to 7.2x
-        (docs/user_guide/choosing.rst, :ref:`per-level-defaults`).
+        1.16x of the best of ADPM and its baselines, ADPM at the worst case up to 7.2x
+        (the user guide's choosing page, "Per-user privacy levels: ADPM's and the mixed
+        mean's default").
     solver : {"auto", "exact", "cvxpy"}, default="auto"
         ``"exact"``: the closed-form KKT solution (sort and prefix sums, see
         docs/adpm_solver.rst); ``"cvxpy"``: the program solved by cvxpy with one variable

@@ -173,8 +173,8 @@ class MixedMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, _BaseMixedEstim
         - a float or per-feature array: a known (public) variance.
         - ``None``: the worst case for the bounds, (upper - lower)**2 / 4.
 
-        The default was chosen by measurement (:ref:`per-level-defaults` in
-        docs/user_guide/choosing.rst).
+        The default was chosen by measurement (the user guide's choosing page,
+        "Per-user privacy levels: ADPM's and the mixed mean's default").
     clamp : bool, default=False
         Whether to project the released estimate onto the bounds (post-processing;
         the error never grows, ``expected_mse_`` becomes an upper bound). ``False``
