@@ -192,7 +192,7 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
 
         The default was chosen by measurement: on the bundled salaries and three other
         shapes, each with three privacy mixes, ADPM at the private variance was within
-        1.16x of the best of ADPM and its baselines, ADPM at the worst case up to 7.2x
+        1.16x of the best of ADPM and its baselines, ADPM at the worst case about 6x
         (the user guide's choosing page, "Per-user privacy levels: ADPM's and the mixed
         mean's default").
     solver : {"auto", "exact", "cvxpy"}, default="auto"
