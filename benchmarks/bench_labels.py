@@ -13,29 +13,17 @@ of the per-round ratios (goal for the ``<U3`` labels: at most 3x).
 
 import os
 import sys
-import time
 import warnings
 
 import numpy as np
 import pandas as pd
 
+from run import interleaved  # benchmarks/ is on the path
+
 from skhybrid import HybridMeanEstimator
 from skhybrid.utils import check_trust_group
 
 ROUNDS = 15
-
-
-def interleaved(functions, rounds=ROUNDS):
-    """Each function's time in each round, after one untimed call of each."""
-    for function in functions:
-        function()
-    times = np.empty((rounds, len(functions)))
-    for round_ in range(rounds):
-        for index, function in enumerate(functions):
-            start = time.perf_counter()
-            function()
-            times[round_, index] = time.perf_counter() - start
-    return times
 
 
 def main(n_users=1_000_000):
@@ -55,7 +43,7 @@ def main(n_users=1_000_000):
              for g in labels.values()]
     calls += [lambda g=g: check_trust_group(g, n_users) for g in labels.values()]
     print(f"{n_users:,} users, all tcm; load average before {os.getloadavg()[0]:.2f}")
-    times = interleaved(calls)
+    times = interleaved(calls, ROUNDS)
     print(f"{'trust_group':<30}{'fit ms':>9}{'ratio':>8}{'median':>8}{'labels ms':>11}")
     for index, name in enumerate(labels):
         check = times[:, len(labels) + index].min()

@@ -11,28 +11,16 @@ the ratio of the minima and the median of the per-round ratios (goal: at most 3x
 
 import os
 import sys
-import time
 import warnings
 
 import numpy as np
 import pandas as pd
 
+from run import interleaved  # benchmarks/ is on the path
+
 from skhybrid import ADPMEstimator, MixedMeanEstimator, PDPSampleEstimator
 
 ROUNDS = 7
-
-
-def interleaved(functions, rounds=ROUNDS):
-    """Each function's time in each round, after one untimed call of each."""
-    for function in functions:
-        function()
-    times = np.empty((rounds, len(functions)))
-    for round_ in range(rounds):
-        for index, function in enumerate(functions):
-            start = time.perf_counter()
-            function()
-            times[round_, index] = time.perf_counter() - start
-    return times
 
 
 def hash_floor(X, levels):
@@ -55,7 +43,7 @@ def main(n_users=1_000_000):
             lambda estimator=estimator: estimator(bounds=(0, 1), random_state=0).fit(
                 X, epsilon=levels)
             for estimator in estimators
-        ])
+        ], ROUNDS)
         for index, estimator in enumerate(estimators, start=1):
             name = estimator.__name__.replace("Estimator", "")
             print(f"{name + f', {np.unique(levels).size:,} levels':<32}"
