@@ -65,15 +65,18 @@ def candidates(bounds, variance):
     return named
 
 
-def measure(X, bounds, mix, n_trials):
-    """Each candidate's RMSE and mean expected_mse_ over the trials."""
+def measure(X, bounds, mix, n_trials, named=None, level_seeds=0):
+    """Each candidate's RMSE and mean expected_mse_ over the trials (ADPM's and the mixed
+    mean's candidates unless ``named`` are given). The levels of trial k are drawn with
+    seed ``level_seeds + k``, the noise with seed k."""
     levels, shares = mix
     truth = float(X.mean())
-    named = candidates(bounds, float(X.var()))
+    if named is None:
+        named = candidates(bounds, float(X.var()))
     squared = {name: [] for name in named}
     figures = {name: [] for name in named}
     for trial in range(n_trials):
-        rng = np.random.default_rng(trial)
+        rng = np.random.default_rng(level_seeds + trial)
         epsilon = rng.choice(levels, p=shares, size=X.shape[0])
         for name, estimator in named.items():
             fitted = estimator.set_params(random_state=trial).fit(X, epsilon=epsilon)
@@ -109,5 +112,52 @@ def main(n_trials=40):
     print(f"# {n_trials} trials, {time.perf_counter() - start:.0f} s")
 
 
+
+
+# -- PDPSampleEstimator: its thresholds at each variance -------------------------------------
+
+#: The Sample mechanism's named thresholds; each is fit at every variance below.
+THRESHOLDS = ("min", "mean", "max", "optimal")
+
+
+def pdp_candidates(bounds, variance):
+    """Every threshold at the private variance, the worst case and the true variance."""
+    from skhybrid import PDPSampleEstimator
+
+    return {f"{threshold}, {label}": PDPSampleEstimator(threshold=threshold, bounds=bounds,
+                                                         variance=value)
+            for label, value in (("private", "private"), ("None", None),
+                                 ("true variance", variance))
+            for threshold in THRESHOLDS}
+
+
+def pdp_main(n_trials=40):
+    """PDPSampleEstimator's table: RMSE over the best candidate a user can have (the true
+    variance aside), and the Spearman correlation of each variance's thresholds' mean
+    ``expected_mse_`` with their RMSE."""
+    start = time.perf_counter()
+    names = list(pdp_candidates((0.0, 1.0), 0.1))
+    print('"data", "privacy mix", ' + ", ".join(f'"{name}"' for name in names)
+          + ', "Spearman (private)", "Spearman (None)"')
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for shape, (X, bounds) in shapes().items():
+            for mix_name, mix in MIXES.items():
+                named = pdp_candidates(bounds, float(X.var()))
+                # The Sample mechanism's coins are uniforms from the fit's seed: drawn
+                # from the levels' stream, they would keep users by their level's draw.
+                rmse, expected = measure(X, bounds, mix, n_trials, named, level_seeds=10_000)
+                best = min(rmse[n] for n in names if "true" not in n)
+                ranks = [spearmanr([expected[f"{t}, {label}"] for t in THRESHOLDS],
+                                   [rmse[f"{t}, {label}"] for t in THRESHOLDS]).statistic
+                         for label in ("private", "None")]
+                print(f'"{shape}", "{mix_name}", '
+                      + ", ".join(f'"{rmse[n] / best:.2f}"' for n in names)
+                      + "".join(f', "{r:.2f}"' for r in ranks), flush=True)
+    print(f"# {n_trials} trials, {time.perf_counter() - start:.0f} s")
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 40)
+    trials = int(sys.argv[1]) if len(sys.argv) > 1 else 40
+    main(trials)
+    pdp_main(trials)

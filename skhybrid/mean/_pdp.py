@@ -42,6 +42,8 @@ from ..utils._validation import (
     resolve_bounds,
     resolve_variance,
 )
+from ._adpm import _private_variance_of_levels
+from ._hybrid import PRIVATE_VARIANCE_SHARE
 from ._ranking import error_variance
 from ._statistics import (
     LevelStatistics,
@@ -89,8 +91,10 @@ def _validate_curator_fit(estimator, X, trust_group, epsilon, *, clip=True):
     )
     check_curator_users(estimator, is_tcm)
     lower, upper = resolve_bounds(estimator.bounds, X)
-    # Estimators without a variance parameter (the PE quantile) get the worst case.
-    variance = resolve_variance(getattr(estimator, "variance", None), lower, upper)
+    # Estimators without a variance parameter (the PE quantile) get the worst case, and
+    # so does variance="private" until it is released.
+    variance = getattr(estimator, "variance", None)
+    variance = resolve_variance(None if isinstance(variance, str) else variance, lower, upper)
     user_epsilon = np.broadcast_to(user_epsilon, X.shape[:1])
     values = clip_to_bounds(X, lower, upper) if clip else X
     return values, user_epsilon, lower, upper, variance
@@ -131,6 +135,13 @@ def _chunk_levels(X, trust_group, epsilon, *, offset, rng, validate):
     return counts, extremes
 
 
+def _chunk_moments(X, trust_group, epsilon, *, offset, rng, validate, lower, upper):
+    """A chunk's clipped sums and square sums per level (``variance="private"``)."""
+    X, _, user_epsilon = _validate_chunk(X, trust_group, epsilon, offset=offset, **validate)
+    return _sums_only(LevelStatistics.from_users(
+        X, user_epsilon, np.zeros(X.shape[0], dtype=bool), lower, upper, squares=True))
+
+
 def _chunk_kept_sum(X, trust_group, epsilon, *, offset, rng, validate, levels,
                     level_probability, lower, upper):
     """A chunk's kept users' centred, clipped sum; the coins are drawn where the data are."""
@@ -141,6 +152,16 @@ def _chunk_kept_sum(X, trust_group, epsilon, *, offset, rng, validate, levels,
         np.zeros(X.shape[0], dtype=bool),
     )
     return _kept_sum(X, probability, lower, upper, rng)
+
+
+def _largest_mean_offset(variance, ranges):
+    """The largest distance |mu - c| from the centre of the bounds that the mean of data
+    of variance sigma^2 can have: sigma^2 + (mu - c)^2 = E[(x - c)^2] <= (range / 2)^2.
+
+    The error of the public divisor grows with it
+    (:func:`~skhybrid.theory.sample_mechanism_mse`); at the worst-case variance it is 0.
+    """
+    return np.sqrt(np.maximum(ranges * ranges / 4.0 - variance, 0.0))
 
 
 def _centred_magnitude(counts, expected_kept, lower, upper):
@@ -175,7 +196,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
           only the public users are kept (Chaudhuri and Courtade's SM).
         - ``"optimal"``: the t minimising the expected error (Ferrando's t_opt,
           :func:`~skhybrid.theory.optimal_sample_threshold`) for the ``variance``
-          given, or the worst case for the bounds.
+          given, released (``"private"``), or the worst case for the bounds.
         - a float t > 0.
 
         ``"max"`` is the default as the published baseline (Chaudhuri and Courtade's
@@ -189,9 +210,16 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
     bounds : pair (lower, upper) or None, default=None
         Data-independent clipping bounds, scalars or per feature. ``None`` derives them
         from the data and emits :class:`~skhybrid.exceptions.PrivacyLeakWarning`.
-    variance : float, array-like of shape (n_features,) or None, default=None
-        The data variance used by ``threshold="optimal"`` and ``expected_mse_``;
-        ``None`` uses the worst case for the bounds, (upper - lower)**2 / 4.
+    variance : "private", float, array-like of shape (n_features,) or None, default=None
+        The data variance used by ``threshold="optimal"`` and ``expected_mse_``.
+
+        - ``"private"``: estimated privately in the fit, as
+          :class:`~skhybrid.ADPMEstimator` does: each level's first and second moments
+          at ``PRIVATE_VARIANCE_SHARE`` (5%) of its epsilon; the Sample mechanism runs
+          at the rest of every level, ``"optimal"`` chooses t at the released variance
+          (post-processing; see Notes for what that costs).
+        - a float or per-feature array: a known (public) variance.
+        - ``None``: the worst case for the bounds, (upper - lower)**2 / 4.
     clamp : bool, default=False
         Whether to project the released estimate onto the bounds (post-processing;
         the error never grows, ``expected_mse_`` becomes an upper bound). ``False``
@@ -220,6 +248,9 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
     level_epsilons_, level_sampling_probability_ : ndarray of shape (n_levels,)
         The distinct privacy levels, increasing, and the keep probability of each
         level's users.
+    variance_ : ndarray of shape (n_features,)
+        The data variance the threshold and ``expected_mse_`` used: the private
+        estimate (``variance="private"``), the known variance, or the worst case.
     n_sampled_ : float
         The expected number of users kept, ``sampling_probability_.sum()``: the public
         divisor of the mean (see Notes). The realised number is not exposed.
@@ -227,9 +258,11 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         Expected squared error of ``mean_`` against the empirical mean of the fitted
         data (:func:`~skhybrid.theory.sample_mechanism_mse` converted by
         :func:`~skhybrid.theory.mse_about_empirical_mean`) for i.i.d. data of the given
-        ``variance``. Exact when the data's mean is the centre of the bounds or nobody
-        is subsampled; otherwise it leaves out (mu - centre)**2 sum_i p_i (1 - p_i) /
-        n_sampled_**2. With ``variance=None`` it is an upper bound.
+        ``variance``, with the spread of the kept count at the largest distance from
+        the data's mean to the centre of the bounds that variance allows: exact when the
+        mean lies at a bound (or nobody is subsampled), an upper bound otherwise (at most
+        3 times the sampling term on data centred in the bounds). With
+        ``variance=None`` it is an upper bound.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined when ``X`` has string feature names.
@@ -271,8 +304,21 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
     n_features * 2^-40 to the privacy loss in (b); the slack of the inequality absorbs
     it whenever t > 2e-6 sqrt(n_features).
 
+    **Private variance** (``variance="private"``). Two releases in sequence on the same
+    relation: the levels' moments (:func:`~skhybrid.mean._adpm._private_variance_of_levels`)
+    at ``s epsilon_i`` for user i (``s = PRIVATE_VARIANCE_SHARE``), then the Sample
+    mechanism on the levels ``(1 - s) epsilon_i``, whose threshold may depend on the
+    first release (``"optimal"``). For every value of the first release the second is
+    ``min((1 - s) epsilon_i, t)``-DP, so by adaptive composition user i gets
+    ``s epsilon_i + min((1 - s) epsilon_i, T)``, with T the largest threshold the fit can
+    choose: the one at variance 0, planned from public quantities before the charge,
+    and the chosen threshold is capped at it. That is each user's charge (at most
+    epsilon_i; exactly epsilon_i for users below T). With a named or float threshold, t
+    is public and T = t.
+
     **What is exposed.** ``threshold_``, ``sampling_probability_``, ``n_sampled_`` and
-    ``expected_mse_`` depend only on the public epsilons, bounds and parameters. The
+    ``expected_mse_`` depend only on the public epsilons, bounds and parameters (and
+    on ``variance_``, released, with ``variance="private"``). The
     realised number of kept users does not depend on the values, only on the coins, but
     it is not exposed: together with ``mean_`` it would reveal whether user i's coin
     kept them (for example when every other user has p = 1) and undo the amplification.
@@ -309,7 +355,8 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         ],
         "epsilon": [Interval(Real, 0, np.inf, closed="right")],
         "bounds": ["array-like", None],
-        "variance": [Interval(Real, 0, None, closed="left"), "array-like", None],
+        "variance": [Interval(Real, 0, None, closed="left"), "array-like",
+                     StrOptions({"private"}), None],
         "clamp": ["boolean"],
         "random_state": RANDOM_STATE_CONSTRAINT,
         "ledger": [HasMethods(["charge"]), None],
@@ -370,24 +417,79 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         # Everything public is computed per privacy level, then spread to the users.
         index = LevelIndex(user_epsilon)
         levels, counts = index.levels, index.counts
-        threshold, level_probability = self._sampling(levels, counts, upper - lower, variance)
-        self._check_noise(threshold, level_probability @ counts, counts, lower, upper)
-        # Each user pays min(epsilon_i, t), what sampling guarantees them; before the coins.
+        plan = self._plan(levels, counts, lower, upper, variance)
+        # Each user pays what sampling guarantees them (see _release_cost); before the
+        # variance's noise and the coins.
         charge_release(self, user_id, np.ones(user_epsilon.shape[0], dtype=bool), user_epsilon,
-                       threshold=threshold)
+                       threshold=plan["bound"])
         rng = check_random_state(self.random_state)
-        probability = index.spread(level_probability)
+        if self._private_variance():
+            statistics = LevelStatistics.from_users(
+                values, user_epsilon, np.zeros(values.shape[0], dtype=bool), lower, upper,
+                squares=True)
+            variance = self._at_private_variance(plan, statistics, counts, lower, upper, rng)
+            del statistics
+        probability = index.spread(plan["probability"])
         del user_epsilon, index
         kept_sum = _kept_sum(values, probability, lower, upper, rng)
         self.sampling_probability_ = probability
-        self._set_levels(levels, level_probability)
-        self._release(kept_sum, levels, counts, threshold, level_probability @ counts, lower,
-                      upper, variance, rng)
+        self._set_levels(levels, plan["probability"])
+        self._release(kept_sum, plan["levels"], counts, plan["threshold"],
+                      plan["probability"] @ counts, lower, upper, variance, rng)
         return self
 
-    def _sampling(self, levels, counts, ranges, variance):
-        """The threshold t and each level's keep probability (public quantities only)."""
-        threshold = self._resolve_threshold(levels, counts, ranges, variance)
+    def _private_variance(self):
+        return isinstance(self.variance, str) and self.variance == "private"
+
+    def _mean_epsilons(self, levels):
+        """The levels the Sample mechanism runs at: with ``variance="private"`` the rest,
+        ``1 - PRIVATE_VARIANCE_SHARE``, of each (public users stay public)."""
+        if not self._private_variance():
+            return levels
+        return levels * (1.0 - PRIVATE_VARIANCE_SHARE)
+
+    def _plan(self, levels, counts, lower, upper, variance):
+        """The public plan, before the charge: the Sample mechanism's levels, its
+        threshold and keep probabilities (None while they wait for the private
+        variance), and ``bound``, the largest threshold the fit can use (what it charges).
+        A noise too wide to draw is refused here."""
+        sample_levels = self._mean_epsilons(levels)
+        ranges = upper - lower
+        if self._private_variance() and self.threshold == "optimal":
+            # The threshold is chosen at the released variance. The error is
+            # A(t) + sigma^2 / m(t) with m(t) decreasing in t, so its minimiser does not
+            # grow with sigma^2 (Topkis): the threshold at variance 0 bounds every one the
+            # release can choose, and caps it (the cap holds whatever the search's rounding).
+            bound = self._resolve_threshold(sample_levels, counts, ranges,
+                                            np.zeros_like(variance))
+            finite = sample_levels[np.isfinite(sample_levels)]
+            # The widest noise of the thresholds between the smallest level and the bound.
+            for threshold in {float(finite.min()) if finite.size else np.inf, bound}:
+                self._check_noise(threshold, sample_mechanism_probabilities(
+                    sample_levels, threshold) @ counts, counts, lower, upper)
+            return {"levels": sample_levels, "threshold": None, "probability": None,
+                    "bound": bound}
+        threshold, probability = self._sampling(sample_levels, counts, ranges, variance)
+        self._check_noise(threshold, probability @ counts, counts, lower, upper)
+        return {"levels": sample_levels, "threshold": threshold, "probability": probability,
+                "bound": threshold}
+
+    def _at_private_variance(self, plan, statistics, counts, lower, upper, rng):
+        """Release the variance (:func:`~skhybrid.mean._adpm._private_variance_of_levels`,
+        at ``PRIVATE_VARIANCE_SHARE`` of each level) and, with ``threshold="optimal"``,
+        choose the threshold at it (post-processing), capped at the plan's bound. Fills
+        the plan; returns the variance (the design's when evaluated by ``expected_mse``)."""
+        variance = error_variance(self, _private_variance_of_levels(statistics, lower, upper,
+                                                                    rng))
+        if plan["threshold"] is None:
+            threshold, probability = self._sampling(plan["levels"], counts, upper - lower,
+                                                    variance, cap=plan["bound"])
+            plan.update(threshold=threshold, probability=probability)
+        return variance
+
+    def _sampling(self, levels, counts, ranges, variance, cap=np.inf):
+        """The threshold t (at most ``cap``) and each level's keep probability."""
+        threshold = min(self._resolve_threshold(levels, counts, ranges, variance), cap)
         probability = sample_mechanism_probabilities(levels, threshold)
         if float(probability @ counts) == 0.0:
             raise ValueError(
@@ -409,8 +511,19 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         """``min(epsilon_i, t)``: a user below the threshold ``t`` is kept with
         probability ``(e^epsilon_i - 1) / (e^t - 1)``, and subsampling a ``t``-DP release
         with it gives ``epsilon_i`` (Jorgensen et al. 2015, Thm 1); a user above ``t`` is
-        always kept and gets ``t``."""
-        return ReleaseCost.at_levels(epsilon, cap=threshold)
+        always kept and gets ``t``.
+
+        With ``variance="private"`` (sequential composition): ``s epsilon_i`` on the
+        variance (``s = PRIVATE_VARIANCE_SHARE``) plus ``min((1 - s) epsilon_i, t)`` on
+        the Sample mechanism at the rest, with ``t`` the largest threshold the fit can
+        use (the plan's bound: a threshold chosen at the released variance is capped at
+        it). At most epsilon_i; exactly epsilon_i below the bound."""
+        if not self._private_variance():
+            return ReleaseCost.at_levels(epsilon, cap=threshold)
+        levels = ReleaseCost.at_levels(epsilon).epsilon
+        rest = levels * (1.0 - PRIVATE_VARIANCE_SHARE)
+        return ReleaseCost(np.where(rest <= threshold, levels,
+                                    levels * PRIVATE_VARIANCE_SHARE + threshold))
 
     def _release(self, kept_sum, levels, counts, threshold, expected_kept, lower, upper,
                  variance, rng):
@@ -435,9 +548,10 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         # Each feature's noise at its share of the budget (noise_ranges).
         population_mse = sample_mechanism_mse(
             levels, threshold, data_range=noise_ranges(upper - lower), variance=variance,
-            counts=counts,
+            counts=counts, mean_offset=_largest_mean_offset(variance, upper - lower),
         )
         self.mean_ = clamp_estimate(self, (lower + upper) / 2.0 + offset, lower, upper)
+        self.variance_ = np.array(variance, dtype=np.float64)
         self.threshold_ = threshold
         self.n_sampled_ = expected_kept
         self.expected_mse_ = np.asarray(
@@ -458,25 +572,29 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         parts = map_chunks(functools.partial(_chunk_levels, validate=validate), X, **metadata)
         levels = functools.reduce(lambda total, part: total + part, [p[0] for p in parts])
         lower, upper = dask_bounds(self.bounds, [p[1] for p in parts], self.n_features_in_)
-        variance = resolve_variance(self.variance, lower, upper)
-        threshold, level_probability = self._sampling(levels.epsilons, levels.counts,
-                                                      upper - lower, variance)
-        self._check_noise(threshold, level_probability @ levels.counts, levels.counts, lower,
-                          upper)
+        variance = resolve_variance(None if self._private_variance() else self.variance,
+                                    lower, upper)
+        plan = self._plan(levels.epsilons, levels.counts, lower, upper, variance)
         charge_dask_release(self, user_id, trust_group, epsilon, allow_inf=True,
-                            threshold=threshold)
+                            threshold=plan["bound"])
         rng = check_random_state(self.random_state)
+        if self._private_variance():
+            moments = map_chunks(functools.partial(_chunk_moments, validate=validate,
+                                                   lower=lower, upper=upper), X, **metadata)
+            variance = self._at_private_variance(
+                plan, functools.reduce(lambda total, part: total + part, moments),
+                levels.counts, lower, upper, rng)
         task = functools.partial(
             _chunk_kept_sum, validate=validate, levels=levels,
-            level_probability=level_probability, lower=lower, upper=upper,
+            level_probability=plan["probability"], lower=lower, upper=upper,
         )
         kept = map_chunks(task, X, generators=chunk_generators(rng, n_chunks(X)), **metadata)
-        self._release(np.sum(kept, axis=0), levels.epsilons, levels.counts, threshold,
-                      np.dot(level_probability, levels.counts), lower, upper, variance, rng)
+        self._release(np.sum(kept, axis=0), plan["levels"], levels.counts, plan["threshold"],
+                      np.dot(plan["probability"], levels.counts), lower, upper, variance, rng)
         # A lazy per-user array would keep the input's graph, and with it persisted data,
         # on the fitted estimator: only the per-level form is kept.
         self.__dict__.pop("sampling_probability_", None)
-        self._set_levels(levels.epsilons, level_probability)
+        self._set_levels(levels.epsilons, plan["probability"])
         return self
 
     def _set_levels(self, levels, level_probability):
@@ -494,10 +612,12 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
             # in the units where each feature's noise is in proportion to its range
             # (feature_noise_weights), whose sampling term has the mean scaled variance.
             weights = feature_noise_weights(ranges)
+            offset = _largest_mean_offset(variance, ranges)
             return float(
                 optimal_sample_threshold(
                     levels, data_range=data_range,
                     variance=float(np.mean(variance / weights**2)), counts=counts,
+                    mean_offset=float(np.sqrt(np.mean(offset**2 / weights**2))),
                 )
             )
         # The named thresholds depend on the distinct levels only.

@@ -112,31 +112,42 @@ def _log_expm1(x):
 
 
 def _expected_kept_count(epsilon_values, counts):
-    """Function t -> sum_i counts_i p_i(t), the Sample mechanism's expected kept count.
+    """Function t -> (sum_i counts_i p_i(t), sum_i counts_i p_i(t)**2): the Sample
+    mechanism's expected kept count and the sum of squared keep probabilities.
 
     ``epsilon_values`` are sorted distinct levels (``np.unique``). Users with
-    epsilon >= t count fully; the rest contribute sum n_i (e^eps_i - 1) / (e^t - 1),
-    from a prefix sum kept in log space. Each threshold then costs O(log k) for k
-    distinct levels instead of O(k), which keeps the search for t_opt fast when every
-    user has their own epsilon.
+    epsilon >= t count fully; the rest contribute sum n_i (e^eps_i - 1) / (e^t - 1)
+    (and its square), from prefix sums kept in log space. Each threshold then costs
+    O(log k) for k distinct levels instead of O(k), which keeps the search for t_opt
+    fast when every user has their own epsilon.
     """
     finite = np.isfinite(epsilon_values)
-    log_terms = np.log(counts[finite]) + _log_expm1(epsilon_values[finite])
-    log_prefix = np.concatenate([[-np.inf], np.logaddexp.accumulate(log_terms)])
+    log_counts, log_gaps = np.log(counts[finite]), _log_expm1(epsilon_values[finite])
+    log_prefix = np.concatenate([[-np.inf], np.logaddexp.accumulate(log_counts + log_gaps)])
+    log_square_prefix = np.concatenate(
+        [[-np.inf], np.logaddexp.accumulate(log_counts + 2.0 * log_gaps)])
     count_at_or_above = np.concatenate([np.cumsum(counts[::-1])[::-1], [0]])
 
     def expected_count(threshold):
-        # Levels below a threshold are finite, so ``below`` indexes log_prefix.
+        # Levels below a threshold are finite, so ``below`` indexes the prefixes.
         below = np.searchsorted(epsilon_values, threshold, side="left")
-        return count_at_or_above[below] + np.exp(log_prefix[below] - _log_expm1(threshold))
+        log_denominator = _log_expm1(threshold)
+        full = count_at_or_above[below]
+        return (full + np.exp(log_prefix[below] - log_denominator),
+                full + np.exp(log_square_prefix[below] - 2.0 * log_denominator))
 
     return expected_count
 
 
-def _sample_mse(expected_count, threshold, data_range, variance):
-    # The Sample mechanism's error: a group of the expected kept size at epsilon = t.
+def _sample_mse(expected_count, threshold, data_range, variance, mean_offset=0.0):
+    # The Sample mechanism's error: a group of the expected kept size D at epsilon = t,
+    # plus the spread of the kept count about D, (mu - c)**2 sum_i p_i (1 - p_i) / D**2.
     threshold = np.asarray(threshold, dtype=np.float64)
-    return _group_mean_variance(expected_count(threshold), threshold, data_range, variance)
+    kept, squares = expected_count(threshold)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        count_spread = np.where(kept > 0, (kept - squares) / (kept * kept), 0.0)
+    return (_group_mean_variance(kept, threshold, data_range, variance)
+            + np.square(mean_offset) * count_spread)
 
 
 def sample_mechanism_probabilities(epsilon, threshold):
@@ -229,13 +240,17 @@ def sample_mechanism_thresholds(epsilon):
     return {"min": float(finite[0]), "mean": float(finite.mean()), "max": float(values[-1])}
 
 
-def sample_mechanism_mse(epsilon, threshold, *, data_range, variance, counts=None):
+def sample_mechanism_mse(epsilon, threshold, *, data_range, variance, counts=None,
+                         mean_offset=0.0):
     """Expected squared error of the Sample mechanism's mean, about the population mean.
 
     Ferrando et al. Sec. 2: with m users kept, the estimate is their mean plus
     Lap(r / t) / m, of variance (m sigma^2 + 2 (r / t)^2) / m^2; like the paper's bound
     (with n_priv * p_hat kept points) we plug in the expected kept count
     m = sum_i p_i(t). This is the "PDP joint variance" minimised for t_optimized.
+    skhybrid divides by that public count D instead of the realised one (see
+    :class:`~skhybrid.PDPSampleEstimator`), which adds the kept count's spread:
+    ``mean_offset**2 sum_i p_i (1 - p_i) / D**2`` (derived here).
 
     Parameters
     ----------
@@ -250,12 +265,16 @@ def sample_mechanism_mse(epsilon, threshold, *, data_range, variance, counts=Non
         Variance of one user's clipped value (sigma^2), >= 0.
     counts : array-like of shape (n_samples,), default=None
         Users per entry of ``epsilon`` (the level form); None: one user each.
+    mean_offset : float or array-like, default=0.0
+        |mu - c|, the distance from the data's mean to the centre of the bounds (the
+        origin of the centred sum). 0 gives the paper's formula, which is exact for a
+        divisor equal to the realised count.
 
     Returns
     -------
     mse : float or ndarray
-        Of the broadcast shape of ``threshold``, ``data_range`` and ``variance``;
-        ``np.inf`` when no user is kept.
+        Of the broadcast shape of ``threshold``, ``data_range``, ``variance`` and
+        ``mean_offset``; ``np.inf`` when no user is kept.
 
     Notes
     -----
@@ -265,6 +284,14 @@ def sample_mechanism_mse(epsilon, threshold, *, data_range, variance, counts=Non
     i.e. exactly :func:`group_mean_variance` of a group of m users at epsilon t. The
     plug-in m = E[kept] is a first-order approximation; by Jensen's inequality the exact
     expectation over the random count is slightly larger, by a relative O(1 / m).
+
+    With the public divisor D = sum_i p_i and the release
+    ``c + (sum_i B_i (x_i - c) + Z) / D``, B_i ~ Bernoulli(p_i) independent of i.i.d.
+    x_i of mean mu: Var(sum_i B_i (x_i - c)) = sum_i p_i (sigma^2 + (mu - c)^2) -
+    p_i^2 (mu - c)^2 = sigma^2 D + (mu - c)^2 sum_i p_i (1 - p_i), which is the
+    formula with ``mean_offset = |mu - c|`` and m = D, exactly (no plug-in). On data
+    near one bound (salaries, most skewed data) this term dominates when users are
+    subsampled.
 
     Examples
     --------
@@ -277,11 +304,13 @@ def sample_mechanism_mse(epsilon, threshold, *, data_range, variance, counts=Non
     threshold = _check_array(threshold, "threshold", allow_inf=True)
     data_range = _check_array(data_range, "data_range")
     variance = _check_array(variance, "variance", allow_zero=True)
+    mean_offset = _check_array(mean_offset, "mean_offset", allow_zero=True)
     expected_count = _expected_kept_count(epsilon_values, counts)
-    return _as_result(_sample_mse(expected_count, threshold, data_range, variance))
+    return _as_result(_sample_mse(expected_count, threshold, data_range, variance,
+                                  mean_offset))
 
 
-def optimal_sample_threshold(epsilon, *, data_range, variance, counts=None):
+def optimal_sample_threshold(epsilon, *, data_range, variance, counts=None, mean_offset=0.0):
     """The threshold t that minimises :func:`sample_mechanism_mse` (Ferrando's t_opt).
 
     Ferrando et al. Sec. 3 and Figure 1: "t_optimized is the optimal threshold obtained
@@ -297,6 +326,8 @@ def optimal_sample_threshold(epsilon, *, data_range, variance, counts=None):
         Variance of one user's clipped value, >= 0.
     counts : array-like of shape (n_samples,), default=None
         Users per entry of ``epsilon`` (the level form); None: one user each.
+    mean_offset : float, default=0.0
+        |mu - c|, as in :func:`sample_mechanism_mse`.
 
     Returns
     -------
@@ -333,11 +364,12 @@ def optimal_sample_threshold(epsilon, *, data_range, variance, counts=None):
             counts,
             float(np.broadcast_to(data_range, shape)[index]),
             float(np.broadcast_to(variance, shape)[index]),
+            float(mean_offset),
         )
     return _as_result(thresholds)
 
 
-def _optimal_threshold_grouped(epsilon_values, counts, data_range, variance):
+def _optimal_threshold_grouped(epsilon_values, counts, data_range, variance, mean_offset):
     finite = epsilon_values[np.isfinite(epsilon_values)]
     if finite.size == 0:
         return np.inf
@@ -346,7 +378,7 @@ def _optimal_threshold_grouped(epsilon_values, counts, data_range, variance):
     expected_count = _expected_kept_count(epsilon_values, counts)
 
     def mse(threshold):
-        return _sample_mse(expected_count, threshold, data_range, variance)
+        return _sample_mse(expected_count, threshold, data_range, variance, mean_offset)
 
     # Candidates in increasing order: the kinks and log-spaced points between them ...
     fractions = np.arange(1, _GRID_POINTS_PER_INTERVAL + 1) / (_GRID_POINTS_PER_INTERVAL + 1)

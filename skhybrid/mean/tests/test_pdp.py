@@ -153,20 +153,134 @@ def test_expected_mse_matches_monte_carlo_for_data_centred_in_the_bounds(thresho
 
 
 @pytest.mark.slow
-def test_off_centre_data_add_the_sampling_term_and_stay_below_the_worst_case():
+def test_off_centre_data_add_the_count_term_and_stay_below_expected_mse():
     # Beta(2, 5) has mean 2/7, off the centre 1/2 of [0, 1]: the estimate then also
-    # varies with the number of kept users, by (mu - c)^2 sum p(1 - p) / D^2 (Notes).
+    # varies with the number of kept users, by (mu - c)^2 sum p(1 - p) / D^2, which
+    # expected_mse_ bounds at the largest |mu - c| the variance allows.
+    from skhybrid.theory import mse_about_empirical_mean, sample_mechanism_mse
+
     epsilon = np.repeat([0.2, 2.0], [150, 50])
     mean, variance = 2 / 7, 10 / 392
     est = PDPSampleEstimator(bounds=(0, 1), variance=variance)
     errors, standard_error = _monte_carlo_errors(
         est, epsilon, lambda rng: rng.beta(2.0, 5.0, size=(200, 1)), n_trials=3000, seed=12
     )
-    p = est.sampling_probability_
-    count_term = (mean - 0.5) ** 2 * np.sum(p * (1 - p)) / est.n_sampled_**2
-    assert abs(errors.mean() - (est.expected_mse_[0] + count_term)) < 4 * standard_error
+    exact = mse_about_empirical_mean(
+        sample_mechanism_mse(epsilon, est.threshold_, data_range=1.0, variance=variance,
+                             mean_offset=0.5 - mean), n_samples=200, variance=variance)
+    assert abs(errors.mean() - exact) < 4 * standard_error
+    assert errors.mean() < est.expected_mse_[0]
+    # At a bound the figure is exact: the count term is most of the error here.
+    at_bound = mse_about_empirical_mean(
+        sample_mechanism_mse(epsilon, est.threshold_, data_range=1.0, variance=variance,
+                             mean_offset=np.sqrt(0.25 - variance)), n_samples=200,
+        variance=variance)
+    assert est.expected_mse_[0] == pytest.approx(at_bound, rel=1e-12)
     worst = clone(est).set_params(variance=None).fit(np.zeros((200, 1)), epsilon=epsilon)
     assert errors.mean() < worst.expected_mse_[0]
+
+
+# -- variance="private" ------------------------------------------------------------------
+
+
+def _salary_like(n=20_000, seed=3):
+    """Data near the lower bound (as salaries are) and three privacy levels."""
+    rng = np.random.default_rng(seed)
+    X = rng.beta(1.5, 20.0, size=(n, 1))
+    epsilon = np.random.default_rng(seed + 100).choice([0.1, 1.0, 5.0], p=[0.7, 0.25, 0.05],
+                                                       size=n)
+    return X, epsilon
+
+
+def test_private_variance_chooses_the_threshold_at_the_estimate_with_the_rest_of_epsilon():
+    from skhybrid.mean._hybrid import PRIVATE_VARIANCE_SHARE
+
+    X, epsilon = _salary_like()
+    est = PDPSampleEstimator(threshold="optimal", variance="private", bounds=(0, 1),
+                             random_state=0).fit(X, epsilon=epsilon)
+    assert 0.0 < est.variance_[0] < 0.025  # a noisy estimate, far below the worst case
+    known = PDPSampleEstimator(threshold="optimal", variance=est.variance_, bounds=(0, 1),
+                               random_state=0).fit(X, epsilon=epsilon * (1 - PRIVATE_VARIANCE_SHARE))
+    assert est.threshold_ == known.threshold_
+    np.testing.assert_allclose(est.expected_mse_, known.expected_mse_, rtol=1e-12)
+    np.testing.assert_array_equal(est.level_epsilons_, [0.1, 1.0, 5.0])
+
+
+@pytest.mark.parametrize("threshold", ["optimal", "max", "min", 0.5])
+def test_private_variance_charges_the_share_plus_the_rest_capped_at_the_largest_threshold(
+        threshold):
+    from skhybrid.accounting import PrivacyLedger
+    from skhybrid.mean._hybrid import PRIVATE_VARIANCE_SHARE as share
+
+    X, epsilon = _salary_like(n=5_000)
+    ids = np.arange(5_000)
+    ledger = PrivacyLedger(default_budget=10.0)
+    est = PDPSampleEstimator(threshold=threshold, variance="private", bounds=(0, 1),
+                             ledger=ledger, random_state=0).fit(X, epsilon=epsilon, user_id=ids)
+    bound = est.threshold_
+    if threshold == "optimal":
+        # The threshold at variance 0 bounds every threshold the release can choose.
+        bound = PDPSampleEstimator(threshold="optimal", variance=0.0, bounds=(0, 1)).fit(
+            X, epsilon=epsilon * (1 - share)).threshold_
+        assert est.threshold_ <= bound
+        assert bound < 5.0  # users at 5 pay less than their level
+    expected = np.where((1 - share) * epsilon <= bound, epsilon, share * epsilon + bound)
+    np.testing.assert_allclose(ledger.spent(ids), expected, rtol=1e-12)
+    assert np.all(ledger.spent(ids) <= epsilon * (1 + 1e-12))
+
+
+def test_private_optimal_threshold_is_capped_at_the_planned_bound(monkeypatch):
+    # Whatever the released variance, the threshold never exceeds what was charged.
+    X, epsilon = _salary_like(n=5_000)
+    monkeypatch.setattr(pdp_module, "_private_variance_of_levels",
+                        lambda statistics, lower, upper, rng: np.zeros(1))
+    est = PDPSampleEstimator(threshold="optimal", variance="private", bounds=(0, 1),
+                             random_state=0).fit(X, epsilon=epsilon)
+    bound = PDPSampleEstimator(threshold="optimal", variance=0.0, bounds=(0, 1)).fit(
+        X, epsilon=epsilon * 0.95).threshold_
+    assert est.threshold_ == bound
+
+
+def test_the_threshold_at_variance_0_is_the_largest_optimal_threshold():
+    # The planned bound (Notes): t_opt does not grow with the variance.
+    X, epsilon = _salary_like(n=5_000)
+    thresholds = [PDPSampleEstimator(threshold="optimal", variance=v, bounds=(0, 1)).fit(
+        X, epsilon=epsilon).threshold_ for v in (0.0, 1e-4, 1e-3, 0.01, 0.05, 0.25)]
+    assert thresholds == sorted(thresholds, reverse=True)
+
+
+def test_private_variance_with_dask_matches_numpy():
+    da = pytest.importorskip("dask.array")
+    X, epsilon = _salary_like(n=4_000)
+    whole = PDPSampleEstimator(threshold="optimal", variance="private", bounds=(0, 1),
+                               random_state=0).fit(X, epsilon=epsilon)
+    lazy = PDPSampleEstimator(threshold="optimal", variance="private", bounds=(0, 1),
+                              random_state=0).fit(da.from_array(X, chunks=1_000),
+                                                  epsilon=da.from_array(epsilon, chunks=1_000))
+    # The same moments' release (exact sums, the same generator): the same threshold.
+    np.testing.assert_array_equal(lazy.variance_, whole.variance_)
+    assert lazy.threshold_ == whole.threshold_
+    assert abs(lazy.mean_[0] - X.mean()) < 0.02
+
+
+def test_private_variance_search_ranks_the_thresholds_for_one_fit():
+    from skhybrid.accounting import PrivacyLedger
+    from skhybrid.model_selection import PrivateGridSearchCV, search_cost
+
+    X, epsilon = _salary_like(n=20_000)
+    ids = np.arange(20_000)
+    ledger = PrivacyLedger(default_budget=10.0)
+    search = PrivateGridSearchCV(
+        PDPSampleEstimator(variance="private", bounds=(0, 1), ledger=ledger),
+        {"threshold": ["min", "mean", "max", "optimal"]})
+    cost = search_cost(search, X, epsilon=epsilon, user_id=ids)
+    assert cost.route == "private_variance"
+    search.fit(X, epsilon=epsilon, user_id=ids)
+    assert search.selection_ == "expected_mse"
+    spent = ledger.spent(ids)
+    assert np.all(spent <= cost * (1 + 1e-12)) and np.all(spent <= 1.1 * epsilon)
+    # Data near a bound: subsampling is expensive, keeping everyone is best.
+    assert search.best_params_["threshold"] in ("min", "optimal")
 
 
 def test_several_features_split_the_budget_evenly():
@@ -239,6 +353,53 @@ def test_audit_fails_when_the_subsampled_user_is_always_kept(monkeypatch):
         lambda epsilon, threshold: np.ones(np.shape(epsilon)),
     )
     result = _audit(index=0, epsilon_audited=0.25, seed=34)
+    assert not result.passed, str(result)
+
+
+def _audit_private(seed, attribute):
+    """``variance="private"`` and ``threshold="optimal"`` (the threshold depends on the
+    released variance). ``mean_``: :func:`_audit`'s users, the subsampled user at 0.25
+    moving from the midpoint to 1e6. ``variance_``: as ADPM's audit, 1,000 users at 1
+    and 2 (fewer would clip the noisy moments' difference to the bounds and hide a
+    leak), the one at the midpoint moving to 1e6, audited at their epsilon 1."""
+    if attribute == "mean_":
+        X, index, epsilon = np.linspace(0.0, 1.0, 20), 0, np.repeat([0.25, 1.0], 10)
+    else:
+        X, index, epsilon = np.linspace(0.0, 1.0, 1000), 250, np.repeat([1.0, 2.0], 500)
+    X = X.reshape(-1, 1)
+    X[index, 0] = 0.5
+    X_prime = X.copy()
+    X_prime[index, 0] = 1e6
+    estimator = PDPSampleEstimator(threshold="optimal", variance="private", bounds=(0.0, 1.0))
+    return audit_mechanism(
+        estimator_release(estimator, X, attribute=attribute, epsilon=epsilon),
+        estimator_release(estimator, X_prime, attribute=attribute, epsilon=epsilon),
+        float(epsilon[index]), n_samples=N_FITS, n_bins=N_BINS, random_state=seed,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attribute", ["variance_", "mean_"])
+def test_private_variance_and_the_mean_at_it_pass_the_audit(attribute):
+    result = _audit_private(seed=35, attribute=attribute)
+    assert result.passed, str(result)
+
+
+@pytest.mark.slow
+def test_private_variance_audit_fails_when_the_moments_get_four_times_the_budget(monkeypatch):
+    import skhybrid.mean._adpm as adpm_module
+    from skhybrid.mean._hybrid import PRIVATE_VARIANCE_SHARE
+
+    original = adpm_module._released_level_mean
+
+    def overspent(level_sums, weights, counts, ranges, epsilon, rng):
+        second = np.all(ranges == 0.25)  # the square codes' range, (1 / 2)**2
+        part = 1.0 - adpm_module.FIRST_MOMENT_SHARE if second else adpm_module.FIRST_MOMENT_SHARE
+        return original(level_sums, weights, counts, ranges,
+                        epsilon / (PRIVATE_VARIANCE_SHARE * part) * 4.0, rng)
+
+    monkeypatch.setattr(adpm_module, "_released_level_mean", overspent)
+    result = _audit_private(seed=36, attribute="variance_")
     assert not result.passed, str(result)
 
 
