@@ -210,7 +210,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
     bounds : pair (lower, upper) or None, default=None
         Data-independent clipping bounds, scalars or per feature. ``None`` derives them
         from the data and emits :class:`~skhybrid.exceptions.PrivacyLeakWarning`.
-    variance : "private", float, array-like of shape (n_features,) or None, default=None
+    variance : "private", float, array-like of shape (n_features,) or None, default="private"
         The data variance used by ``threshold="optimal"`` and ``expected_mse_``.
 
         - ``"private"``: estimated privately in the fit, as
@@ -368,7 +368,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         threshold="max",
         epsilon=1.0,
         bounds=None,
-        variance=None,
+        variance="private",
         clamp=False,
         random_state=None,
         ledger=None,

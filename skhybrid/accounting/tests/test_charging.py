@@ -99,7 +99,7 @@ def test_public_users_are_not_charged(users):
 @pytest.mark.parametrize("threshold", ["min", "mean", "max", 1.0])
 def test_pdp_sample_charges_the_smaller_of_the_level_and_the_threshold(users, threshold):
     X, _, levels, ids = users
-    estimator = PDPSampleEstimator(threshold=threshold, bounds=(0, 1))
+    estimator = PDPSampleEstimator(threshold=threshold, bounds=(0, 1), variance=None)
     spent, _ = _spend(estimator, {"epsilon": levels}, X, ids)
     np.testing.assert_array_equal(spent, np.minimum(levels, estimator.threshold_))
 
@@ -155,7 +155,8 @@ def test_dask_fits_of_the_other_estimators_charge_every_user(users, kind):
         metadata = {"trust_group": da.from_array(trust, chunks=100)}
         expected = np.full(N_USERS, 1.5)
     else:
-        estimator = PDPSampleEstimator(threshold=1.0, bounds=(0, 1), random_state=0)
+        estimator = PDPSampleEstimator(threshold=1.0, bounds=(0, 1), variance=None,
+                                       random_state=0)
         metadata = {"epsilon": da.from_array(levels, chunks=100)}
         expected = np.minimum(levels, 1.0)
     ledger = PrivacyLedger(default_budget=(10.0, 1e-3))

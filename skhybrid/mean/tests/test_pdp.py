@@ -38,7 +38,8 @@ def test_keep_probability_is_jorgensens_min_of_1_and_the_expm1_ratio():
     rng = np.random.default_rng(1)
     epsilon = rng.uniform(0.05, 3.0, size=300)
     X = rng.uniform(size=(300, 1))
-    est = PDPSampleEstimator(threshold=1.3, bounds=(0, 1), random_state=0).fit(X, epsilon=epsilon)
+    est = PDPSampleEstimator(threshold=1.3, bounds=(0, 1), variance=None,
+                             random_state=0).fit(X, epsilon=epsilon)
     definition = np.minimum(1.0, (np.exp(epsilon) - 1) / (np.exp(1.3) - 1))
     np.testing.assert_allclose(est.sampling_probability_, definition, rtol=1e-12)
     assert est.threshold_ == 1.3
@@ -51,7 +52,7 @@ def test_named_thresholds_are_figure_1s_minimum_average_and_maximum(name, expect
     sizes = [100, 100, 500, 1000, 5000, 10000]
     epsilon = np.repeat(FIGURE_1_EPSILON, sizes)
     X = np.zeros((epsilon.size, 1))
-    est = PDPSampleEstimator(threshold=name, bounds=(-15, 15), random_state=0)
+    est = PDPSampleEstimator(threshold=name, bounds=(-15, 15), variance=None, random_state=0)
     est.fit(X, epsilon=epsilon)
     assert est.threshold_ == pytest.approx(expected, rel=1e-12)
 
@@ -71,7 +72,8 @@ def test_optimal_threshold_has_the_smallest_expected_error():
 def test_users_at_or_above_the_threshold_and_public_users_are_always_kept():
     X, _ = _two_levels(n=8)
     epsilon = np.array([0.2, 0.5, 0.9, 1.0, 1.5, 3.0, np.inf, np.inf])
-    est = PDPSampleEstimator(threshold=1.0, bounds=(0, 1), random_state=0).fit(X, epsilon=epsilon)
+    est = PDPSampleEstimator(threshold=1.0, bounds=(0, 1), variance=None,
+                             random_state=0).fit(X, epsilon=epsilon)
     assert np.all(est.sampling_probability_[3:] == 1.0)
     assert np.all((0 < est.sampling_probability_[:3]) & (est.sampling_probability_[:3] < 1))
 
@@ -93,7 +95,7 @@ def test_max_threshold_with_public_users_releases_the_public_mean_without_noise(
 def test_n_sampled_is_the_public_expected_kept_count_not_the_realised_one():
     X, epsilon = _two_levels(n=400)
     fits = [
-        PDPSampleEstimator(bounds=(0, 1), random_state=seed).fit(X, epsilon=epsilon)
+        PDPSampleEstimator(bounds=(0, 1), variance=None, random_state=seed).fit(X, epsilon=epsilon)
         for seed in range(3)
     ]
     expected = 200 * (np.exp(0.5) - 1) / (np.exp(2.0) - 1) + 200
@@ -409,7 +411,8 @@ def test_private_variance_audit_fails_when_the_moments_get_four_times_the_budget
 def test_one_user_is_supported():
     est = PDPSampleEstimator(bounds=(0, 1), random_state=0).fit([[0.3]])
     assert est.mean_.shape == (1,) and np.isfinite(est.mean_[0])
-    assert est.n_sampled_ == 1.0 and est.threshold_ == 1.0
+    # The Sample mechanism at the rest of the level (variance="private"): t = 0.95.
+    assert est.n_sampled_ == 1.0 and est.threshold_ == pytest.approx(0.95, rel=1e-12)
 
 
 @pytest.mark.parametrize("threshold", ["min", "mean", "max", "optimal"])

@@ -65,7 +65,7 @@ def test_rank_by_expected_mse_sorts_a_list_by_the_summed_figure():
 
 @pytest.mark.parametrize("estimator", [
     ADPMEstimator(bounds=(0, 1), variance=None), MixedMeanEstimator(bounds=(0, 1), variance=None),
-    PDPSampleEstimator(bounds=(0, 1), threshold="max"),
+    PDPSampleEstimator(bounds=(0, 1), threshold="max", variance=None),
 ])
 def test_every_closed_form_estimator_is_evaluated_at_the_given_variance(estimator):
     epsilon = np.where(np.arange(5_000) < 500, 0.5, 2.0)
