@@ -1,0 +1,107 @@
+"""PDPSampleEstimator's default against its best threshold in hindsight.
+
+Issue 50's Done-when 2 for the Sample mechanism, on the shapes and privacy mixes of
+test_defaults_slow.py: each threshold ("min", "mean", "max", "optimal") is fit at the
+default variance (``"private"``) and at the worst case (``None``); the best of those
+eight in hindsight is the reference. Each run draws every user's privacy level anew
+from the mix, and new coins and noise; the RMSE is over the runs.
+benchmarks/bench_mean_variance_defaults.py prints the table (the choosing guide's
+"The Sample mechanism's default").
+"""
+
+import functools
+import warnings
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+from skhybrid import PDPSampleEstimator
+from skhybrid.mean.tests.test_defaults_slow import MIXES, _shape
+
+#: 200 runs: the candidates' RMSEs have about 5% relative standard error each.
+N_RUNS = 200
+THRESHOLDS = ("min", "mean", "max", "optimal")
+CELLS = [(shape, mix) for shape in ("salaries", "uniform", "lognormal", "exponential")
+         for mix in MIXES]
+
+
+@functools.lru_cache(maxsize=None)
+def _measure(shape, mix):
+    """Each candidate's RMSE and mean ``expected_mse_``, keyed (threshold, variance)."""
+    X, bounds = _shape(shape)
+    truth = float(X.mean())
+    levels, shares = MIXES[mix]
+    named = {(threshold, variance): PDPSampleEstimator(threshold=threshold, bounds=bounds,
+                                                       variance=variance)
+             for threshold in THRESHOLDS for variance in ("private", None)}
+    squared = {name: [] for name in named}
+    figures = {name: [] for name in named}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for run in range(N_RUNS):
+            # The levels' stream apart from the coins' (seed run): the same uniforms
+            # would keep users by their level's draw.
+            epsilon = np.random.default_rng(10_000 + run).choice(levels, p=shares,
+                                                                 size=X.shape[0])
+            for name, estimator in named.items():
+                fitted = estimator.set_params(random_state=run).fit(X, epsilon=epsilon)
+                squared[name].append((fitted.mean_[0] - truth) ** 2)
+                figures[name].append(fitted.expected_mse_[0])
+    rmse = {name: float(np.sqrt(np.mean(values))) for name, values in squared.items()}
+    expected = {name: float(np.mean(values)) for name, values in figures.items()}
+    return rmse, expected
+
+
+#: The signature's default, threshold="max" (API.md), measured 9 to 35 times the best
+#: threshold wherever most users are private at a small epsilon: t = max subsamples
+#: them at (e^eps - 1) / (e^t - 1), a few percent, and the kept count's spread times the
+#: mean's distance to the centre of the bounds dominates. This test's runs (RMSE over
+#: the best): salaries 22.1 and 34.3, uniform 18.8 and 19.3, lognormal 10.0 and 14.0,
+#: exponential 9.4 and 12.4 (70% at 0.1, then 50% at 0.5); within 1.12 with 10% at
+#: 0.05. threshold="optimal" is within 1.12 everywhere (the next test); changing the
+#: default needs API.md.
+_MAX_FAILS = {(shape, mix) for shape in ("salaries", "uniform", "lognormal", "exponential")
+              for mix in ("wages", "two")}
+
+
+def _default_cell(shape, mix):
+    if (shape, mix) in _MAX_FAILS:
+        return pytest.param(shape, mix, marks=pytest.mark.xfail(
+            strict=True, reason="threshold='max' (API.md's default) is 9-35x the best "
+                                "threshold here (measured); 'optimal' passes"))
+    return (shape, mix)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape, mix", [_default_cell(*cell) for cell in CELLS])
+def test_pdp_default_is_within_1_2_of_the_best_threshold(shape, mix):
+    rmse, _ = _measure(shape, mix)
+    assert rmse[("max", "private")] <= 1.2 * min(rmse.values()), rmse
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape, mix", CELLS)
+def test_pdp_optimal_threshold_at_the_default_variance_is_within_1_2(shape, mix):
+    rmse, _ = _measure(shape, mix)
+    assert rmse[("optimal", "private")] <= 1.2 * min(rmse.values()), rmse
+
+
+def _ranking_cell(shape, mix):
+    if (shape, mix) == ("uniform", "few strict"):
+        # Measured (200 runs): "mean" 4.078e-4, "max" and "optimal" (the same t)
+        # 4.104e-4, "min" 6.76e-4; expected_mse_ puts max = optimal 2.5% below mean (its
+        # count term at the largest offset, while uniform data are centred): Spearman
+        # 0.33 on a 0.6% gap, an eighth of a standard error.
+        return pytest.param(shape, mix, marks=pytest.mark.xfail(
+            strict=False, reason="Spearman 0.33 on a 0.6% near-tie (measured)"))
+    return (shape, mix)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape, mix", [_ranking_cell(*cell) for cell in CELLS])
+def test_pdp_expected_mse_ranks_the_thresholds_as_their_rmse(shape, mix):
+    rmse, expected = _measure(shape, mix)
+    names = [(threshold, "private") for threshold in THRESHOLDS]
+    ranks = spearmanr([expected[n] for n in names], [rmse[n] for n in names])
+    assert ranks.statistic >= 0.8 - 1e-9, (expected, rmse)  # 0.8 computes as 0.7999...
