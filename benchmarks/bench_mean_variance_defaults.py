@@ -6,7 +6,9 @@ Run by hand: ``python benchmarks/bench_mean_variance_defaults.py [n_trials]`` (d
 :class:`~skhybrid.ADPMEstimator` and :class:`~skhybrid.MixedMeanEstimator` candidate's
 empirical RMSE against the true mean of the data, divided by the best of the same
 estimator's candidates, and the Spearman correlation between ADPM's strategies' mean
-``expected_mse_`` and their real RMSE.
+``expected_mse_`` and their real RMSE. Then the table of
+:ref:`sample-mechanism-default` (``pdp_main``): :class:`~skhybrid.PDPSampleEstimator`'s
+thresholds at each variance, about another minute.
 
 How it is measured: fixed data (the bundled salaries, or 252,540 seeded draws of the
 other shapes, clipped to the bounds); every user trusts the curator (the baselines
