@@ -203,7 +203,11 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         SM): it needs no assumption on the data variance, never subsamples the least
         private users, and with a single privacy level it equals every named threshold,
         so that everyone is kept and the estimate is the plain Laplace mean. With
-        several levels ``"optimal"`` has the smallest expected error.
+        several levels ``"optimal"`` has the smallest expected error; measured on the
+        bundled salaries and three other shapes (the user guide's choosing page, "The
+        Sample mechanism's default"), ``"max"`` was 9 to 57 times the best threshold
+        whenever most users had a small epsilon, ``"optimal"`` at the private variance
+        within 1.2x in 11 of 12 cells (1.32 in the last, 1.11 over more runs).
     epsilon : float, default=1.0
         Every user's privacy level when no ``epsilon`` metadata is passed (``np.inf``:
         public data); the total budget of one fit over all features.
@@ -220,6 +224,11 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
           (post-processing; see Notes for what that costs).
         - a float or per-feature array: a known (public) variance.
         - ``None``: the worst case for the bounds, (upper - lower)**2 / 4.
+
+        The default was chosen by measurement (the same page): at the worst case
+        ``"optimal"`` was up to 1.73 times the best threshold and ``expected_mse_``
+        ranked the thresholds in reverse where subsampling pays (Spearman -1); at the
+        private variance it ranked them with Spearman 0.78 to 1.0.
     clamp : bool, default=False
         Whether to project the released estimate onto the bounds (post-processing;
         the error never grows, ``expected_mse_`` becomes an upper bound). ``False``
