@@ -466,9 +466,11 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         ranges = upper - lower
         if self._private_variance() and self.threshold == "optimal":
             # The threshold is chosen at the released variance. The error is
-            # A(t) + sigma^2 / m(t) with m(t) decreasing in t, so its minimiser does not
-            # grow with sigma^2 (Topkis): the threshold at variance 0 bounds every one the
-            # release can choose, and caps it (the cap holds whatever the search's rounding).
+            # A(t) + sigma^2 sum_i p_i^2 / (sum_i p_i)^2 (the count term at the largest
+            # offset included), whose factor of sigma^2 does not fall as t grows and
+            # subsamples more, so the minimiser does not grow with sigma^2 (Topkis): the
+            # threshold at variance 0 bounds the release's choices. It also caps them, so
+            # the charge holds whatever the search's rounding.
             bound = self._resolve_threshold(sample_levels, counts, ranges,
                                             np.zeros_like(variance))
             finite = sample_levels[np.isfinite(sample_levels)]
@@ -530,9 +532,9 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         if not self._private_variance():
             return ReleaseCost.at_levels(epsilon, cap=threshold)
         levels = ReleaseCost.at_levels(epsilon).epsilon
-        rest = levels * (1.0 - PRIVATE_VARIANCE_SHARE)
-        return ReleaseCost(np.where(rest <= threshold, levels,
-                                    levels * PRIVATE_VARIANCE_SHARE + threshold))
+        cost = np.where(levels * (1.0 - PRIVATE_VARIANCE_SHARE) <= threshold, levels,
+                        levels * PRIVATE_VARIANCE_SHARE + threshold)
+        return ReleaseCost(float(cost) if np.ndim(cost) == 0 else cost)
 
     def _release(self, kept_sum, levels, counts, threshold, expected_kept, lower, upper,
                  variance, rng):

@@ -231,6 +231,17 @@ def test_private_variance_charges_the_share_plus_the_rest_capped_at_the_largest_
     assert np.all(ledger.spent(ids) <= epsilon * (1 + 1e-12))
 
 
+def test_private_variance_charges_one_level_for_everyone_with_the_epsilon_parameter():
+    from skhybrid.accounting import PrivacyLedger
+
+    X, _ = _salary_like(n=1_000)
+    ids = np.arange(1_000)
+    ledger = PrivacyLedger(default_budget=10.0)
+    PDPSampleEstimator(threshold="optimal", epsilon=2.0, bounds=(0, 1), ledger=ledger,
+                       random_state=0).fit(X, user_id=ids)
+    np.testing.assert_array_equal(ledger.spent(ids), np.full(1_000, 2.0))
+
+
 def test_private_optimal_threshold_is_capped_at_the_planned_bound(monkeypatch):
     # Whatever the released variance, the threshold never exceeds what was charged.
     X, epsilon = _salary_like(n=5_000)
