@@ -155,7 +155,7 @@ def _chunk_kept_sum(X, trust_group, epsilon, *, offset, rng, validate, levels,
 
 
 def _largest_mean_offset(variance, ranges):
-    """The largest distance |mu - c| from the centre of the bounds that the mean of data
+    """The largest distance ``|mu - c|`` from the centre of the bounds that the mean of data
     of variance sigma^2 can have: sigma^2 + (mu - c)^2 = E[(x - c)^2] <= (range / 2)^2.
 
     The error of the public divisor grows with it

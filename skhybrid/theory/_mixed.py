@@ -266,7 +266,7 @@ def sample_mechanism_mse(epsilon, threshold, *, data_range, variance, counts=Non
     counts : array-like of shape (n_samples,), default=None
         Users per entry of ``epsilon`` (the level form); None: one user each.
     mean_offset : float or array-like, default=0.0
-        |mu - c|, the distance from the data's mean to the centre of the bounds (the
+        ``|mu - c|``, the distance from the data's mean to the centre of the bounds (the
         origin of the centred sum). 0 gives the paper's formula, which is exact for a
         divisor equal to the realised count.
 
@@ -327,7 +327,7 @@ def optimal_sample_threshold(epsilon, *, data_range, variance, counts=None, mean
     counts : array-like of shape (n_samples,), default=None
         Users per entry of ``epsilon`` (the level form); None: one user each.
     mean_offset : float, default=0.0
-        |mu - c|, as in :func:`sample_mechanism_mse`.
+        ``|mu - c|``, as in :func:`sample_mechanism_mse`.
 
     Returns
     -------
