@@ -89,6 +89,20 @@ def test_adpm_at_the_private_variance_is_evaluated_with_its_weights_solved_at_th
         assert private[0] == pytest.approx(known[0], rel=1e-12)
 
 
+def test_pdp_at_the_private_variance_is_evaluated_with_its_threshold_at_the_design():
+    from skhybrid.mean._hybrid import PRIVATE_VARIANCE_SHARE
+
+    epsilon = np.where(np.arange(5_000) < 4_000, 0.1, 2.0)
+    rest = epsilon * (1.0 - PRIVATE_VARIANCE_SHARE)
+    for variance in (0.001, 0.05):
+        private = expected_mse(PDPSampleEstimator(bounds=(0, 1), threshold="optimal"),
+                               variance=variance, epsilon=epsilon)
+        known = expected_mse(PDPSampleEstimator(bounds=(0, 1), threshold="optimal",
+                                                variance=variance),
+                             variance=variance, epsilon=rest)
+        assert private[0] == pytest.approx(known[0], rel=1e-12)
+
+
 def test_expected_mse_needs_public_bounds_and_the_population():
     with pytest.raises(ValueError, match="bounds"):
         expected_mse(HybridMeanEstimator(), variance=0.1, n_samples=10)
