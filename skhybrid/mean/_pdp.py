@@ -250,6 +250,8 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
         The private estimate of the mean.
     threshold_ : float
         The threshold t used (``np.inf``: only public users were kept, without noise).
+        With ``variance="private"`` the named thresholds are of the levels' rest,
+        ``(1 - PRIVATE_VARIANCE_SHARE) epsilon_i``, at which the Sample mechanism runs.
     sampling_probability_ : ndarray of shape (n_samples,)
         Each user's keep probability. Absent after a fit on Dask input: a fitted
         estimator keeps nothing n-long or tied to the input's graph (see
