@@ -186,10 +186,9 @@ def _build_parser():
                                "private variance estimate when each trust group has one "
                                "epsilon, else adpm (any epsilon per user)")
     estimate.add_argument("--variance", type=float, metavar="V",
-                          help="the known (public) variance of the values; default: kvh, "
-                               "pwh, naive, tcm_only, full_lm and lm_only estimate it "
-                               "privately (5%% of tcm users' epsilon), the others assume "
-                               "the worst case for the bounds, (HI - LO)^2 / 4")
+                          help="the known (public) variance of the values; default: "
+                               "estimated privately with a small share of each user's "
+                               "epsilon, as each estimator's variance='private' does")
     estimate.add_argument("--sep", metavar="SEP", default=None,
                           help="the CSV delimiter: a character, or tab / comma / semicolon / "
                                "pipe; default: sniffed from the file")

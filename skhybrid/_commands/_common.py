@@ -39,12 +39,12 @@ class _Method:
             PDPSampleEstimator,
         )
 
-        common = {"epsilon": epsilon, "bounds": bounds, "variance": variance,
-                  "clamp": clamp, "random_state": random_state}
+        # Without a known variance, every mean estimator's default: a private estimate.
+        common = {"epsilon": epsilon, "bounds": bounds, "clamp": clamp,
+                  "variance": "private" if variance is None else variance,
+                  "random_state": random_state}
         if self.family == "hybrid":
-            # Without a known variance, the library's default: a private estimate.
-            return HybridMeanEstimator(self.strategy, **{
-                **common, "variance": "private" if variance is None else variance})
+            return HybridMeanEstimator(self.strategy, **common)
         if self.family == "adpm":
             return ADPMEstimator(strategy=self.strategy, **common)
         if self.family == "pdp":

@@ -82,20 +82,23 @@ def test_max_threshold_with_public_users_releases_the_public_mean_without_noise(
     # Chaudhuri and Courtade's SM: t = max = inf keeps the public users only.
     X, _ = _two_levels(n=300)
     epsilon = np.where(np.arange(300) < 200, 0.5, np.inf)
-    est = PDPSampleEstimator(bounds=(0, 1), random_state=0).fit(X, epsilon=epsilon)
+    est = PDPSampleEstimator(threshold="max", bounds=(0, 1), random_state=0)
+    est = est.fit(X, epsilon=epsilon)
     assert est.threshold_ == np.inf
     np.testing.assert_array_equal(est.sampling_probability_, epsilon == np.inf)
     assert est.mean_[0] == pytest.approx(X[200:].mean(), abs=FIXED_POINT_RESOLUTION)
     X_other = X.copy()
     X_other[:200] = 1.0  # the private users' values play no part
-    other = PDPSampleEstimator(bounds=(0, 1), random_state=0).fit(X_other, epsilon=epsilon)
+    other = PDPSampleEstimator(threshold="max", bounds=(0, 1), random_state=0)
+    other = other.fit(X_other, epsilon=epsilon)
     assert other.mean_[0] == est.mean_[0]
 
 
 def test_n_sampled_is_the_public_expected_kept_count_not_the_realised_one():
     X, epsilon = _two_levels(n=400)
     fits = [
-        PDPSampleEstimator(bounds=(0, 1), variance=None, random_state=seed).fit(X, epsilon=epsilon)
+        PDPSampleEstimator(threshold="max", bounds=(0, 1), variance=None,
+                           random_state=seed).fit(X, epsilon=epsilon)
         for seed in range(3)
     ]
     expected = 200 * (np.exp(0.5) - 1) / (np.exp(2.0) - 1) + 200
