@@ -161,7 +161,6 @@ def _distinct_rows(columns):
     return table, inverse.ravel().astype(np.min_scalar_type(first.size - 1)), counts
 
 
-
 class PrivacyLedger:
     """Per-user privacy budgets, what every release has spent of them, and who took part.
 

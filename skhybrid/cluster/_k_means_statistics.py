@@ -105,7 +105,6 @@ def _add_statistics(parts):
     return type(parts[0])(*(sum(field) for field in zip(*parts)))
 
 
-
 class _CentralConstants(NamedTuple):
     """What the tcm release derives from the bounds alone: the ``midpoint``, each feature's
     noise ``weights`` (:func:`central_sum_weights`) and ``variance_factor``,

@@ -28,7 +28,6 @@ References
    arXiv:1309.1541, 2013 (reference [39] of [1]).
 """
 
-
 import numpy as np
 
 __all__ = [
