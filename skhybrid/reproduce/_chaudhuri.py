@@ -24,7 +24,8 @@ from ..theory import (
     worst_case_variance,
 )
 from ..utils._progress import progress_bar
-from ._base import Panel, Reproduction
+from ._base import Panel, Reproduction, squared_errors
+from ._common_hybrid import mean_and_standard_error
 
 #: Data are clipped to [-0.5, 0.5], the paper's domain (Sec. II).
 _BOUNDS = (-0.5, 0.5)
@@ -67,20 +68,9 @@ def _worst_case_mse(method, epsilon):
 
 def _squared_errors(epsilon, draw_data, population_mean, n_trials, rng, bar):
     """Squared error of each method on ``n_trials`` fresh datasets (shared by the methods)."""
-    estimators = {method: make() for method, make in _METHODS.items()}
-    errors = {method: np.empty(n_trials) for method in estimators}
-    for trial, seed in enumerate(rng.integers(2**32, size=n_trials)):
-        trial_rng = np.random.default_rng(seed)
-        X = draw_data(trial_rng, epsilon.size)
-        for method, estimator in estimators.items():
-            estimator.set_params(random_state=trial_rng).fit(X, epsilon=epsilon)
-            errors[method][trial] = (estimator.mean_[0] - population_mean) ** 2
-        bar.update(1)
-    return errors
-
-
-def _mean_and_standard_error(values):
-    return values.mean(), values.std(ddof=1) / np.sqrt(values.size)
+    return squared_errors({method: make() for method, make in _METHODS.items()}, draw_data,
+                          epsilon=epsilon, n_trials=n_trials, rng=rng, bar=bar,
+                          target=population_mean)
 
 
 def table_2(*, quick=False, random_state=0, progress=False):
@@ -108,7 +98,7 @@ def table_2(*, quick=False, random_state=0, progress=False):
             epsilon = np.exp(rng.uniform(low, high, n_users))
             errors = _squared_errors(epsilon, draw_data, population_mean, n_trials, rng, bar)
             for method, squared in errors.items():
-                mse, standard_error = _mean_and_standard_error(squared)
+                mse, standard_error = mean_and_standard_error(squared)
                 columns["regime"].append(f"{regime} Var(eps)")
                 columns["method"].append(method)
                 columns["paper_log_mse"].append(_TABLE_II[regime][method])
@@ -214,7 +204,7 @@ def figure_1b(*, quick=False, random_state=0, progress=False):
             epsilon = np.repeat([eps1, eps2], [n_private, n_users - n_private])
             errors = _squared_errors(epsilon, draw_data, 0.0, n_trials, rng, bar)
             for method, squared in errors.items():
-                mse, standard_error = _mean_and_standard_error(squared)
+                mse, standard_error = mean_and_standard_error(squared)
                 table[f"{method}_mse_x1e4"][row] = 1e4 * mse
                 table[f"{method}_se_x1e4"][row] = 1e4 * standard_error
                 table[f"{method}_theory_x1e4"][row] = 1e4 * _worst_case_mse(method, epsilon)
@@ -329,7 +319,7 @@ def figure_1a(*, quick=False, random_state=0, progress=False):
             epsilon = np.repeat([eps1, eps2], [n_private, n - n_private])
             errors = _squared_errors(epsilon, draw_data, 0.0, n_trials, rng, bar)
             for method, squared in errors.items():
-                mse, standard_error = _mean_and_standard_error(squared)
+                mse, standard_error = mean_and_standard_error(squared)
                 table[f"{method}_simulated"][row] = (mse - variance / n) * n**2
                 table[f"{method}_se"][row] = standard_error * n**2
                 table[f"{method}_theory"][row] = (
