@@ -45,7 +45,7 @@ from skhybrid.mean import EmptyGroupWarning
 from skhybrid.mechanisms import LaplaceMechanism
 from skhybrid.mechanisms._randomized_response import randomized_response_widths, response_draws
 from skhybrid.theory._hybrid import pwh_weight
-from skhybrid.utils._responses import respond
+from skhybrid.mechanisms.tests.test_randomized_response import respond
 from skhybrid.utils._sums import FIXED_POINT_BITS, centred_sums
 
 STRATEGIES = ["hybrid", "tcm_only", "full_lm"]
