@@ -403,13 +403,7 @@ class BlenderHeavyHitters(BaseEstimator):
         -------
         self : BlenderHeavyHitters
         """
-        check_is_fitted(self)
-        if not hasattr(self, "_head_records"):
-            raise ValueError(
-                "the fitted head list is empty, so clients have nothing to report; fit "
-                "on more opt-in users or with a larger epsilon or delta"
-            )
-        client = self._client(self.epsilon if epsilon is None else epsilon)
+        client = self.make_client(epsilon)
         reports = client._ids(reports, name="reports", whom="fit_reports", wildcard=True)
         cells = client._layout.cells_of_reports(reports)
         report_counts = np.bincount(cells, minlength=client._layout.n_cells)
@@ -430,7 +424,10 @@ class BlenderHeavyHitters(BaseEstimator):
         """
         check_is_fitted(self)
         if not hasattr(self, "_head_records"):
-            raise ValueError("the fitted head list is empty; there is nothing to report")
+            raise ValueError(
+                "the fitted head list is empty, so clients have nothing to report; fit "
+                "on more opt-in users or with a larger epsilon or delta"
+            )
         return self._client(self.epsilon if epsilon is None else epsilon)
 
     def score(self, X, y=None):
