@@ -10,7 +10,7 @@ one iteration on one chunk of a Dask input.
 """
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import NamedTuple
 
@@ -105,58 +105,28 @@ def _add_statistics(parts):
     return type(parts[0])(*(sum(field) for field in zip(*parts)))
 
 
-class _CentralConstants(NamedTuple):
-    """What the tcm release derives from the bounds alone: the ``midpoint``, each feature's
-    noise ``weights`` (:func:`central_sum_weights`) and ``variance_factor``,
-    ``weights**2 + (ranges / 2)**2`` (:func:`_central_variance`)."""
+def _release_central(statistics, lower, upper, mechanism, rng):
+    """The curator's tcm release of one iteration (Algorithm 1, lines 9-10): noise drawn once.
 
-    midpoint: np.ndarray
-    weights: np.ndarray
-    variance_factor: np.ndarray
-
-
-def _central_constants(lower, upper):
-    """The :class:`_CentralConstants` of the bounds."""
+    One noisy vector: the counts, then the centred sums (converted from exact fixed
+    point, a rounding the sensitivity covers) divided by each feature's noise weight
+    (:func:`central_sum_weights`). Each cluster's :class:`_ClusterMeans` entry is the
+    middle of the box plus its noisy sum (times the weight) over its noisy count. A
+    mean's error is (Y_sum - mu Y_count) / count with |mu| <= half the range: both noises
+    count in its variance.
+    """
+    counts, code_sums = statistics
     ranges = upper - lower
     weights = central_sum_weights(ranges)
-    return _CentralConstants(lower + ranges / 2.0, weights, weights**2 + (ranges / 2.0) ** 2)
-
-
-def _release_central(statistics, lower, upper, mechanism, rng, constants=None):
-    """The curator's tcm release of one iteration (Algorithm 1, lines 9-10), as
-    :class:`_ClusterMeans`: :func:`_released_central`, then :func:`_central_means`."""
-    if constants is None:
-        constants = _central_constants(lower, upper)
-    released = _released_central(statistics, lower, upper, mechanism, rng, constants)
-    return _central_means(released, constants,
-                          _central_variance(mechanism, released.size, constants))
-
-
-def _central_means(released, constants, central_variance):
-    """The tcm :class:`_ClusterMeans`: noisy counts as sizes, noisy sums times the weights."""
-    n_features = constants.weights.shape[0]
-    k = released.shape[0] // (1 + n_features)
-    sums = released[k:].reshape(k, n_features) * constants.weights
-    return _cluster_means(constants.midpoint, sums, released[:k],
-                          np.broadcast_to(central_variance, sums.shape))
-
-
-def _released_central(statistics, lower, upper, mechanism, rng, constants):
-    """One noisy vector: the counts, then the centred sums (converted from fixed point,
-    a rounding the sensitivity covers) divided by each feature's noise weight."""
-    counts, code_sums = statistics
     sums = centred_sums(code_sums, lower, upper, n_users=int(counts.max(initial=0)))
-    sums = sums / constants.weights  # exact where a weight is 1
-    return mechanism.randomise(np.concatenate([counts.astype(np.float64), sums.ravel()]),
-                               random_state=rng)
-
-
-def _central_variance(mechanism, n_coordinates, constants):
-    """The noise variance of a tcm cluster's centred sum, per feature.
-
-    The mean's error is (Y_sum - mu Y_count) / count, with mu the centred mean: both
-    noises, the count's times |mu| <= half the range."""
-    return mechanism.variance(n_coordinates) * constants.variance_factor
+    sums = sums / weights  # exact where a weight is 1
+    released = mechanism.randomise(np.concatenate([counts.astype(np.float64), sums.ravel()]),
+                                   random_state=rng)
+    k = counts.shape[0]
+    sums = released[k:].reshape(k, weights.shape[0]) * weights
+    variance = mechanism.variance(released.size) * (weights**2 + (ranges / 2.0) ** 2)
+    return _cluster_means(lower + ranges / 2.0, sums, released[:k],
+                          np.broadcast_to(variance, sums.shape))
 
 
 class _ResponseConstants(NamedTuple):
@@ -182,8 +152,7 @@ def _response_constants(release_epsilon, k, ranges, report_variance):
     )
 
 
-def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance,
-                 constants=None):
+def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance):
     """The curator's lm cluster means of one iteration, de-mixed from the randomized response.
 
     A report lands in its true cluster with probability ``keep`` and in each other one
@@ -198,9 +167,8 @@ def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance,
     ``S_j`` (Algorithm 1's plain average pulls the centres towards the overall mean).
     Post-processing: no noise is drawn here.
     """
-    if constants is None:
-        constants = _response_constants(release_epsilon, statistics.counts.shape[1], ranges,
-                                        report_variance)
+    constants = _response_constants(release_epsilon, statistics.counts.shape[1], ranges,
+                                    report_variance)
     # The mean's error is (S_j - mu_j N_j) / N_j = sum_i (x_i + Y_i - mu_j) w_ij / N_j
     # over all users, with w_ij = (1[report_i = j] - other) / gain of second moment
     # other (1 - other) / gain^2 outside cluster j and
@@ -400,16 +368,12 @@ def _next_centres(plan, central, local, previous, rng):
     (:func:`centre_noise_variance`) from its statistics (either may be None):
     :func:`_release_central`, :func:`_demix_local` and :func:`_merge_cluster_means`,
     the release's noise drawn from ``rng``."""
-    constants = plan.central_constants
     tcm = lm = None
     if central is not None:
-        released = _released_central(central, plan.lower, plan.upper, plan.central, rng,
-                                     constants)
-        tcm = _central_means(released, constants, plan.central_variance(released.size))
+        tcm = _release_central(central, plan.lower, plan.upper, plan.central, rng)
     if local is not None:
         lm = _demix_local(local, plan.midpoint, plan.ranges, plan.release_epsilon,
-                          plan.report_variance,
-                          plan.response_constants(local.counts.shape[1]))
+                          plan.report_variance)
     centres, weight = _merge_cluster_means(tcm, lm, previous, plan.lower, plan.upper)
     return centres, weight, centre_noise_variance(tcm, lm, weight)
 
@@ -432,44 +396,19 @@ class _FitPlan:
     release_epsilon: np.ndarray = None
     report_variance: np.ndarray = None
     group_levels: tuple = (0, 0)
-    #: What the iterations derive from the above alone, computed once (:meth:`_derived`).
-    _cache: dict = field(default_factory=dict, init=False, compare=False, repr=False)
-
-    def _derived(self, key, compute):
-        """``compute()``, computed at the first call for ``key`` (read-only arrays)."""
-        value = self._cache.get(key)
-        if value is None:
-            value = self._cache[key] = compute()
-            for array in value if isinstance(value, tuple) else (value,):
-                array.flags.writeable = False
-        return value
 
     @property
     def midpoint(self):
-        return self._derived("midpoint", lambda: (self.lower + self.upper) / 2.0)
+        return (self.lower + self.upper) / 2.0
 
     @property
     def ranges(self):
-        return self._derived("ranges", lambda: self.upper - self.lower)
+        return self.upper - self.lower
 
     @property
     def local_noise(self):
         """The lm report's randomizer: Laplace noise on values clipped to the bounds."""
         return {"mechanism": LAPLACE, "delta": 0.0, "lower": self.lower, "upper": self.upper}
-
-    @property
-    def central_constants(self):
-        return self._derived("central", lambda: _central_constants(self.lower, self.upper))
-
-    def central_variance(self, n_coordinates):
-        """:func:`_central_variance` of the tcm release of ``n_coordinates`` values."""
-        return self._derived(("central variance", n_coordinates), lambda: _central_variance(
-            self.central, n_coordinates, self.central_constants))
-
-    def response_constants(self, k):
-        """The levels' :func:`_response_constants` for ``k`` clusters."""
-        return self._derived(("local", k), lambda: _response_constants(
-            self.release_epsilon, k, self.ranges, self.report_variance))
 
 
 class _ChunkClustering:
