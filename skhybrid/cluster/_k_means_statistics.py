@@ -129,29 +129,6 @@ def _release_central(statistics, lower, upper, mechanism, rng):
                           np.broadcast_to(variance, sums.shape))
 
 
-class _ResponseConstants(NamedTuple):
-    """What :func:`_demix_local` derives from the levels, k and the reports' noise alone
-    (see its comments); (n_levels, 1) each but ``second_moment`` (n_levels, n_features)."""
-
-    other: np.ndarray
-    gain: np.ndarray
-    outside: np.ndarray
-    inside: np.ndarray
-    second_moment: np.ndarray
-
-
-def _response_constants(release_epsilon, k, ranges, report_variance):
-    keep, other = randomized_response_drawn_probabilities(release_epsilon, k,
-                                                          response_bits(release_epsilon, k))
-    keep, other = keep[:, np.newaxis], other[:, np.newaxis]
-    gain = keep - other
-    return _ResponseConstants(
-        other, gain, other * (1.0 - other) / gain**2,
-        (keep * (1.0 - other) ** 2 + (1.0 - keep) * other**2) / gain**2,
-        report_variance + ranges**2,
-    )
-
-
 def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance):
     """The curator's lm cluster means of one iteration, de-mixed from the randomized response.
 
@@ -167,23 +144,26 @@ def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance)
     ``S_j`` (Algorithm 1's plain average pulls the centres towards the overall mean).
     Post-processing: no noise is drawn here.
     """
-    constants = _response_constants(release_epsilon, statistics.counts.shape[1], ranges,
-                                    report_variance)
-    # The mean's error is (S_j - mu_j N_j) / N_j = sum_i (x_i + Y_i - mu_j) w_ij / N_j
-    # over all users, with w_ij = (1[report_i = j] - other) / gain of second moment
-    # other (1 - other) / gain^2 outside cluster j and
-    # (keep (1 - other)^2 + (1 - keep) other^2) / gain^2 inside it; E[(x + Y - mu)^2]
-    # is the report's noise variance plus at most range^2 (``second_moment``).
     counts, sums, n_users, report_totals = statistics
-    other, gain, outside, inside_moment, second_moment = constants
+    k = counts.shape[1]
+    keep, other = randomized_response_drawn_probabilities(release_epsilon, k,
+                                                          response_bits(release_epsilon, k))
+    gain = keep - other
+    # The mean's error is (S_j - mu_j N_j) / N_j = sum_i (x_i + Y_i - mu_j) w_ij / N_j
+    # over all users, with w_ij = (1[report_i = j] - other) / gain, of second moment
+    # ``outside`` cluster j and ``inside_moment`` inside it; E[(x + Y - mu)^2] is the
+    # report's noise variance plus at most range^2 (``second_moment``).
+    outside = other * (1.0 - other) / gain**2
+    inside_moment = (keep * (1.0 - other) ** 2 + (1.0 - keep) * other**2) / gain**2
+    second_moment = report_variance + ranges**2
     # Per level l and cluster j: N_j = (count_j - other n) / gain and
     # S_j = (sum_j - other T) / gain, summed over the levels in their order.
     sizes = centred = sum_variance = 0.0
     for level in range(counts.shape[0]):
-        users, share, scale = n_users[level], other[level, 0], gain[level, 0]
+        users, share, scale = n_users[level], other[level], gain[level]
         size = (counts[level] - share * users) / scale
         inside = np.minimum(np.maximum(size, 0.0), users)
-        spread = (users - inside) * outside[level, 0] + inside * inside_moment[level, 0]
+        spread = (users - inside) * outside[level] + inside * inside_moment[level]
         sizes = sizes + size
         centred = centred + (sums[level] - share * report_totals[level]) / scale
         sum_variance = sum_variance + spread[:, np.newaxis] * second_moment[level]
