@@ -175,17 +175,16 @@ class _CentralClustering:
 
     The curator assigns the clipped ``values`` (never copied) to their nearest centre
     (Algorithm 1, line 6): :meth:`statistics`. The noise is added once to the totals of
-    all chunks by :func:`_release_central`; :meth:`estimate` is the one-chunk case.
+    all chunks by :func:`_release_central`.
     """
 
-    def __init__(self, values, lower, upper, mechanism, n_threads=1):
+    def __init__(self, values, lower, upper, n_threads=1):
         self._values = np.ascontiguousarray(values, dtype=np.float64)
         self._lower, self._upper, self._scale = _bounds_and_scale(lower, upper,
                                                                   self._values.shape[1])
         # The nearest-centre search runs on values near zero (better conditioned); it
         # only picks each user's cluster, from their own value.
         self._midpoint = (lower + upper) / 2.0
-        self._mechanism = mechanism
         self._n_threads = n_threads
 
     def statistics(self, centres):
@@ -198,10 +197,6 @@ class _CentralClustering:
             n_threads=self._n_threads)
         return _CentralStatistics(counts, centred_code_sums(code_sums, counts))
 
-    def estimate(self, centres, rng):
-        statistics = self.statistics(centres)
-        return _release_central(statistics, self._lower, self._upper, self._mechanism, rng)
-
 
 class _LocalClustering:
     """The lm side of an iteration on one chunk: reports sent once, then a randomized response.
@@ -211,13 +206,12 @@ class _LocalClustering:
     line 7) in :meth:`statistics`. The curator collects the Laplace-noised reports
     (line 4; ``centred_reports``, minus ``midpoint``, in :data:`REPORT_DTYPE`) by
     reported cluster (lines 11-12) and de-mixes the totals of all chunks
-    (:func:`_demix_local`); :meth:`estimate` is the one-chunk case. ``level`` is each
-    user's index into ``release_epsilon`` and ``report_variance`` (None: one level);
-    ``rows`` which rows of ``values`` are these users (None: all).
+    (:func:`_demix_local`). ``level`` is each user's index into ``release_epsilon``
+    (None: one level); ``rows`` which rows of ``values`` are these users (None: all).
     """
 
-    def __init__(self, values, centred_reports, midpoint, ranges, release_epsilon, report_variance,
-                 level, *, rows=None, bounds=None, n_threads=1):
+    def __init__(self, values, centred_reports, midpoint, release_epsilon, level, *,
+                 rows=None, bounds=None, n_threads=1):
         self._values = np.ascontiguousarray(values, dtype=np.float64)
         n_rows, n_features = self._values.shape
         # Every row local: a mask all True (one byte a row) keeps one code path.
@@ -227,10 +221,8 @@ class _LocalClustering:
         self._grid = ((-np.inf, np.inf, 0.0) if bounds is None
                       else _bounds_and_scale(*bounds, n_features))
         self._midpoint = midpoint
-        self._ranges = ranges
         self._reports = np.ascontiguousarray(centred_reports, dtype=REPORT_DTYPE)
         self._release_epsilon = release_epsilon
-        self._report_variance = report_variance
         self._level = None if level is None else np.asarray(level, dtype=np.intp)
         self._n_threads = n_threads
         n_levels = release_epsilon.shape[0]
@@ -272,11 +264,6 @@ class _LocalClustering:
             return statistics
         return _CentralStatistics(counts, centred_code_sums(code_sums, counts)), statistics
 
-    def estimate(self, centres, rng):
-        statistics = self.statistics(centres, rng)
-        return _demix_local(
-            statistics, self._midpoint, self._ranges, self._release_epsilon, self._report_variance
-        )
 
 
 def _merge_cluster_means(tcm, lm, previous, lower, upper):
@@ -411,7 +398,7 @@ class _ChunkClustering:
         if plan.central is not None and not self._fused:
             self.central = _CentralClustering(
                 values if is_tcm.all() else masked_rows(values, is_tcm), plan.lower, plan.upper,
-                plan.central, n_threads,
+                n_threads,
             )
         if local_rows is None:
             return
@@ -434,9 +421,8 @@ class _ChunkClustering:
                                                  epsilon=step)
         # The users' true values stay the chunk's rows: no copy of them is kept.
         self.local = _LocalClustering(
-            values, reports, plan.midpoint, plan.ranges, plan.release_epsilon,
-            plan.report_variance, level, rows=local_rows, bounds=(plan.lower, plan.upper),
-            n_threads=n_threads,
+            values, reports, plan.midpoint, plan.release_epsilon, level, rows=local_rows,
+            bounds=(plan.lower, plan.upper), n_threads=n_threads,
         )
 
     def statistics(self, centres, response_rng):
