@@ -13,9 +13,11 @@ import numpy as np
 
 from ..datasets import make_search_logs
 from ..heavy_hitters import BlenderHeavyHitters
+from ..heavy_hitters._records import _distinct_records
 from ..theory import list_of_lists_ndcg
 from ..utils._progress import progress_bar
 from ._base import Panel, Reproduction
+from ._common_hybrid import mean_and_standard_error
 
 #: Section 4.2.1: 5% opt-in users (AOL), head lists of 50 records (AOL).
 _OPTIN_FRACTION = 0.05
@@ -28,17 +30,6 @@ _ESTIMATES = {
 }
 _COLUMNS = {"probabilities_": "blended", "optin_probabilities_": "optin",
             "client_probabilities_": "client"}
-
-
-def _record_counts(X):
-    """Distinct (query, url) records of ``X`` and their counts.
-
-    ``np.unique(X, axis=0)`` sorts rows and takes seconds on a million users; the ids
-    are non-negative ints, so each pair is packed into one int64 key instead.
-    """
-    width = int(X[:, 1].max()) + 1
-    keys, counts = np.unique(X[:, 0] * width + X[:, 1], return_counts=True)
-    return np.column_stack(np.divmod(keys, width)), counts
 
 
 def _ndcg_of_each_estimate(estimator, truth):
@@ -75,7 +66,7 @@ def ndcg_against_epsilon(*, quick=False, random_state=0, progress=False):
                     epsilon=epsilon, delta=delta, max_records=_MAX_RECORDS,
                     random_state=trial_rng,
                 ).fit(X, trust_group=trust)
-                truth = _record_counts(X)
+                truth = _distinct_records(X)
                 for attribute, value in _ndcg_of_each_estimate(estimator, truth).items():
                     scores[attribute][row, trial] = value
                 head_sizes[row, trial] = len(estimator.head_list_)
@@ -83,8 +74,8 @@ def ndcg_against_epsilon(*, quick=False, random_state=0, progress=False):
 
     table = {"epsilon": epsilon_grid}
     for attribute, values in scores.items():
-        table[f"{_COLUMNS[attribute]}_ndcg"] = values.mean(axis=1)
-        table[f"{_COLUMNS[attribute]}_se"] = values.std(axis=1, ddof=1) / np.sqrt(n_trials)
+        table[f"{_COLUMNS[attribute]}_ndcg"], table[f"{_COLUMNS[attribute]}_se"] = (
+            mean_and_standard_error(values))
     table["head_list_size"] = head_sizes.mean(axis=1)
     panel = Panel(
         x="epsilon",
