@@ -57,34 +57,11 @@ class HybridLandscape:
     peak_improvement: float
 
 
-def _hybrid_mses(*, n, data_range, variance, epsilon, fractions):
-    """``(tcm_only, full_lm, kvh, pwh, improvement)`` expected MSEs at each tcm share."""
-    from .reproduce._common_hybrid import analytic_curves
-
-    kvh, pwh = (analytic_curves(strategy, n=n, c=np.asarray(fractions, dtype=float),
-                                m=data_range, epsilon=epsilon, sigma2=variance)
-                for strategy in ("kvh", "pwh"))
-    return kvh["mse_tcm_only"], kvh["mse_full_lm"], kvh["mse_hybrid"], pwh["mse_hybrid"], kvh["R"]
-
-
-def peak_improvement(*, n, data_range, variance, epsilon):
-    """The tcm share where KVH gains most over the better baseline, and that gain.
-
-    The peak is where the baselines cross (:func:`~skhybrid.theory.peak_fraction`,
-    Lemma 3.8 of Avent et al. 2020), computed rather than read off a grid.
-
-    Returns
-    -------
-    fraction, improvement : float
-    """
-    fraction = peak_fraction(n=n, m=data_range, epsilon=epsilon, sigma2=variance)
-    improvement = _hybrid_mses(n=n, data_range=data_range, variance=variance,
-                               epsilon=epsilon, fractions=[fraction])[-1]
-    return fraction, float(improvement[0])
-
-
 def hybrid_landscape(*, n, data_range, variance, epsilon, fractions=TCM_FRACTIONS):
     """The baselines' and the hybrids' expected MSEs for each tcm share, Laplace noise.
+
+    The peak of R is where the baselines cross (:func:`~skhybrid.theory.peak_fraction`,
+    Lemma 3.8 of Avent et al. 2020), computed rather than read off the grid.
 
     Parameters
     ----------
@@ -101,14 +78,17 @@ def hybrid_landscape(*, n, data_range, variance, epsilon, fractions=TCM_FRACTION
     -------
     landscape : HybridLandscape
     """
-    tcm_only, full_lm, kvh, pwh, improvement = _hybrid_mses(
-        n=n, data_range=data_range, variance=variance, epsilon=epsilon, fractions=fractions)
-    fraction, peak = peak_improvement(n=n, data_range=data_range, variance=variance,
-                                      epsilon=epsilon)
+    from .reproduce._common_hybrid import analytic_curves
+
+    fractions = np.asarray(fractions, dtype=float)
+    peak = peak_fraction(n=n, m=data_range, epsilon=epsilon, sigma2=variance)
+    kvh, pwh = (analytic_curves(strategy, n=n, c=np.append(fractions, peak), m=data_range,
+                                epsilon=epsilon, sigma2=variance)
+                for strategy in ("kvh", "pwh"))
     return HybridLandscape(
-        fractions=np.asarray(fractions, dtype=float), tcm_only=tcm_only, full_lm=full_lm,
-        kvh=kvh, pwh=pwh, improvement=improvement, peak_fraction=fraction,
-        peak_improvement=peak,
+        fractions=fractions, tcm_only=kvh["mse_tcm_only"][:-1], full_lm=kvh["mse_full_lm"][:-1],
+        kvh=kvh["mse_hybrid"][:-1], pwh=pwh["mse_hybrid"][:-1], improvement=kvh["R"][:-1],
+        peak_fraction=peak, peak_improvement=float(kvh["R"][-1]),
     )
 
 
