@@ -438,10 +438,8 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         Each row counts in the cluster of its nearest private centre; see
         :func:`within_cluster_sum_of_squares`.
 
-        For simulations only: with real data the score is not private (it reads ``X``
-        exactly) and no ledger charges it, so selecting a model by it publishes a
-        non-private choice. To select on real data use
-        :class:`~skhybrid.model_selection.PrivateGridSearchCV`
+        Not private (it reads ``X`` exactly, and no ledger charges it): for simulations.
+        Select on real data with :class:`~skhybrid.model_selection.PrivateGridSearchCV`
         (docs/user_guide/private_selection.rst).
 
         Parameters

@@ -441,10 +441,8 @@ class BlenderHeavyHitters(BaseEstimator):
         ``max_records`` are comparable in model selection. The paper's own figures
         use the ideal of the head list's length (``ideal="estimated"``).
 
-        For simulations only: with real data the score is not private (it reads ``X``
-        exactly) and no ledger charges it, so selecting a model by it publishes a
-        non-private choice. To select on real data use
-        :class:`~skhybrid.model_selection.PrivateGridSearchCV`
+        Not private (it reads ``X`` exactly, and no ledger charges it): for simulations.
+        Select on real data with :class:`~skhybrid.model_selection.PrivateGridSearchCV`
         (docs/user_guide/private_selection.rst).
 
         Parameters
@@ -456,8 +454,7 @@ class BlenderHeavyHitters(BaseEstimator):
         Returns
         -------
         score : float
-            In [0, 1], higher is better; 0 for an empty head list. Not private: it
-            reads ``X`` exactly.
+            In [0, 1], higher is better; 0 for an empty head list.
         """
         check_is_fitted(self)
         warn_score_leak(self)
