@@ -13,7 +13,6 @@ import numpy as np
 
 from ..datasets import make_search_logs
 from ..heavy_hitters import BlenderHeavyHitters
-from ..heavy_hitters._records import _distinct_records
 from ..theory import list_of_lists_ndcg
 from ..utils._progress import progress_bar
 from ._base import Panel, Reproduction
@@ -30,6 +29,14 @@ _ESTIMATES = {
 }
 _COLUMNS = {"probabilities_": "blended", "optin_probabilities_": "optin",
             "client_probabilities_": "client"}
+
+
+def _record_counts(X):
+    """Distinct (query, url) records of ``X`` and their counts, each pair packed into one
+    int64 key (the ids are non-negative ints; a row-wise ``np.unique`` takes seconds)."""
+    width = int(X[:, 1].max()) + 1
+    keys, counts = np.unique(X[:, 0] * width + X[:, 1], return_counts=True)
+    return np.column_stack(np.divmod(keys, width)), counts
 
 
 def _ndcg_of_each_estimate(estimator, truth):
@@ -66,7 +73,7 @@ def ndcg_against_epsilon(*, quick=False, random_state=0, progress=False):
                     epsilon=epsilon, delta=delta, max_records=_MAX_RECORDS,
                     random_state=trial_rng,
                 ).fit(X, trust_group=trust)
-                truth = _distinct_records(X)
+                truth = _record_counts(X)
                 for attribute, value in _ndcg_of_each_estimate(estimator, truth).items():
                     scores[attribute][row, trial] = value
                 head_sizes[row, trial] = len(estimator.head_list_)
