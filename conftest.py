@@ -5,8 +5,6 @@
 audits; ``python -m pytest --slow -m slow`` runs only those. CI runs both.
 """
 
-import pytest
-
 try:
     from hypothesis import settings
 except ImportError:  # pragma: no cover - hypothesis comes with the test extras
