@@ -43,19 +43,9 @@ _DOLLARS = "US$"
 
 @dataclass
 class HybridLandscape:
-    """Expected MSEs (Avent et al. 2020, Lemmas 3.2, 3.4, 3.13) over the tcm share.
-
-    Attributes
-    ----------
-    fractions : ndarray of shape (n_fractions,)
-    tcm_only, full_lm, kvh, pwh : ndarray of shape (n_fractions,)
-        Expected squared error against the empirical mean of the users' values.
-    improvement : ndarray of shape (n_fractions,)
-        KVH's relative improvement over the better baseline (Def. 3.5).
-    peak_fraction, peak_improvement : float
-        Where the improvement peaks and its value there, computed (not read off the
-        grid): the tcm share where the two baselines' expected MSEs are equal.
-    """
+    """Expected MSEs (Avent et al. 2020, Lemmas 3.2, 3.4, 3.13) at each tcm share of
+    ``fractions``, KVH's ``improvement`` R (Def. 3.5), and R's peak: computed where the
+    baselines' expected MSEs cross, not read off the grid."""
 
     fractions: np.ndarray
     tcm_only: np.ndarray
@@ -67,34 +57,11 @@ class HybridLandscape:
     peak_improvement: float
 
 
-def _hybrid_mses(*, n, data_range, variance, epsilon, fractions):
-    """``(tcm_only, full_lm, kvh, pwh, improvement)`` expected MSEs at each tcm share."""
-    from .reproduce._common_hybrid import analytic_curves
-
-    kvh, pwh = (analytic_curves(strategy, n=n, c=np.asarray(fractions, dtype=float),
-                                m=data_range, epsilon=epsilon, sigma2=variance)
-                for strategy in ("kvh", "pwh"))
-    return kvh["mse_tcm_only"], kvh["mse_full_lm"], kvh["mse_hybrid"], pwh["mse_hybrid"], kvh["R"]
-
-
-def peak_improvement(*, n, data_range, variance, epsilon):
-    """The tcm share where KVH gains most over the better baseline, and that gain.
-
-    The peak is where the baselines cross (:func:`~skhybrid.theory.peak_fraction`,
-    Lemma 3.8 of Avent et al. 2020), computed rather than read off a grid.
-
-    Returns
-    -------
-    fraction, improvement : float
-    """
-    fraction = peak_fraction(n=n, m=data_range, epsilon=epsilon, sigma2=variance)
-    improvement = _hybrid_mses(n=n, data_range=data_range, variance=variance,
-                               epsilon=epsilon, fractions=[fraction])[-1]
-    return fraction, float(improvement[0])
-
-
 def hybrid_landscape(*, n, data_range, variance, epsilon, fractions=TCM_FRACTIONS):
     """The baselines' and the hybrids' expected MSEs for each tcm share, Laplace noise.
+
+    The peak of R is where the baselines cross (:func:`~skhybrid.theory.peak_fraction`,
+    Lemma 3.8 of Avent et al. 2020), computed rather than read off the grid.
 
     Parameters
     ----------
@@ -111,14 +78,17 @@ def hybrid_landscape(*, n, data_range, variance, epsilon, fractions=TCM_FRACTION
     -------
     landscape : HybridLandscape
     """
-    tcm_only, full_lm, kvh, pwh, improvement = _hybrid_mses(
-        n=n, data_range=data_range, variance=variance, epsilon=epsilon, fractions=fractions)
-    fraction, peak = peak_improvement(n=n, data_range=data_range, variance=variance,
-                                      epsilon=epsilon)
+    from .reproduce._common_hybrid import analytic_curves
+
+    fractions = np.asarray(fractions, dtype=float)
+    peak = peak_fraction(n=n, m=data_range, epsilon=epsilon, sigma2=variance)
+    kvh, pwh = (analytic_curves(strategy, n=n, c=np.append(fractions, peak), m=data_range,
+                                epsilon=epsilon, sigma2=variance)
+                for strategy in ("kvh", "pwh"))
     return HybridLandscape(
-        fractions=np.asarray(fractions, dtype=float), tcm_only=tcm_only, full_lm=full_lm,
-        kvh=kvh, pwh=pwh, improvement=improvement, peak_fraction=fraction,
-        peak_improvement=peak,
+        fractions=fractions, tcm_only=kvh["mse_tcm_only"][:-1], full_lm=kvh["mse_full_lm"][:-1],
+        kvh=kvh["mse_hybrid"][:-1], pwh=pwh["mse_hybrid"][:-1], improvement=kvh["R"][:-1],
+        peak_fraction=peak, peak_improvement=float(kvh["R"][-1]),
     )
 
 
@@ -127,26 +97,12 @@ def hybrid_landscape(*, n, data_range, variance, epsilon, fractions=TCM_FRACTION
 
 @dataclass
 class PerUserLandscape:
-    """Expected MSEs when a share of the users chooses epsilon_1 and the rest epsilon_2.
-
-    Every curve is the expected squared error at the data's known variance.
-    ``adpm`` is the paper's ADPM: Algorithm 1 of Chaudhuri and Courtade, the minimax
-    weights for the worst-case variance ``data_range**2 / 4``
-    (:func:`~skhybrid.theory.adpm_weights`). ``adpm_known_variance`` is a variant that is
-    not in the paper: the same program solved with the known variance (Theorem 1 with a
-    variance bound, :func:`~skhybrid.theory.two_group_mse`). UNI (everyone at
-    epsilon_1) and PropDPM (weights proportional to epsilon) from their weights
-    (:func:`~skhybrid.theory.uni_weights`, :func:`~skhybrid.theory.propdpm_weights`).
-
-    Attributes
-    ----------
-    eps1 : float
-    eps2 : ndarray of shape (n_points,)
-    adpm, adpm_known_variance, uni, propdpm : ndarray of shape (n_points,)
-    saturation, saturation_known_variance : float
-        ``R eps1`` (Eq. (4)) for the paper's ADPM and for the variant: past it their
-        error stops falling.
-    """
+    """Expected MSEs at the data's known variance when a share of the users chooses
+    ``eps1`` and the rest each of ``eps2``: the paper's ADPM (Algorithm 1 of Chaudhuri and
+    Courtade: minimax weights for the worst-case variance), a variant not in the paper
+    (the same program at the known variance, :func:`~skhybrid.theory.two_group_mse`),
+    UNI and PropDPM; ``saturation*`` is ``R eps1`` (Eq. (4)), past which ADPM's error
+    stops falling."""
 
     eps1: float
     eps2: np.ndarray
@@ -205,27 +161,9 @@ def per_user_landscape(*, n, data_range, variance, eps1, eps2, fraction=0.5):
 
 @dataclass
 class Selection:
-    """A budgeted model selection and its one release.
-
-    Attributes
-    ----------
-    scores : dict of str to float
-        Each candidate's selection criterion (here the expected RMSE, in the data's
-        units; smaller is better).
-    criterion : str
-        What `scores` are, in words.
-    best : str
-        The chosen candidate.
-    estimator : estimator
-        The chosen estimator, fitted once on the ledger.
-    ledger : PrivacyLedger
-    spent : ndarray of shape (n_users,)
-        Each user's epsilon spent on the ledger after the selection, in ``user_id`` order.
-    budget : float
-        Each user's budget.
-    selection_cost : str
-        What choosing cost the users, in words.
-    """
+    """A budgeted model selection: each candidate's ``scores`` (the ``criterion``, smaller
+    is better), the ``best``, its ``estimator`` fitted once on the ``ledger``, each user's
+    epsilon ``spent`` (in ``user_id`` order) of their ``budget``, and what choosing cost."""
 
     scores: dict
     criterion: str

@@ -252,10 +252,8 @@ class MeanEstimatorMixin:
 
         For a mean estimator, the estimate is compared with ``X``'s column means.
 
-        For simulations only: with real data the score is not private (it reads ``X``
-        exactly) and no ledger charges it, so selecting a model by it publishes a
-        non-private choice. To select on real data use
-        :class:`~skhybrid.model_selection.PrivateGridSearchCV`
+        Not private (it reads ``X`` exactly, and no ledger charges it): for simulations.
+        Select on real data with :class:`~skhybrid.model_selection.PrivateGridSearchCV`
         (docs/user_guide/private_selection.rst).
 
         Parameters

@@ -173,9 +173,9 @@ def _demo_landscapes(n_users, bounds, variance, args):
 
     data_range = bounds[1] - bounds[0]
     common = {"n": n_users, "data_range": data_range, "variance": variance}
-    hybrid = hybrid_landscape(epsilon=args.epsilon, **common)
     levels = sorted({*EPSILONS, args.epsilon})
     improvements = {level: hybrid_landscape(epsilon=level, **common) for level in levels}
+    hybrid = improvements[args.epsilon]
     eps1 = args.epsilon / 10
     # eps2 from eps1 to 100 eps1, and at least 3 times past the saturation points.
     ratio = saturation_ratio(n_users, 0.5, eps1, data_range=data_range, variance=variance)

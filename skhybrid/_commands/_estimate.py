@@ -197,7 +197,6 @@ def run_estimate(args):
     return 0
 
 
-
 def _epsilon(text, table):
     """``(constructor epsilon, per-user epsilon or None)`` from a column name or a number."""
     if text in table.header:

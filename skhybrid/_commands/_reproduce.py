@@ -9,9 +9,7 @@ def run_reproduce(args):
     from ..reproduce import REPRODUCTIONS, reproduce
 
     if args.list:
-        if not REPRODUCTIONS:
-            print("no reproductions are registered in this version of skhybrid")
-        width = max((len(name) for name in REPRODUCTIONS), default=0)
+        width = max(len(name) for name in REPRODUCTIONS)
         for name, function in REPRODUCTIONS.items():
             summary = (function.__doc__ or "").strip().splitlines()
             print(f"{name:<{width}}  {summary[0] if summary else ''}".rstrip())
@@ -23,7 +21,7 @@ def run_reproduce(args):
     if unknown:
         raise CommandError(
             f"unknown reproduction {unknown[0]!r}; choose 'all' or one of: "
-            f"{', '.join(REPRODUCTIONS) or '(none registered)'}"
+            f"{', '.join(REPRODUCTIONS)}"
         )
     plot = _use_matplotlib()
     output = Path(args.output)

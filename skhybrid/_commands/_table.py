@@ -108,7 +108,6 @@ def _read_csv(path, sep=None, decimal="."):
     return _Table(str(path), header, rows, lines, decimal)
 
 
-
 def _line_list(lines, shown=10):
     """``2, 5, 9`` or ``2, 5, ... (12 in all)``: line numbers for a message."""
     text = ", ".join(str(line) for line in lines[:shown])

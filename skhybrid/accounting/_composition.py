@@ -25,7 +25,6 @@ the Gaussian part is tight, and it is added to the pure part by basic compositio
 import numpy as np
 
 
-
 def gaussian_epsilon(gaussian, delta):
     """The tight epsilon, at ``delta``, of Gaussian releases composed into one.
 

@@ -16,7 +16,7 @@ import numpy as np
 from ..exceptions import UnaccountedReleaseWarning, warn_user
 from ..utils._dask import is_dask_collection
 from ..utils._validation import check_epsilon, check_trust_group
-from ._ledger import id_array
+from ._accounts import id_array
 
 
 @dataclass

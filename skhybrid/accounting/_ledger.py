@@ -11,16 +11,15 @@ totals compose is in :mod:`._composition`.
 
 import datetime
 import json
-import math
 import os
 import threading
 from collections.abc import Mapping
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 
 from ..exceptions import BudgetExceededError
-from ._accounts import _Accounts, _Index
+from ._accounts import _Accounts, _check_ids, _Index
 from ._composition import gaussian_epsilon
 from ._events import _decode, _encode, _levels, _mechanism, _pack, _unpack
 from ._few_users import replay
@@ -38,67 +37,6 @@ _CHECKPOINT_AFTER = 100_000
 # Up to this many users, a process that has not loaded the totals answers spent,
 # remaining and history from their own rows of the log (see ._few_users).
 _FEW_USERS = 1000
-
-
-def id_array(user_ids):
-    """User ids as a numpy array; a list or tuple keeps each id's own type.
-
-    ``np.asarray([1, "b"])`` would turn both into strings: a list becomes an object
-    array instead, so that ids of mixed types are refused rather than renamed.
-    """
-    if hasattr(user_ids, "to_numpy"):
-        user_ids = user_ids.to_numpy()
-    return np.asarray(user_ids, dtype=object if isinstance(user_ids, (list, tuple)) else None)
-
-
-def _check_ids(user_ids):
-    """User ids as a contiguous int64 or unicode array, and their kind ("int" or "str")."""
-    if user_ids is None:
-        raise ValueError("user_ids must be an array-like of user ids; got None")
-    if isinstance(user_ids, (str, bytes)) or np.ndim(user_ids) == 0:
-        user_ids = [user_ids]
-    values = id_array(user_ids)
-    if values.ndim != 1:
-        raise ValueError(f"user_ids must be one-dimensional; got shape {values.shape}")
-    if values.dtype.kind in "iu":
-        if values.dtype.kind == "u" and values.size and int(values.max()) > 2**63 - 1:
-            raise ValueError("integer user ids must fit in 64 signed bits")
-        return np.ascontiguousarray(values, dtype=np.int64), "int"
-    if values.dtype.kind == "U":
-        return np.ascontiguousarray(values), "str"
-    if values.dtype.kind == "O":
-        listed = values.tolist()
-        if listed and all(isinstance(value, str) for value in listed):
-            return np.array(listed, dtype=str), "str"
-        if listed and all(isinstance(v, Integral) and not isinstance(v, bool) for v in listed):
-            try:
-                return np.array([int(v) for v in listed], dtype=np.int64), "int"
-            except OverflowError:
-                raise ValueError("integer user ids must fit in 64 signed bits") from None
-        _refuse_missing(listed)
-        names = sorted({type(value).__name__ for value in listed})
-        if names:
-            raise TypeError("user ids must be all integers or all strings; got a mix of "
-                            + ", ".join(names))
-    if values.dtype.kind == "f":
-        _refuse_missing(values.tolist())
-    raise TypeError(
-        f"user ids must be integers or strings; got {values.dtype.name} values "
-        f"(for example {values.flat[0]!r})" if values.size else
-        f"user ids must be integers or strings; got an empty {values.dtype.name} array"
-    )
-
-
-def _refuse_missing(listed):
-    """A ValueError naming the first missing id (None, NaN, pandas' NA or NaT), if any."""
-    for index, value in enumerate(listed):
-        missing = value is None or type(value).__name__ in ("NAType", "NaTType") or (
-            isinstance(value, float) and math.isnan(value))
-        if missing:
-            raise ValueError(
-                f"user ids must not be missing; got {value!r} at index {index} (the ledger "
-                "charges each row's user: give every row an id)"
-            )
 
 
 def _check_amount(name, value, n):
@@ -159,7 +97,6 @@ def _distinct_rows(columns):
                                           return_counts=True)
     table = np.column_stack([column[first] for column in columns])
     return table, inverse.ravel().astype(np.min_scalar_type(first.size - 1)), counts
-
 
 
 class PrivacyLedger:

@@ -9,6 +9,8 @@ the history with what it cost. On exit, what is left is refunded.
 
 import numpy as np
 
+from ._accounts import _check_ids
+
 
 class Reservation:
     """An open reservation on a ledger (returned by :meth:`PrivacyLedger.reserve`).
@@ -82,8 +84,6 @@ class Reservation:
 
 def open_reservation(ledger, epsilon, user_ids, delta, release, description):
     """:meth:`PrivacyLedger.reserve`: charge the reservation, attach it to the ledger."""
-    from ._ledger import _check_ids  # the ledger's own id check (it imports this module)
-
     if user_ids is None:
         user_ids = getattr(epsilon, "user_ids", None)
         if user_ids is None:
@@ -109,8 +109,6 @@ def charge_within(ledger, user_ids, epsilon, delta, release, description):
     If the charge is refused (the part beyond the reservation is over a budget), the draw
     is put back in the reservation and on the ledger, and the refusal raised.
     """
-    from ._ledger import _check_ids
-
     reservation = ledger._reservation
     ids, _ = _check_ids(user_ids)
     drawn_epsilon, drawn_delta = reservation.draw(ids, epsilon, delta)

@@ -20,15 +20,13 @@ COUNT_SENSITIVITY = 2.0
 def central_sum_weights(ranges):
     """Each feature's noise weight in one iteration's tcm release, relative to the counts'.
 
-    The release has ``d + 1`` parts: the counts, which a replaced user changes by
-    ``2`` in L1 (:data:`COUNT_SENSITIVITY`), and each feature's centred sums, which
-    they change by at most ``range_j`` (see :func:`central_iteration_sensitivity`).
-    The rule of the means
-    (:func:`~skhybrid.mechanisms._feature_weights.feature_noise_weights`) is applied to
-    these ``d + 1`` ranges, ``(range_1, ..., range_d, 2)``, and the weights divided by
-    the counts' (so that the counts, exact integers, are released as they are): feature
-    j's sums are divided by ``w_j = range_j / 2`` before the noise and multiplied back
-    after it.
+    The release has ``d + 1`` parts: the counts, which a replaced user changes by ``2``
+    in L1 (:data:`COUNT_SENSITIVITY`), and each feature's centred sums, changed by at
+    most ``range_j`` (:func:`central_iteration_sensitivity`). The means' rule
+    (:func:`~skhybrid.mechanisms._feature_weights.feature_noise_weights`) on the ranges
+    ``(range_1, ..., range_d, 2)``, divided by the counts' weight (the counts, exact
+    integers, are released as they are): feature j's sums are divided by
+    ``w_j = range_j / 2`` before the noise and multiplied back after it.
 
     **Proof that the budget is split evenly.** The scaled statistic (counts, and each
     feature's sums over ``w_j``) changes by at most ``2`` in every part, so its L1
@@ -42,11 +40,9 @@ def central_sum_weights(ranges):
     :func:`~skhybrid.mechanisms._feature_weights.feature_noise_weights`). A cluster
     mean's error is ``(Y_sum_j - mu_j Y_count) / count`` with ``|mu_j| <= range_j / 2``,
     so in units of ``range_j`` a count's noise weighs as a part of range ``2``: the
-    split puts no feature, and not the counts, under the noise of another's units.
-
-    Algorithm 1 (and skhybrid before issue 51) calibrated one scale,
-    ``(sum(ranges) + 2) tau / epsilon``, to all parts: in dollars and years the counts
-    and the ages got noise of the order of the dollar range.
+    split puts no feature, and not the counts, under the noise of another's units
+    (Algorithm 1's one scale ``(sum(ranges) + 2) tau / epsilon`` for all parts gives
+    the counts and ages noise of the order of a dollar range).
 
     Parameters
     ----------
@@ -109,13 +105,10 @@ def central_iteration_sensitivity(ranges, n_users=1):
 def central_iteration_mechanism(ranges, n_iter, epsilon, n_users=1):
     """The Laplace mechanism of one iteration's tcm counts and sums (Algorithm 1, lines 9-10).
 
-    Each of the ``n_iter`` iterations spends ``epsilon / n_iter`` of a tcm user's budget,
-    so the Laplace scale is ``b_T = (2 d + 2) n_iter / epsilon`` on the counts and the
-    sums divided by their weights (:func:`central_sum_weights`): feature j's sums get
-    ``range_j (d + 1) n_iter / epsilon``, each part of the release ``epsilon / (d + 1)``
-    of the iteration's budget. (Algorithm 1's ``(m d + 1) tau / epsilon`` for counts and
-    sums alike gave every part the noise of the summed range; see
-    :func:`central_iteration_sensitivity`.)
+    Each of the ``n_iter`` iterations spends ``epsilon / n_iter`` of a tcm user's budget:
+    scale ``b_T = (2 d + 2) n_iter / epsilon`` on the counts and the weighted sums
+    (:func:`central_sum_weights`), so feature j's sums get
+    ``range_j (d + 1) n_iter / epsilon``.
 
     Parameters
     ----------

@@ -49,9 +49,14 @@ def openmp_threads(n_jobs=None):
 
 cdef inline Py_ssize_t respond(Py_ssize_t category, double draw, double width,
                                Py_ssize_t n_categories) noexcept nogil:
-    # k-ary randomized response from its draw, with the exact arithmetic of
-    # skhybrid.utils._responses.respond (see its docstring for why the float quotient's
-    # floor is the exact slot): slot j < k - 1 moves the category by j + 1 modulo k.
+    # k-ary randomized response from its uniform draw in [0, 2**bits): slot
+    # j = floor(draw / width) < k - 1 moves the category by j + 1 modulo k, so each
+    # other category has probability exactly width / 2**bits. The slot is exact: draw
+    # and width are integers below 2**53, exact in float64, and their correctly rounded
+    # quotient is monotone in the draw and never crosses an integer (a non-integer
+    # quotient q is at least 1 / width from the next, more than half an ulp of q while
+    # q < 2**53 / width). category + j + 1 < 2 k - 1: one subtraction is the modulo.
+    # (The tests hold a numpy reference of this arithmetic.)
     cdef Py_ssize_t slot = <Py_ssize_t>(draw / width)
     cdef Py_ssize_t moved = category + (slot + 1) * (slot < n_categories - 1)
     return moved - n_categories * (moved >= n_categories)

@@ -10,7 +10,7 @@ one iteration on one chunk of a Dask input.
 """
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import NamedTuple
 
@@ -44,44 +44,22 @@ REPORT_DTYPE = np.float32
 def centred_code_sums(code_sums, counts):
     """Each cluster's exact sum of its members' values centred on the middle of the box.
 
-    In fixed-point units (:func:`~skhybrid.utils._sums.fixed_point_sums`): a clipped
-    value's code is in ``[0, 2**B]``, so ``code - 2**(B - 1)`` is the value minus the
-    middle of the box, of magnitude at most ``2**(B - 1)`` (half the range), computed in
-    integers without rounding. A user who moves to another cluster changes two of these
-    sums by at most ``2**(B - 1)`` per feature; one who stays, one sum by ``2**B``
-    (see :func:`central_iteration_sensitivity`).
-
-    Parameters
-    ----------
-    code_sums : ndarray of int64 of shape (n_clusters, n_features)
-        The codes' exact sums per cluster (from
-        :func:`~skhybrid.cluster._k_means_lloyd.lloyd_pass`).
-    counts : ndarray of int of shape (n_clusters,)
-        Each cluster's number of members.
-
-    Returns
-    -------
-    sums : ndarray of int64 of shape (n_clusters, n_features)
+    In fixed-point units (:func:`~skhybrid.utils._sums.fixed_point_sums`): a code is in
+    ``[0, 2**B]``, so ``code - 2**(B - 1)`` is the value minus the middle of the box,
+    exact in integers (see :func:`central_iteration_sensitivity`). ``code_sums``
+    (n_clusters, n_features) are :func:`~skhybrid.cluster._k_means_lloyd.lloyd_pass`'s,
+    ``counts`` (n_clusters,) the clusters' sizes.
     """
     return code_sums - (counts[:, np.newaxis].astype(np.int64) << (FIXED_POINT_BITS - 1))
 
 
 @dataclass(frozen=True)
 class _ClusterMeans:
-    """One trust group's private cluster means in one iteration.
+    """One trust group's private cluster means in one iteration (see :func:`_cluster_means`).
 
-    Attributes
-    ----------
-    means : ndarray of shape (n_clusters, n_features)
-        NaN rows for clusters without an estimate.
-    sizes : ndarray of shape (n_clusters,)
-        The private cluster sizes the means divide by.
-    present : ndarray of shape (n_clusters,), bool
-        Clusters with an estimate: private size at least 1 (a non-empty cluster has a
-        member; dividing by less would amplify the noise without bound).
-    noise_variance : ndarray of shape (n_clusters, n_features)
-        Variance of the privacy noise in each coordinate of each mean (NaN where absent),
-        with the data's contribution at its worst case for the bounds.
+    ``means`` and ``noise_variance`` (n_clusters, n_features) have NaN rows where a
+    cluster has no estimate; ``sizes`` are the private sizes; ``present`` the clusters
+    with an estimate. The variance takes the data's part at its worst for the bounds.
     """
 
     means: np.ndarray
@@ -106,31 +84,15 @@ def _cluster_means(midpoint, centred_sums, sizes, sum_variance):
 
 
 class _CentralStatistics(NamedTuple):
-    """One chunk's tcm statistics in one iteration: what the curator adds noise to once.
-
-    Both are exact integers, so the chunks' statistics add up exactly.
-
-    counts : ndarray of int64 of shape (n_clusters,)
-    sums : ndarray of int64 of shape (n_clusters, n_features)
-        Exact sums of the clipped values' fixed-point codes centred on the middle of the
-        grid (:func:`centred_code_sums`).
-    """
+    """One chunk's tcm counts and :func:`centred_code_sums`: exact int64, so chunks add up."""
 
     counts: np.ndarray
     sums: np.ndarray
 
 
 class _LocalStatistics(NamedTuple):
-    """One chunk's lm statistics in one iteration: the reports, collected by reported cluster.
-
-    counts : ndarray of shape (n_levels, n_clusters)
-    sums : ndarray of shape (n_levels, n_clusters, n_features)
-        Per privacy level and reported cluster, the number of reports and the sum of the
-        reports centred on the middle of the box.
-    n_users : ndarray of shape (n_levels,)
-    report_totals : ndarray of shape (n_levels, n_features)
-        The sums of all centred reports, whatever cluster they report.
-    """
+    """One chunk's lm reports per privacy level: ``counts`` and centred ``sums`` per
+    reported cluster, ``n_users`` and ``report_totals`` (all clusters)."""
 
     counts: np.ndarray
     sums: np.ndarray
@@ -143,113 +105,31 @@ def _add_statistics(parts):
     return type(parts[0])(*(sum(field) for field in zip(*parts)))
 
 
-
-class _CentralConstants(NamedTuple):
-    """What :func:`_release_central` derives from the bounds alone: a fit's, computed once
-    (:func:`_central_constants`).
-
-    midpoint : ndarray of shape (n_features,)
-    weights : ndarray of shape (n_features,)
-        Each feature's noise weight relative to the counts' (:func:`central_sum_weights`).
-    variance_factor : ndarray of shape (n_features,)
-        ``weights**2 + (ranges / 2)**2``: a mean's noise variance per unit of the
-        mechanism's (see :func:`_release_central`).
-    """
-
-    midpoint: np.ndarray
-    weights: np.ndarray
-    variance_factor: np.ndarray
-
-
-def _central_constants(lower, upper):
-    """The :class:`_CentralConstants` of the bounds."""
-    ranges = upper - lower
-    weights = central_sum_weights(ranges)
-    return _CentralConstants(lower + ranges / 2.0, weights, weights**2 + (ranges / 2.0) ** 2)
-
-
-def _release_central(statistics, lower, upper, mechanism, rng, constants=None):
+def _release_central(statistics, lower, upper, mechanism, rng):
     """The curator's tcm release of one iteration (Algorithm 1, lines 9-10): noise drawn once.
 
-    All clusters' counts and centred sums go through ``mechanism`` in one vector (the
-    sums converted from exact fixed point to the values' units, the rounding of which
-    the mechanism's sensitivity accounts for); a cluster's mean is the middle of the box
-    plus its noisy centred sum over its noisy count, added after the noise
-    (:func:`_central_means`).
-    ``constants``: the bounds' :func:`_central_constants`, if computed already.
+    One noisy vector: the counts, then the centred sums (converted from exact fixed
+    point, a rounding the sensitivity covers) divided by each feature's noise weight
+    (:func:`central_sum_weights`). Each cluster's :class:`_ClusterMeans` entry is the
+    middle of the box plus its noisy sum (times the weight) over its noisy count. A
+    mean's error is (Y_sum - mu Y_count) / count with |mu| <= half the range: both noises
+    count in its variance.
     """
-    if constants is None:
-        constants = _central_constants(lower, upper)
-    released = _released_central(statistics, lower, upper, mechanism, rng, constants)
-    return _central_means(released, constants,
-                          _central_variance(mechanism, released.size, constants))
-
-
-def _central_means(released, constants, central_variance):
-    """The tcm :class:`_ClusterMeans` from the curator's release: the noisy counts are
-    the sizes, the noisy sums (divided by each feature's noise weight) are multiplied
-    back by it, the sums' noise variance is ``central_variance`` per feature."""
-    n_features = constants.weights.shape[0]
-    k = released.shape[0] // (1 + n_features)
-    sums = released[k:].reshape(k, n_features) * constants.weights
-    return _cluster_means(constants.midpoint, sums, released[:k],
-                          np.broadcast_to(central_variance, sums.shape))
-
-
-def _released_central(statistics, lower, upper, mechanism, rng, constants):
-    """The tcm release of :func:`_release_central`: the noisy counts, then the noisy
-    centred sums, each feature's divided by its noise weight (see
-    central_iteration_sensitivity), row by row."""
     counts, code_sums = statistics
+    ranges = upper - lower
+    weights = central_sum_weights(ranges)
     sums = centred_sums(code_sums, lower, upper, n_users=int(counts.max(initial=0)))
-    sums = sums / constants.weights  # exact where a weight is 1
-    return mechanism.randomise(np.concatenate([counts.astype(np.float64), sums.ravel()]),
-                               random_state=rng)
+    sums = sums / weights  # exact where a weight is 1
+    released = mechanism.randomise(np.concatenate([counts.astype(np.float64), sums.ravel()]),
+                                   random_state=rng)
+    k = counts.shape[0]
+    sums = released[k:].reshape(k, weights.shape[0]) * weights
+    variance = mechanism.variance(released.size) * (weights**2 + (ranges / 2.0) ** 2)
+    return _cluster_means(lower + ranges / 2.0, sums, released[:k],
+                          np.broadcast_to(variance, sums.shape))
 
 
-def _central_variance(mechanism, n_coordinates, constants):
-    """The noise variance of a tcm cluster's centred sum, per feature.
-
-    The mean's error is (Y_sum - mu Y_count) / count, with mu the centred mean: both
-    noises, the count's times |mu| <= half the range."""
-    return mechanism.variance(n_coordinates) * constants.variance_factor
-
-
-class _ResponseConstants(NamedTuple):
-    """What :func:`_demix_local` derives from the privacy levels, k and the reports' noise
-    alone: a fit's, computed once per number of clusters (:func:`_response_constants`).
-    Each of shape (n_levels, 1) but ``second_moment``.
-
-    other : the drawn probability of each other cluster;
-    gain : ``keep - other``;
-    outside, inside : ``other (1 - other) / gain^2`` and
-        ``(keep (1 - other)^2 + (1 - keep) other^2) / gain^2``;
-    second_moment : ndarray of shape (n_levels, n_features)
-        ``report_variance + ranges**2``.
-    """
-
-    other: np.ndarray
-    gain: np.ndarray
-    outside: np.ndarray
-    inside: np.ndarray
-    second_moment: np.ndarray
-
-
-def _response_constants(release_epsilon, k, ranges, report_variance):
-    """The :class:`_ResponseConstants` of the levels' ``release_epsilon`` and k clusters."""
-    keep, other = randomized_response_drawn_probabilities(release_epsilon, k,
-                                                          response_bits(release_epsilon, k))
-    keep, other = keep[:, np.newaxis], other[:, np.newaxis]
-    gain = keep - other
-    return _ResponseConstants(
-        other, gain, other * (1.0 - other) / gain**2,
-        (keep * (1.0 - other) ** 2 + (1.0 - keep) * other**2) / gain**2,
-        report_variance + ranges**2,
-    )
-
-
-def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance,
-                 constants=None):
+def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance):
     """The curator's lm cluster means of one iteration, de-mixed from the randomized response.
 
     A report lands in its true cluster with probability ``keep`` and in each other one
@@ -261,29 +141,29 @@ def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance,
         E[reported sum_j] = other T + (keep - other) S_j,
 
     with ``T`` the sum of all reports; solving gives unbiased sizes ``N_j`` and sums
-    ``S_j``. (Algorithm 1 divides the reported sum by the reported count, which pulls
-    every centre towards the overall mean by the share of reports from other clusters.)
-    Post-processing: no noise is drawn here. ``constants``: the fit's
-    :func:`_response_constants`, if computed already.
+    ``S_j`` (Algorithm 1's plain average pulls the centres towards the overall mean).
+    Post-processing: no noise is drawn here.
     """
-    if constants is None:
-        constants = _response_constants(release_epsilon, statistics.counts.shape[1], ranges,
-                                        report_variance)
-    # The mean's error is (S_j - mu_j N_j) / N_j = sum_i (x_i + Y_i - mu_j) w_ij / N_j
-    # over all users, with w_ij = (1[report_i = j] - other) / gain of second moment
-    # other (1 - other) / gain^2 outside cluster j and
-    # (keep (1 - other)^2 + (1 - keep) other^2) / gain^2 inside it; E[(x + Y - mu)^2]
-    # is the report's noise variance plus at most range^2 (``second_moment``).
     counts, sums, n_users, report_totals = statistics
-    other, gain, outside, inside_moment, second_moment = constants
+    k = counts.shape[1]
+    keep, other = randomized_response_drawn_probabilities(release_epsilon, k,
+                                                          response_bits(release_epsilon, k))
+    gain = keep - other
+    # The mean's error is (S_j - mu_j N_j) / N_j = sum_i (x_i + Y_i - mu_j) w_ij / N_j
+    # over all users, with w_ij = (1[report_i = j] - other) / gain, of second moment
+    # ``outside`` cluster j and ``inside_moment`` inside it; E[(x + Y - mu)^2] is the
+    # report's noise variance plus at most range^2 (``second_moment``).
+    outside = other * (1.0 - other) / gain**2
+    inside_moment = (keep * (1.0 - other) ** 2 + (1.0 - keep) * other**2) / gain**2
+    second_moment = report_variance + ranges**2
     # Per level l and cluster j: N_j = (count_j - other n) / gain and
     # S_j = (sum_j - other T) / gain, summed over the levels in their order.
     sizes = centred = sum_variance = 0.0
     for level in range(counts.shape[0]):
-        users, share, scale = n_users[level], other[level, 0], gain[level, 0]
+        users, share, scale = n_users[level], other[level], gain[level]
         size = (counts[level] - share * users) / scale
         inside = np.minimum(np.maximum(size, 0.0), users)
-        spread = (users - inside) * outside[level, 0] + inside * inside_moment[level, 0]
+        spread = (users - inside) * outside[level] + inside * inside_moment[level]
         sizes = sizes + size
         centred = centred + (sums[level] - share * report_totals[level]) / scale
         sum_variance = sum_variance + spread[:, np.newaxis] * second_moment[level]
@@ -293,28 +173,18 @@ def _demix_local(statistics, midpoint, ranges, release_epsilon, report_variance,
 class _CentralClustering:
     """The tcm side of an iteration on one chunk: the curator's counts and sums, then noise.
 
-    The curator sees the clipped values and assigns each to its nearest centre
+    The curator assigns the clipped ``values`` (never copied) to their nearest centre
     (Algorithm 1, line 6): :meth:`statistics`. The noise is added once to the totals of
-    all chunks by :func:`_release_central`; :meth:`estimate` is the one-chunk case.
-
-    Parameters
-    ----------
-    values : ndarray of shape (n_users, n_features)
-        Raw values, clipped to the bounds on the way (never copied).
-    lower, upper : ndarray of shape (n_features,)
-    mechanism : LaplaceMechanism
-    n_threads : int, default=1
-        The threads of each pass.
+    all chunks by :func:`_release_central`.
     """
 
-    def __init__(self, values, lower, upper, mechanism, n_threads=1):
+    def __init__(self, values, lower, upper, n_threads=1):
         self._values = np.ascontiguousarray(values, dtype=np.float64)
         self._lower, self._upper, self._scale = _bounds_and_scale(lower, upper,
                                                                   self._values.shape[1])
         # The nearest-centre search runs on values near zero (better conditioned); it
         # only picks each user's cluster, from their own value.
         self._midpoint = (lower + upper) / 2.0
-        self._mechanism = mechanism
         self._n_threads = n_threads
 
     def statistics(self, centres):
@@ -327,44 +197,21 @@ class _CentralClustering:
             n_threads=self._n_threads)
         return _CentralStatistics(counts, centred_code_sums(code_sums, counts))
 
-    def estimate(self, centres, rng):
-        statistics = self.statistics(centres)
-        return _release_central(statistics, self._lower, self._upper, self._mechanism, rng)
-
 
 class _LocalClustering:
     """The lm side of an iteration on one chunk: reports sent once, then a randomized response.
 
-    ``values`` are the users' clipped true values, which stay on their devices: each
-    device computes its nearest centre from its own value and sends it through
-    randomized response (Algorithm 1, line 7), drawn from ``rng`` in :meth:`statistics`.
-    The curator collects the Laplace-noised ``reports`` (line 4) by reported cluster
-    (lines 11-12) and de-mixes the totals of all chunks (:func:`_demix_local`);
-    :meth:`estimate` is the one-chunk case.
-
-    Parameters
-    ----------
-    values : ndarray of shape (n_rows, n_features)
-        The users' true values (clipped to ``bounds`` on the way, never copied).
-    centred_reports : ndarray of shape (n_users, n_features)
-        The users' reports minus ``midpoint``, computed once (every iteration adds up
-        these same differences), in float32
-        (:data:`REPORT_DTYPE`; converted if not).
-    midpoint, ranges : ndarray of shape (n_features,)
-    release_epsilon : ndarray of shape (n_levels,)
-        Each privacy level's budget per release.
-    report_variance : ndarray of shape (n_levels, n_features)
-        Each privacy level's report noise variance, per feature.
-    level : ndarray of shape (n_users,) or None
-        Each user's privacy level (index into the two arrays above); None for one level.
-    rows : ndarray of bool of shape (n_rows,), default=None
-        Which rows of ``values`` are these users (None: every row).
-    bounds : tuple (lower, upper), default=None
-        The clipping bounds of ``values`` (None: already clipped).
+    ``values`` (clipped to ``bounds`` on the way; None: already clipped) stay on the
+    devices: each sends its nearest centre through randomized response (Algorithm 1,
+    line 7) in :meth:`statistics`. The curator collects the Laplace-noised reports
+    (line 4; ``centred_reports``, minus ``midpoint``, in :data:`REPORT_DTYPE`) by
+    reported cluster (lines 11-12) and de-mixes the totals of all chunks
+    (:func:`_demix_local`). ``level`` is each user's index into ``release_epsilon``
+    (None: one level); ``rows`` which rows of ``values`` are these users (None: all).
     """
 
-    def __init__(self, values, centred_reports, midpoint, ranges, release_epsilon, report_variance,
-                 level, *, rows=None, bounds=None, n_threads=1):
+    def __init__(self, values, centred_reports, midpoint, release_epsilon, level, *,
+                 rows=None, bounds=None, n_threads=1):
         self._values = np.ascontiguousarray(values, dtype=np.float64)
         n_rows, n_features = self._values.shape
         # Every row local: a mask all True (one byte a row) keeps one code path.
@@ -374,10 +221,8 @@ class _LocalClustering:
         self._grid = ((-np.inf, np.inf, 0.0) if bounds is None
                       else _bounds_and_scale(*bounds, n_features))
         self._midpoint = midpoint
-        self._ranges = ranges
         self._reports = np.ascontiguousarray(centred_reports, dtype=REPORT_DTYPE)
         self._release_epsilon = release_epsilon
-        self._report_variance = report_variance
         self._level = None if level is None else np.asarray(level, dtype=np.intp)
         self._n_threads = n_threads
         n_levels = release_epsilon.shape[0]
@@ -409,7 +254,8 @@ class _LocalClustering:
             self._values, centres - self._midpoint, origin=self._midpoint,
             lower=self._grid[0], upper=self._grid[1], scale=self._grid[2],
             code_sums=central, is_local=self._rows, first_local=self._first_local,
-            level=self._level, widths=self._response_widths(k, bits), draws=draws,
+            level=self._level, draws=draws,
+            widths=randomized_response_widths(self._release_epsilon, k, bits),
             reports=self._reports, n_levels=n_levels, n_threads=self._n_threads)
         statistics = _LocalStatistics(reported.reshape(n_levels, k),
                                       sums.reshape(n_levels, k, n_features), self._n_users,
@@ -418,17 +264,6 @@ class _LocalClustering:
             return statistics
         return _CentralStatistics(counts, centred_code_sums(code_sums, counts)), statistics
 
-    def _response_widths(self, k, bits):
-        """Each privacy level's randomized-response width (the draws per cluster other
-        than the nearest centre, out of ``2**bits``): one randomized response per local
-        user and iteration, at its level's ``release_epsilon``."""
-        return randomized_response_widths(self._release_epsilon, k, bits)
-
-    def estimate(self, centres, rng):
-        statistics = self.statistics(centres, rng)
-        return _demix_local(
-            statistics, self._midpoint, self._ranges, self._release_epsilon, self._report_variance
-        )
 
 
 def _merge_cluster_means(tcm, lm, previous, lower, upper):
@@ -500,16 +335,12 @@ def _next_centres(plan, central, local, previous, rng):
     (:func:`centre_noise_variance`) from its statistics (either may be None):
     :func:`_release_central`, :func:`_demix_local` and :func:`_merge_cluster_means`,
     the release's noise drawn from ``rng``."""
-    constants = plan.central_constants
     tcm = lm = None
     if central is not None:
-        released = _released_central(central, plan.lower, plan.upper, plan.central, rng,
-                                     constants)
-        tcm = _central_means(released, constants, plan.central_variance(released.size))
+        tcm = _release_central(central, plan.lower, plan.upper, plan.central, rng)
     if local is not None:
         lm = _demix_local(local, plan.midpoint, plan.ranges, plan.release_epsilon,
-                          plan.report_variance,
-                          plan.response_constants(local.counts.shape[1]))
+                          plan.report_variance)
     centres, weight = _merge_cluster_means(tcm, lm, previous, plan.lower, plan.upper)
     return centres, weight, centre_noise_variance(tcm, lm, weight)
 
@@ -518,19 +349,11 @@ def _next_centres(plan, central, local, previous, rng):
 class _FitPlan:
     """What the curator fixes before the first iteration; public, sent to every chunk.
 
-    Attributes
-    ----------
-    lower, upper : ndarray of shape (n_features,)
-    central : LaplaceMechanism or None
-        The tcm release of each iteration; None when no one runs the central algorithm.
-    local_groups : tuple of bool
-        Whether tcm users and whether lm users run the local algorithm.
-    release_epsilon : ndarray of shape (n_levels,) or None
-    report_variance : ndarray of shape (n_levels, n_features) or None
-        Each local privacy level's budget per release and report noise variance; None
-        when no one runs the local algorithm.
-    group_levels : tuple of int
-        The index of the tcm group's and of the lm group's level in ``release_epsilon``.
+    ``central``: the tcm release's mechanism (None: no central algorithm);
+    ``local_groups``: whether tcm and whether lm users run the local algorithm;
+    ``release_epsilon`` (n_levels,) and ``report_variance`` (n_levels, n_features): each
+    local level's budget per release and report noise (None: no local algorithm);
+    ``group_levels``: the tcm and lm groups' indices into ``release_epsilon``.
     """
 
     lower: np.ndarray
@@ -540,65 +363,28 @@ class _FitPlan:
     release_epsilon: np.ndarray = None
     report_variance: np.ndarray = None
     group_levels: tuple = (0, 0)
-    #: What the iterations derive from the above alone, computed once (:meth:`_derived`).
-    _cache: dict = field(default_factory=dict, init=False, compare=False, repr=False)
-
-    def _derived(self, key, compute):
-        """``compute()``, computed at the first call for ``key`` (read-only arrays)."""
-        value = self._cache.get(key)
-        if value is None:
-            value = self._cache[key] = compute()
-            for array in value if isinstance(value, tuple) else (value,):
-                array.flags.writeable = False
-        return value
 
     @property
     def midpoint(self):
-        return self._derived("midpoint", lambda: (self.lower + self.upper) / 2.0)
+        return (self.lower + self.upper) / 2.0
 
     @property
     def ranges(self):
-        return self._derived("ranges", lambda: self.upper - self.lower)
+        return self.upper - self.lower
 
     @property
     def local_noise(self):
         """The lm report's randomizer: Laplace noise on values clipped to the bounds."""
         return {"mechanism": LAPLACE, "delta": 0.0, "lower": self.lower, "upper": self.upper}
 
-    @property
-    def central_constants(self):
-        return self._derived("central", lambda: _central_constants(self.lower, self.upper))
-
-    def central_variance(self, n_coordinates):
-        """:func:`_central_variance` of the tcm release of ``n_coordinates`` values."""
-        return self._derived(("central variance", n_coordinates), lambda: _central_variance(
-            self.central, n_coordinates, self.central_constants))
-
-    def response_constants(self, k):
-        """The levels' :func:`_response_constants` for ``k`` clusters."""
-        return self._derived(("local", k), lambda: _response_constants(
-            self.release_epsilon, k, self.ranges, self.report_variance))
-
 
 class _ChunkClustering:
     """One chunk of users as Algorithm 1 sees them: who runs which algorithm, and the reports.
 
     The tcm users' clipped values go to the curator (:class:`_CentralClustering`); the
-    local users' values stay on their devices, which send their one Laplace-noised
-    report, drawn here from ``report_rng`` (:class:`_LocalClustering`).
-    :meth:`statistics` gives one iteration's statistics of the chunk; for the hybrid
-    strategy both groups' from one pass over the chunk's rows
-    (:func:`~skhybrid.cluster._k_means_lloyd.lloyd_pass`).
-
-    Parameters
-    ----------
-    values : ndarray of shape (n_users, n_features)
-        The users' raw values, clipped to the bounds on the way (never copied, but to
-        make them C-contiguous).
-    is_tcm : ndarray of bool, shape (n_users,)
-    plan : _FitPlan
-    report_rng : numpy.random.Generator or None
-        The chunk's devices' randomness for their reports (None without local users).
+    local users' devices send one Laplace-noised report each, drawn from ``report_rng``
+    (:class:`_LocalClustering`). :meth:`statistics` gives one iteration's statistics;
+    for the hybrid strategy both groups' from one pass over the rows.
     """
 
     def __init__(self, values, is_tcm, plan, report_rng, n_threads=1):
@@ -612,7 +398,7 @@ class _ChunkClustering:
         if plan.central is not None and not self._fused:
             self.central = _CentralClustering(
                 values if is_tcm.all() else masked_rows(values, is_tcm), plan.lower, plan.upper,
-                plan.central, n_threads,
+                n_threads,
             )
         if local_rows is None:
             return
@@ -635,9 +421,8 @@ class _ChunkClustering:
                                                  epsilon=step)
         # The users' true values stay the chunk's rows: no copy of them is kept.
         self.local = _LocalClustering(
-            values, reports, plan.midpoint, plan.ranges, plan.release_epsilon,
-            plan.report_variance, level, rows=local_rows, bounds=(plan.lower, plan.upper),
-            n_threads=n_threads,
+            values, reports, plan.midpoint, plan.release_epsilon, level, rows=local_rows,
+            bounds=(plan.lower, plan.upper), n_threads=n_threads,
         )
 
     def statistics(self, centres, response_rng):

@@ -1,47 +1,10 @@
 """Hybrid-model differentially private K-means (Avent, Dubey and Korolova 2020, Sec. 7).
 
-Algorithm 1 of the paper (Appendix E) runs two DP K-means algorithms side by side and
-merges their centres after every iteration with the privacy-weighted hybrid (PWH)
-estimator of Def. 5.3:
-
-- tcm users (trusted-curator model) give the curator their clipped values; in each of the
-  ``tau`` iterations the curator assigns them to their nearest centre and releases every
-  cluster's count and sum with Laplace noise (the classic DP K-means of Dwork 2011):
-  :class:`_CentralClustering`.
-- lm users (local model) send their value once with local Laplace noise and, in each
-  iteration, their nearest centre, computed on their device from their true value,
-  through k-ary randomized response (:class:`RandomizedResponse`); the curator
-  aggregates the reports by reported cluster: :class:`_LocalClustering`.
-
-Budget of one fit (``epsilon`` = a user's total, ``tau`` = ``n_iter``)
------------------------------------------------------------------------
-- tcm user: ``tau`` releases of the counts and centred sums, each ``epsilon / tau``-DP
-  (:func:`central_iteration_mechanism`): total ``epsilon``.
-- lm user: one report at ``epsilon / (tau + 1)`` and ``tau`` randomized responses at
-  ``epsilon / (tau + 1)`` each (:func:`local_release_epsilon`): total ``epsilon``.
-
-Everything else (means, weights, de-mixing, clipping of the centres) is
-post-processing of these releases.
-
-Neighbouring relation: replace one user's value (any value; values are clipped to the
-bounds first), with the number of users and the trust groups public. The centres of
-every iteration are released (they are what the next iteration is computed from), so
-the guarantee follows from adaptive sequential composition.
-
-Departures from Algorithm 1, none of which changes what a user spends:
-
-- the tcm noise is calibrated to replacing a user, and its budget split evenly over
-  the counts and each feature's sums, each with noise in proportion to its own range
-  (:func:`central_sum_weights`; Algorithm 1 gives all of them the scale of the summed
-  range, ``m d + 1``), and the tcm sums are centred on the box;
-- the lm reports are de-mixed from the randomized response, which makes the lm cluster
-  means unbiased (Algorithm 1's plain average pulls every centre towards the overall
-  mean by the share of responses from other clusters, about half of them at
-  epsilon = 7, tau = 5, K = 4);
-- the PWH weight uses the noise variance of each group's cluster *mean*, including the
-  noise of its cluster size and of the randomized response (Algorithm 1, line 13,
-  writes ``s_T^2 = 2 b_T^2`` and ``s_L^2 = 2 b_L^2``, the variances of one noisy sum
-  and of one report).
+Algorithm 1 of the paper (Appendix E): tcm users go through the classic DP K-means
+(:class:`_CentralClustering`), lm users through local reports and randomized response
+(:class:`_LocalClustering`), and the two groups' centres are merged after every
+iteration with the PWH weight (Def. 5.3). The budget, the neighbouring relation and the
+departures from Algorithm 1 are in :class:`HybridKMeans`' Notes.
 """
 
 from functools import cache, partial
@@ -209,6 +172,10 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
     - an lm user sends one report with Laplace noise of scale
       ``b_L = m d (tau + 1) / epsilon`` (``epsilon / (tau + 1)``) and ``tau`` randomized
       responses at ``epsilon / (tau + 1)`` each.
+
+    Neighbours replace one user's value, with the number of users and the trust groups
+    public. Every iteration's centres are released; adaptive sequential composition
+    gives the total, and everything else is post-processing.
 
     Per-user ``epsilon`` metadata is supported when it is equal within each trust group.
     With ``"full_lm"`` the two groups may still differ: each user's report and responses
@@ -471,10 +438,8 @@ class HybridKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         Each row counts in the cluster of its nearest private centre; see
         :func:`within_cluster_sum_of_squares`.
 
-        For simulations only: with real data the score is not private (it reads ``X``
-        exactly) and no ledger charges it, so selecting a model by it publishes a
-        non-private choice. To select on real data use
-        :class:`~skhybrid.model_selection.PrivateGridSearchCV`
+        Not private (it reads ``X`` exactly, and no ledger charges it): for simulations.
+        Select on real data with :class:`~skhybrid.model_selection.PrivateGridSearchCV`
         (docs/user_guide/private_selection.rst).
 
         Parameters

@@ -403,13 +403,7 @@ class BlenderHeavyHitters(BaseEstimator):
         -------
         self : BlenderHeavyHitters
         """
-        check_is_fitted(self)
-        if not hasattr(self, "_head_records"):
-            raise ValueError(
-                "the fitted head list is empty, so clients have nothing to report; fit "
-                "on more opt-in users or with a larger epsilon or delta"
-            )
-        client = self._client(self.epsilon if epsilon is None else epsilon)
+        client = self.make_client(epsilon)
         reports = client._ids(reports, name="reports", whom="fit_reports", wildcard=True)
         cells = client._layout.cells_of_reports(reports)
         report_counts = np.bincount(cells, minlength=client._layout.n_cells)
@@ -430,7 +424,10 @@ class BlenderHeavyHitters(BaseEstimator):
         """
         check_is_fitted(self)
         if not hasattr(self, "_head_records"):
-            raise ValueError("the fitted head list is empty; there is nothing to report")
+            raise ValueError(
+                "the fitted head list is empty, so clients have nothing to report; fit "
+                "on more opt-in users or with a larger epsilon or delta"
+            )
         return self._client(self.epsilon if epsilon is None else epsilon)
 
     def score(self, X, y=None):
@@ -444,10 +441,8 @@ class BlenderHeavyHitters(BaseEstimator):
         ``max_records`` are comparable in model selection. The paper's own figures
         use the ideal of the head list's length (``ideal="estimated"``).
 
-        For simulations only: with real data the score is not private (it reads ``X``
-        exactly) and no ledger charges it, so selecting a model by it publishes a
-        non-private choice. To select on real data use
-        :class:`~skhybrid.model_selection.PrivateGridSearchCV`
+        Not private (it reads ``X`` exactly, and no ledger charges it): for simulations.
+        Select on real data with :class:`~skhybrid.model_selection.PrivateGridSearchCV`
         (docs/user_guide/private_selection.rst).
 
         Parameters
@@ -459,8 +454,7 @@ class BlenderHeavyHitters(BaseEstimator):
         Returns
         -------
         score : float
-            In [0, 1], higher is better; 0 for an empty head list. Not private: it
-            reads ``X`` exactly.
+            In [0, 1], higher is better; 0 for an empty head list.
         """
         check_is_fitted(self)
         warn_score_leak(self)

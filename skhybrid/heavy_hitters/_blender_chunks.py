@@ -4,7 +4,6 @@ The curator's random split of the opt-in users into S and T, drawn in blocks so 
 it does not depend on the chunking, and each chunk's record counts.
 """
 
-
 import copy
 from typing import NamedTuple
 

@@ -5,8 +5,6 @@ Figure 6): the noise of clients comes from here. The curator denoises the report
 (Figure 5, Observation 1).
 """
 
-
-
 import numpy as np
 
 from ..theory import (
@@ -190,7 +188,6 @@ class BlenderClient:
     def _privatize_cells(self, cells, rng):
         """LocalAlg on cells: a categorical draw from each client's transition row."""
         return _sample_rows(self._cumulative, cells, rng)
-
 
 
 def _estimate_client_probabilities(report_counts, client):

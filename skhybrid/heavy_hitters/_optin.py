@@ -4,8 +4,6 @@ The curator's Laplace noise on count vectors (Avent et al. 2017, Figures 3 and 4
 noise of opt-in users comes from here.
 """
 
-
-
 import numpy as np
 
 from ..mechanisms import LaplaceMechanism

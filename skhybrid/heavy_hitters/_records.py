@@ -166,22 +166,14 @@ def _distinct_records(records, counts=None):
     if records.shape[0] == 0:
         return records.reshape(0, 2), np.zeros(0, dtype=np.int64)
     url_base = int(records[:, 1].max()) + 1
-    packable = int(records[:, 0].max()) <= (_INT64_MAX - url_base + 1) // url_base
-    if counts is None:
-        if packable:
-            codes, counts = np.unique(records[:, 0] * url_base + records[:, 1],
-                                      return_counts=True)
-            return np.column_stack(np.divmod(codes, url_base)), counts
-        return np.unique(records, axis=0, return_counts=True)
-    if packable:
+    if int(records[:, 0].max()) <= (_INT64_MAX - url_base + 1) // url_base:
         codes, inverse = np.unique(records[:, 0] * url_base + records[:, 1],
                                    return_inverse=True)
         distinct = np.column_stack(np.divmod(codes, url_base))
     else:
         distinct, inverse = np.unique(records, axis=0, return_inverse=True)
-    summed = np.zeros(distinct.shape[0], dtype=np.int64)
-    np.add.at(summed, inverse.ravel(), counts)
-    return distinct, summed
+    summed = np.bincount(inverse.ravel(), weights=counts, minlength=distinct.shape[0])
+    return distinct, summed.astype(np.int64)
 
 
 def _position_in(sorted_values, values):

@@ -25,18 +25,17 @@ def feature_noise_weights(ranges, common_width=l1_common_width):
     and multiplies the result back by ``w``: feature j's noise is then in proportion to
     its own range, and every feature gets the same error relative to its range.
 
-    For Laplace (:func:`l1_common_width`), ``a = sum(ranges) / d``: the scaled statistic has the same L1
-    sensitivity as the unscaled one, and feature j's noise scale is
+    For Laplace (:func:`l1_common_width`), ``a = sum(ranges) / d``: the scaled statistic
+    has the same L1 sensitivity as the unscaled one, and feature j's noise scale is
     ``d * range_j / (n epsilon)``, the scale of a one-feature release at
     ``epsilon / d`` (an even split of the budget, basic composition). For Gaussian
-    (:func:`l2_common_width`), ``a = sqrt(sum(ranges**2) / d)`` keeps the L2 sensitivity, and feature j's noise is
-    ``sqrt(d) * range_j`` times the one-feature multiplier. One feature: ``w = 1``
-    exactly, and nothing changes.
+    (:func:`l2_common_width`), ``a = sqrt(sum(ranges**2) / d)`` keeps the L2
+    sensitivity, and feature j's noise is ``sqrt(d) * range_j`` times the one-feature
+    multiplier. One feature: ``w = 1`` exactly, and nothing changes.
 
     The even split minimises the sum over features of the squared error relative to
     the range (minimise ``sum_j 1 / epsilon_j**2`` subject to ``sum_j epsilon_j =
-    epsilon``); with the summed range (the previous rule) a feature of a small range
-    got the noise of the largest one.
+    epsilon``).
 
     Parameters
     ----------

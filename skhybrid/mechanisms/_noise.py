@@ -262,15 +262,11 @@ def laplace_release(values, sensitivity, epsilon, rng, secure, *, overwrite=Fals
     -------
     released : ndarray of shape values.shape
     """
-    if secure and _is_scalar(sensitivity) and _is_scalar(epsilon):
-        if values.size <= _FEW_DRAWS:
-            released = _few_laplace_release(values, float(sensitivity), float(epsilon), rng,
-                                            overwrite=overwrite)
-            if released is not None:
-                return released
-        else:
-            return _scalar_laplace_release(values, float(sensitivity), float(epsilon), rng,
-                                           overwrite=overwrite)
+    if secure and values.size <= _FEW_DRAWS and _is_scalar(sensitivity) and _is_scalar(epsilon):
+        released = _few_laplace_release(values, float(sensitivity), float(epsilon), rng,
+                                        overwrite=overwrite)
+        if released is not None:
+            return released
     sensitivity = np.asarray(sensitivity, dtype=np.float64)[..., np.newaxis]
     epsilon = np.asarray(epsilon, dtype=np.float64)[..., np.newaxis]
     scale = sensitivity / epsilon
@@ -301,7 +297,10 @@ def _few_laplace_release(values, sensitivity, epsilon, rng, *, overwrite=False):
     (``round(values / step)``, the draws added, times the step). None, before any
     draw, when a value is not finite.
     """
-    step, units = _scalar_grid(sensitivity, epsilon, values.shape[-1])
+    step = grid_step(sensitivity / epsilon)
+    units = _laplace_units(sensitivity, epsilon, step, values.shape[-1])
+    if not units <= MAX_NOISE_UNITS:
+        check_noise_units(units, epsilon)
     try:
         # round() is numpy's round half to even, here to an exact int.
         grid = [round(value / step) for value in values.ravel().tolist()]
@@ -316,29 +315,6 @@ def _few_laplace_release(values, sensitivity, epsilon, rng, *, overwrite=False):
         values[...] = released
         return values
     return released
-
-
-def _scalar_laplace_release(values, sensitivity, epsilon, rng, *, overwrite=False):
-    """:func:`laplace_release` (secure) with one scalar sensitivity and epsilon: the same
-    step, units, draws and float64 operations, its scale computed once in Python floats
-    (numpy's calls on 0-d arrays cost more than the arithmetic: about 10 us of a
-    release of 33 to 110 coordinates, K-means' per iteration)."""
-    step, units = _scalar_grid(sensitivity, epsilon, values.shape[-1])
-    released = _grid_units(values, step, overwrite=overwrite)
-    _add_discrete_laplace(released.reshape(-1), rng, np.float64(units))
-    released *= step
-    return released
-
-
-def _scalar_grid(sensitivity, epsilon, n_coordinates):
-    """The grid step and the noise's units of a secure Laplace release of one scalar
-    sensitivity and epsilon, in Python floats; refused (``check_noise_units``) if too
-    wide to draw exactly."""
-    step = grid_step(sensitivity / epsilon)
-    units = _laplace_units(sensitivity, epsilon, step, n_coordinates)
-    if not units <= MAX_NOISE_UNITS:
-        check_noise_units(units, epsilon)
-    return step, units
 
 
 def _grid_units(values, step, *, overwrite=False):

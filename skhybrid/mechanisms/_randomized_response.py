@@ -1,20 +1,24 @@
 """k-ary randomized response: the local randomizer of a category (a user's nearest centre).
 
 Each lm user of :class:`~skhybrid.HybridKMeans` reports the index of its nearest centre
-through it in every iteration (Avent, Dubey and Korolova 2020, Algorithm 1). It is a
-local mechanism, next to the value randomizers of :mod:`skhybrid.mechanisms._local`.
+through it in every iteration (Avent, Dubey and Korolova 2020, Algorithm 1); the
+responses are drawn in the K-means pass (``respond`` of
+``skhybrid/cluster/_k_means_lloyd.pyx``) from the widths and draws defined here.
 
 Below, ``epsilon`` (> 0) is a response's privacy level, ``n_categories`` the number
 k >= 1 of categories and ``bits`` (32 or 16) the size of each response's uniform draw.
 """
 
-from numbers import Integral
-
 import numpy as np
 
-from ..utils._responses import DRAW_BITS, SHORT_DRAW_BITS, respond
-from ..utils._random import check_random_state, random_words
-from ..utils._validation import check_epsilon
+from ..utils._random import random_words
+
+#: Bits of one response's draw: a uniform integer in ``[0, 2**32)``, two per 64-bit word.
+#: The grid caps the achieved level at ``32 ln 2`` (see :func:`randomized_response_widths`).
+DRAW_BITS = 32
+#: HybridKMeans' responses draw 16 bits where that grid is fine enough (four draws per
+#: word; :func:`response_bits`).
+SHORT_DRAW_BITS = 16
 
 
 def randomized_response_keep_probability(epsilon, n_categories):
@@ -39,16 +43,18 @@ def randomized_response_change_probability(epsilon, n_categories):
     to 1, so that a change never becomes impossible.
 
     """
-    return (n_categories - 1) * RandomizedResponse._other_probability(
-        np.asarray(epsilon, dtype=np.float64), n_categories)
+    levels = np.asarray(epsilon, dtype=np.float64)
+    # 1 / (e^eps + k - 1) = e^-eps keep
+    return (n_categories - 1) * (np.exp(-levels) * randomized_response_keep_probability(
+        levels, n_categories))
 
 
 def randomized_response_widths(epsilon, n_categories, bits=DRAW_BITS):
     """The draws per other category of k-ary randomized response, out of ``2**32``.
 
     A response reads one uniform integer ``draw`` in ``[0, 2**32)`` and moves the true
-    category by ``floor(draw / width) + 1`` when that slot is below ``k - 1``
-    (:func:`~skhybrid.utils._responses.respond`): each other category has probability
+    category by ``floor(draw / width) + 1`` when that slot is below ``k - 1`` (``respond``
+    of ``skhybrid/cluster/_k_means_lloyd.pyx``): each other category has probability
     exactly ``width / 2**32`` and the true one ``1 - (k - 1) width / 2**32``. The width
     is the change probability ``c`` (:func:`randomized_response_change_probability`)
     on that grid, rounded up: ``ceil(ceil(c 2**32) / (k - 1))``, in integers, and at
@@ -147,115 +153,3 @@ def response_bits(epsilon, n_categories):
         return DRAW_BITS
     widths = randomized_response_widths(epsilon, n_categories, SHORT_DRAW_BITS)
     return SHORT_DRAW_BITS if widths.min() >= _SHORT_MIN_WIDTH else DRAW_BITS
-
-
-class RandomizedResponse:
-    """k-ary randomized response: each user's epsilon-LDP report of one of k categories.
-
-    The true category is kept with probability ``e^eps / (e^eps + k - 1)``; otherwise
-    one of the other ``k - 1`` categories is reported, uniformly. Any two inputs are
-    neighbours (local DP), and every output's probability ratio between them is at most
-    ``e^eps``.
-
-    Parameters
-    ----------
-    n_categories : int
-        k >= 1; the categories are ``0, ..., k - 1``.
-    epsilon : float, default=1.0
-        The default privacy level; ``privatize`` accepts one per user.
-
-    Notes
-    -----
-    The outputs are categories (no low-order-bit leak). The change probability is
-    rounded up on the grid of the 32-bit draws (:func:`randomized_response_widths`).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skhybrid.mechanisms._randomized_response import RandomizedResponse
-    >>> response = RandomizedResponse(n_categories=4, epsilon=np.log(3.0))
-    >>> response.probabilities(0).round(3).tolist()
-    [0.5, 0.167, 0.167, 0.167]
-    >>> response.privatize(np.array([0, 3, 3]), random_state=0).shape
-    (3,)
-    """
-
-    def __init__(self, *, n_categories, epsilon=1.0):
-        self.n_categories = n_categories
-        self.epsilon = epsilon
-
-    def keep_probability(self, epsilon=None):
-        """Probability of reporting the true category (``epsilon=None``: the randomizer's)."""
-        return randomized_response_keep_probability(self._levels(epsilon), self._categories())
-
-    def probabilities(self, category, *, epsilon=None):
-        """The output distribution for a user whose true category is ``category``.
-
-        Returns
-        -------
-        probabilities : ndarray of shape (n_categories,)
-        """
-        k = self._categories()
-        levels = self._levels(epsilon)
-        keep = float(randomized_response_keep_probability(levels, k))
-        probabilities = np.full(k, float(self._other_probability(levels, k)) if k > 1 else 0.0)
-        probabilities[self._check_categories(np.array([category]))[0]] = keep
-        return probabilities
-
-    def privatize(self, categories, *, epsilon=None, random_state=None):
-        """Randomize each user's category on their device.
-
-        Parameters
-        ----------
-        categories : array-like of int, shape (n_users,)
-            True categories in ``[0, n_categories)``.
-        epsilon : float or array-like of shape (n_users,), default=None
-            Each user's privacy level for this report; ``None`` uses ``epsilon``.
-        random_state : None, int or numpy.random.Generator, default=None
-            ``None`` uses the operating system's secure randomness.
-
-        Returns
-        -------
-        reports : ndarray of int, shape (n_users,)
-        """
-        k = self._categories()
-        true = self._check_categories(categories)
-        levels = self._levels(epsilon, true.shape[0])
-        rng = check_random_state(random_state)
-        if k == 1:
-            return true.astype(np.intp)
-        return respond(true.astype(np.intp), response_draws(rng, true.shape[0]),
-                       randomized_response_widths(levels, k), k)
-
-    @staticmethod
-    def _other_probability(levels, k):
-        # 1 / (e^eps + k - 1) = e^-eps keep (see randomized_response_change_probability).
-        return np.exp(-levels) * randomized_response_keep_probability(levels, k)
-
-    def _categories(self):
-        k = self.n_categories
-        if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
-            raise ValueError(f"n_categories must be an integer >= 1; got {k!r}")
-        return int(k)
-
-    def _levels(self, epsilon, n_users=None):
-        if epsilon is None:
-            return check_epsilon(self.epsilon)
-        if np.ndim(epsilon) == 0:
-            return check_epsilon(epsilon)
-        return check_epsilon(epsilon, n_users)
-
-    def _check_categories(self, categories):
-        array = np.asarray(categories)
-        if array.ndim != 1 or array.dtype.kind not in "iu":
-            raise ValueError(
-                "categories must be a 1-dimensional array of integers; got an array of "
-                f"dtype {array.dtype} and shape {array.shape}"
-            )
-        k = self._categories()
-        if array.size and (array.min() < 0 or array.max() >= k):
-            index = int(np.flatnonzero((array < 0) | (array >= k))[0])
-            raise ValueError(
-                f"categories must be in [0, {k}); got {array[index].item()!r} at index {index}"
-            )
-        return array

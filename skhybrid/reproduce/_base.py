@@ -111,6 +111,24 @@ class Reproduction:
         return csv_path, png_path
 
 
+def squared_errors(estimators, draw_data, *, epsilon, n_trials, rng, bar, target=0.0,
+                   attribute="mean_"):
+    """Each estimator's squared error against ``target`` on ``n_trials`` fresh datasets.
+
+    Each trial draws ``draw_data(trial_rng, n_users)`` from its own seed and fits every
+    estimator on it with that generator as ``random_state`` (and ``epsilon`` metadata).
+    """
+    errors = {name: np.empty(n_trials) for name in estimators}
+    for trial, seed in enumerate(rng.integers(2**32, size=n_trials)):
+        trial_rng = np.random.default_rng(seed)
+        X = draw_data(trial_rng, epsilon.size)
+        for name, estimator in estimators.items():
+            estimator.set_params(random_state=trial_rng).fit(X, epsilon=epsilon)
+            errors[name][trial] = (getattr(estimator, attribute)[0] - target) ** 2
+        bar.update(1)
+    return errors
+
+
 def _csv_value(value):
     if isinstance(value, (float, np.floating)):
         return repr(float(value))

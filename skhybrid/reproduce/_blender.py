@@ -16,6 +16,7 @@ from ..heavy_hitters import BlenderHeavyHitters
 from ..theory import list_of_lists_ndcg
 from ..utils._progress import progress_bar
 from ._base import Panel, Reproduction
+from ._common_hybrid import mean_and_standard_error
 
 #: Section 4.2.1: 5% opt-in users (AOL), head lists of 50 records (AOL).
 _OPTIN_FRACTION = 0.05
@@ -31,11 +32,8 @@ _COLUMNS = {"probabilities_": "blended", "optin_probabilities_": "optin",
 
 
 def _record_counts(X):
-    """Distinct (query, url) records of ``X`` and their counts.
-
-    ``np.unique(X, axis=0)`` sorts rows and takes seconds on a million users; the ids
-    are non-negative ints, so each pair is packed into one int64 key instead.
-    """
+    """Distinct (query, url) records of ``X`` and their counts, each pair packed into one
+    int64 key (the ids are non-negative ints; a row-wise ``np.unique`` takes seconds)."""
     width = int(X[:, 1].max()) + 1
     keys, counts = np.unique(X[:, 0] * width + X[:, 1], return_counts=True)
     return np.column_stack(np.divmod(keys, width)), counts
@@ -83,8 +81,8 @@ def ndcg_against_epsilon(*, quick=False, random_state=0, progress=False):
 
     table = {"epsilon": epsilon_grid}
     for attribute, values in scores.items():
-        table[f"{_COLUMNS[attribute]}_ndcg"] = values.mean(axis=1)
-        table[f"{_COLUMNS[attribute]}_se"] = values.std(axis=1, ddof=1) / np.sqrt(n_trials)
+        table[f"{_COLUMNS[attribute]}_ndcg"], table[f"{_COLUMNS[attribute]}_se"] = (
+            mean_and_standard_error(values))
     table["head_list_size"] = head_sizes.mean(axis=1)
     panel = Panel(
         x="epsilon",

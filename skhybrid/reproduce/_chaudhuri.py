@@ -24,7 +24,8 @@ from ..theory import (
     worst_case_variance,
 )
 from ..utils._progress import progress_bar
-from ._base import Panel, Reproduction
+from ._base import Panel, Reproduction, squared_errors
+from ._common_hybrid import mean_and_standard_error
 
 #: Data are clipped to [-0.5, 0.5], the paper's domain (Sec. II).
 _BOUNDS = (-0.5, 0.5)
@@ -52,35 +53,35 @@ _TABLE_II = {
 _LOG_EPSILON_RANGES = {"high": (-4.0, 2.0), "low": (-3.0, -2.0)}
 
 
-def _worst_case_mse(method, epsilon):
-    """Worst-case MSE about the population mean, for data in [-0.5, 0.5] (theory module)."""
+def _mse(method, epsilon, variance=None):
+    """MSE about the population mean for data in [-0.5, 0.5] (theory module): the worst
+    case, or (given ``variance``) for data of that variance centred on the midpoint (the
+    Sample mechanism's to first order in its kept count).
+
+    At the worst-case variance 1/4 the Sample mechanism's is exact for the release of
+    PDPSampleEstimator: its divisor is the expected kept count, which
+    sample_mechanism_mse plugs in.
+    """
     if method == "SM":
-        # Exact for the release of PDPSampleEstimator at the worst-case variance 1/4: its
-        # divisor is the expected kept count, which sample_mechanism_mse plugs in.
         threshold = sample_mechanism_thresholds(epsilon)["max"]
         return float(sample_mechanism_mse(
             epsilon, threshold, data_range=_DATA_RANGE,
-            variance=worst_case_variance(_DATA_RANGE),
+            variance=worst_case_variance(_DATA_RANGE) if variance is None else variance,
         ))
-    return _AFFINE_WEIGHTS[method](epsilon, data_range=_DATA_RANGE).expected_mse
+    solution = _AFFINE_WEIGHTS[method](epsilon, data_range=_DATA_RANGE)
+    if variance is None:
+        return solution.expected_mse
+    if solution.trivial:  # the midpoint, which is the mean of centred data: no error
+        return 0.0
+    return affine_mse(solution.weights, variance=variance, noise_scale=solution.noise_scale,
+                      level_noise_scales=solution.level_noise_scales)
 
 
 def _squared_errors(epsilon, draw_data, population_mean, n_trials, rng, bar):
     """Squared error of each method on ``n_trials`` fresh datasets (shared by the methods)."""
-    estimators = {method: make() for method, make in _METHODS.items()}
-    errors = {method: np.empty(n_trials) for method in estimators}
-    for trial, seed in enumerate(rng.integers(2**32, size=n_trials)):
-        trial_rng = np.random.default_rng(seed)
-        X = draw_data(trial_rng, epsilon.size)
-        for method, estimator in estimators.items():
-            estimator.set_params(random_state=trial_rng).fit(X, epsilon=epsilon)
-            errors[method][trial] = (estimator.mean_[0] - population_mean) ** 2
-        bar.update(1)
-    return errors
-
-
-def _mean_and_standard_error(values):
-    return values.mean(), values.std(ddof=1) / np.sqrt(values.size)
+    return squared_errors({method: make() for method, make in _METHODS.items()}, draw_data,
+                          epsilon=epsilon, n_trials=n_trials, rng=rng, bar=bar,
+                          target=population_mean)
 
 
 def table_2(*, quick=False, random_state=0, progress=False):
@@ -108,13 +109,13 @@ def table_2(*, quick=False, random_state=0, progress=False):
             epsilon = np.exp(rng.uniform(low, high, n_users))
             errors = _squared_errors(epsilon, draw_data, population_mean, n_trials, rng, bar)
             for method, squared in errors.items():
-                mse, standard_error = _mean_and_standard_error(squared)
+                mse, standard_error = mean_and_standard_error(squared)
                 columns["regime"].append(f"{regime} Var(eps)")
                 columns["method"].append(method)
                 columns["paper_log_mse"].append(_TABLE_II[regime][method])
                 columns["simulated_log_mse"].append(np.log(mse))
                 columns["simulated_log_mse_se"].append(standard_error / mse)  # delta method
-                columns["worst_case_log_mse"].append(np.log(_worst_case_mse(method, epsilon)))
+                columns["worst_case_log_mse"].append(np.log(_mse(method, epsilon)))
     table = {name: np.asarray(values) for name, values in columns.items()}
 
     panels = []
@@ -214,10 +215,10 @@ def figure_1b(*, quick=False, random_state=0, progress=False):
             epsilon = np.repeat([eps1, eps2], [n_private, n_users - n_private])
             errors = _squared_errors(epsilon, draw_data, 0.0, n_trials, rng, bar)
             for method, squared in errors.items():
-                mse, standard_error = _mean_and_standard_error(squared)
+                mse, standard_error = mean_and_standard_error(squared)
                 table[f"{method}_mse_x1e4"][row] = 1e4 * mse
                 table[f"{method}_se_x1e4"][row] = 1e4 * standard_error
-                table[f"{method}_theory_x1e4"][row] = 1e4 * _worst_case_mse(method, epsilon)
+                table[f"{method}_theory_x1e4"][row] = 1e4 * _mse(method, epsilon)
     table["saturation_eps2"] = np.full(eps2_grid.size, saturation)
 
     panels = [
@@ -285,20 +286,6 @@ def _simulated_ranking(table, row):
                if unresolved else "") + ".")
 
 
-def _exact_mse(method, epsilon, variance):
-    """MSE about the population mean for data of the given variance, centred on the
-    midpoint (the Sample mechanism's to first order in its kept count)."""
-    if method == "SM":
-        threshold = sample_mechanism_thresholds(epsilon)["max"]
-        return float(sample_mechanism_mse(epsilon, threshold, data_range=_DATA_RANGE,
-                                          variance=variance))
-    solution = _AFFINE_WEIGHTS[method](epsilon, data_range=_DATA_RANGE)
-    if solution.trivial:  # the midpoint, which is the mean of centred data: no error
-        return 0.0
-    return affine_mse(solution.weights, variance=variance, noise_scale=solution.noise_scale,
-                      level_noise_scales=solution.level_noise_scales)
-
-
 def figure_1a(*, quick=False, random_state=0, progress=False):
     """Figure 1A: (MSE - 1/(12n)) n^2 against n, for eps1 = 0.1, eps2 = 0.15, f = 0.5.
 
@@ -329,11 +316,11 @@ def figure_1a(*, quick=False, random_state=0, progress=False):
             epsilon = np.repeat([eps1, eps2], [n_private, n - n_private])
             errors = _squared_errors(epsilon, draw_data, 0.0, n_trials, rng, bar)
             for method, squared in errors.items():
-                mse, standard_error = _mean_and_standard_error(squared)
+                mse, standard_error = mean_and_standard_error(squared)
                 table[f"{method}_simulated"][row] = (mse - variance / n) * n**2
                 table[f"{method}_se"][row] = standard_error * n**2
                 table[f"{method}_theory"][row] = (
-                    _exact_mse(method, epsilon, variance) - variance / n) * n**2
+                    _mse(method, epsilon, variance) - variance / n) * n**2
     panels = [
         Panel(x="n", series={m: f"{m}_theory" for m in _METHODS},
               title="theory (exact; SM to first order)", xlabel="n",

@@ -18,7 +18,8 @@ from ..mean import (
 )
 from ..theory import mixed_mean_variance, optimal_sample_threshold, sample_mechanism_mse
 from ..utils._progress import progress_bar
-from ._base import Panel, Reproduction
+from ._base import Panel, Reproduction, squared_errors
+from ._common_hybrid import mean_and_standard_error
 
 #: Figure 1's groups: one low-privacy group of n users at epsilon 10, then five fixed ones.
 _GROUP_EPSILON = np.array([10.0, 0.05, 0.1, 0.01, 0.25, 0.15])
@@ -68,17 +69,13 @@ def figure_1(*, quick=False, random_state=0, progress=False):
         for row, n in enumerate(n_grid):
             group_sizes = np.array([n, *_PRIVATE_GROUP_SIZES])
             epsilon = np.repeat(_GROUP_EPSILON, group_sizes)
-            squared = {name: np.empty(n_trials) for name in estimators}
-            for trial, seed in enumerate(rng.integers(2**32, size=n_trials)):
-                trial_rng = np.random.default_rng(seed)
-                X = np.clip(trial_rng.normal(0.0, _DATA_SD, (epsilon.size, 1)), *_BOUNDS)
-                for name, estimator in estimators.items():
-                    estimator.set_params(random_state=trial_rng).fit(X, epsilon=epsilon)
-                    squared[name][trial] = estimator.mean_[0] ** 2  # population mean 0
-                bar.update(1)
+            squared = squared_errors(  # about the population mean, 0
+                estimators, lambda trial_rng, n: np.clip(
+                    trial_rng.normal(0.0, _DATA_SD, (n, 1)), *_BOUNDS),
+                epsilon=epsilon, n_trials=n_trials, rng=rng, bar=bar)
             for name, values in squared.items():
-                table[f"{name}_variance"][row] = values.mean()
-                table[f"{name}_se"][row] = values.std(ddof=1) / np.sqrt(n_trials)
+                table[f"{name}_variance"][row], table[f"{name}_se"][row] = (
+                    mean_and_standard_error(values))
             table["mixed_theory"][row] = mixed_mean_variance(
                 group_sizes, _GROUP_EPSILON, data_range=_DATA_RANGE, variance=_VARIANCE
             )
@@ -204,23 +201,18 @@ def figure_2(*, quick=False, random_state=0, progress=False):
             for share in shares:
                 n_high = int(round(share * n_users))
                 epsilon = np.repeat([eps_high, eps_low], [n_high, n_users - n_high])
-                squared = {name: np.empty(n_trials) for name in estimators}
-                for trial, seed in enumerate(rng.integers(2**32, size=n_trials)):
-                    trial_rng = np.random.default_rng(seed)
-                    X = trial_rng.normal(size=(n_users, 1))
-                    for name, estimator in estimators.items():
-                        estimator.set_params(random_state=trial_rng).fit(X, epsilon=epsilon)
-                        squared[name][trial] = estimator.quantile_[0] ** 2  # median 0
-                    bar.update(1)
+                squared = squared_errors(  # about the population median, 0
+                    estimators, lambda trial_rng, n: trial_rng.normal(size=(n, 1)),
+                    epsilon=epsilon, n_trials=n_trials, rng=rng, bar=bar,
+                    attribute="quantile_")
                 columns["eps_high"].append(eps_high)
                 columns["eps_low"].append(eps_low)
                 columns["high_share"].append(share)
                 for name, values in squared.items():
-                    rmse = np.sqrt(values.mean())
-                    columns[f"{name}_rmse"].append(rmse)
+                    mse, standard_error = mean_and_standard_error(values)
+                    columns[f"{name}_rmse"].append(np.sqrt(mse))
                     # delta method: s.e. of sqrt(mean) = s.e.(mean) / (2 sqrt(mean))
-                    columns[f"{name}_se"].append(
-                        values.std(ddof=1) / np.sqrt(n_trials) / (2 * rmse))
+                    columns[f"{name}_se"].append(standard_error / (2 * np.sqrt(mse)))
     table = {name: np.asarray(values) for name, values in columns.items()}
     panels = [
         Panel(x="high_share", series={"mixed median": "mixed_rmse", "PE": "pe_rmse"},

@@ -8,13 +8,9 @@ opt-in users' private head list. The server denoises the client reports
 (Figure 5, Observation 1) and blends the two groups' estimates with
 inverse-variance weights (Figure 7, Theorem 6).
 
-These modules hold the deterministic math only: noise scales, thresholds,
-randomizer probabilities, denoising, variances, blending, the simplex
-projection and the paper's metrics. Noise is drawn elsewhere. This one holds the
-shared validation, the opt-in users' side (Figures 3 and 4, Theorem 4) and the
-blending (Figure 7, Theorem 6) with the projection onto the simplex.
-
-The clients' side (LocalAlg, denoising and the client variances) is in
+The deterministic math only (noise is drawn in :mod:`skhybrid.heavy_hitters`): here
+the opt-in users' side (Figures 3 and 4, Theorem 4) and the blending (Figure 7,
+Theorem 6) with the projection onto the simplex; the clients' side in
 :mod:`skhybrid.theory._blender_local`, the paper's metrics in
 :mod:`skhybrid.theory._blender_metrics`.
 
@@ -27,7 +23,6 @@ References
    simplex: An efficient algorithm with a simple proof, and an application",
    arXiv:1309.1541, 2013 (reference [39] of [1]).
 """
-
 
 import numpy as np
 

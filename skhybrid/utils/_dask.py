@@ -96,34 +96,6 @@ def _blocks(obj, lengths, name):
     return [array[start:stop] for start, stop in zip(starts, stops)]
 
 
-def chunk_arrays(X, **metadata):
-    """Split ``X`` and its per-sample metadata into aligned chunks.
-
-    Parameters
-    ----------
-    X : dask array of shape (n_samples, n_features) or dask DataFrame
-        Split along its own chunks (partitions); a chunked array is first rechunked to
-        hold every feature of a row in one chunk.
-    **metadata : dask array or Series, array-like, scalar or None
-        Per-sample metadata (``trust_group=...``, ``epsilon=...``); a scalar or None is
-        passed to every chunk as it is.
-
-    Returns
-    -------
-    blocks : list of tuple
-        For each chunk: ``(X_block, metadata_block, ...)`` in the order of ``metadata``;
-        Dask blocks are ``dask.delayed`` objects.
-    lengths : tuple of int
-        Rows per chunk.
-    """
-    lengths = _row_lengths(X)
-    if not _is_dataframe_like(X):
-        X = X.rechunk({0: lengths, 1: -1}) if X.ndim == 2 else X
-    columns = [_blocks(X, lengths, "X")]
-    columns += [_blocks(value, lengths, name) for name, value in metadata.items()]
-    return list(zip(*columns)), lengths
-
-
 def map_chunks(function, X, *, generators=None, **metadata):
     """Apply ``function`` to every chunk of ``X`` and its metadata, in parallel with Dask.
 
@@ -134,12 +106,15 @@ def map_chunks(function, X, *, generators=None, **metadata):
         (or pandas) blocks; returns small per-chunk statistics. ``offset`` is the index
         of the chunk's first row (for error messages); ``rng`` is the chunk's own
         Generator, or None when ``generators`` is None.
-    X : dask array or dask DataFrame
+    X : dask array of shape (n_samples, n_features) or dask DataFrame
+        Split along its own chunks (partitions); a chunked array is first rechunked to
+        hold every feature of a row in one chunk.
     generators : list of numpy.random.Generator or None, default=None
         One independent generator per chunk (see :func:`chunk_generators`), for
         randomness that happens where the data are (simulated local randomizers).
-    **metadata
-        As in :func:`chunk_arrays`.
+    **metadata : dask array or Series, array-like, scalar or None
+        Per-sample metadata (``trust_group=...``, ``epsilon=...``), split along with
+        ``X``; a scalar or None is passed to every chunk as it is.
 
     Returns
     -------
@@ -150,7 +125,11 @@ def map_chunks(function, X, *, generators=None, **metadata):
 
     if _partitions_aligned(X, metadata):
         return _map_partitions_one_pass(function, X, generators, metadata)
-    blocks, lengths = chunk_arrays(X, **metadata)
+    lengths = _row_lengths(X)
+    if not _is_dataframe_like(X) and X.ndim == 2:
+        X = X.rechunk({0: lengths, 1: -1})
+    blocks = list(zip(_blocks(X, lengths, "X"),
+                      *(_blocks(value, lengths, name) for name, value in metadata.items())))
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int)
     if generators is None:
         generators = [None] * len(blocks)

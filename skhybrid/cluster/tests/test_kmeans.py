@@ -37,15 +37,17 @@ from skhybrid.cluster._k_means_lloyd import (
 from skhybrid.cluster._k_means_statistics import (
     _CentralClustering,
     _ClusterMeans,
+    _demix_local,
     _LocalClustering,
     _merge_cluster_means,
+    _release_central,
 )
 from skhybrid.exceptions import PrivacyLeakWarning
 from skhybrid.mean import EmptyGroupWarning
 from skhybrid.mechanisms import LaplaceMechanism
 from skhybrid.mechanisms._randomized_response import randomized_response_widths, response_draws
+from skhybrid.mechanisms.tests.test_randomized_response import respond
 from skhybrid.theory._hybrid import pwh_weight
-from skhybrid.utils._responses import respond
 from skhybrid.utils._sums import FIXED_POINT_BITS, centred_sums
 
 STRATEGIES = ["hybrid", "tcm_only", "full_lm"]
@@ -146,7 +148,7 @@ def test_noise_scales_are_algorithm_1s_for_a_replaced_user(monkeypatch):
 
 def _central_statistic(X, centres, lower, upper):
     """One iteration's tcm statistic, computed by the estimator's own code: what the noise is added to."""
-    central = _CentralClustering(np.clip(X, lower, upper), lower, upper, None)
+    central = _CentralClustering(np.clip(X, lower, upper), lower, upper)
     counts, sums = central.statistics(centres)
     centred = centred_sums(sums, lower, upper, n_users=int(counts.sum()))
     return np.concatenate([counts, (centred / central_sum_weights(upper - lower)).ravel()])
@@ -284,9 +286,9 @@ def test_demixed_lm_cluster_means_are_unbiased_with_the_stated_noise_variance():
     for trial in range(n_trials):
         reports = privatize_locally(values, epsilon=step, rng=rng, **noise)
         local = _LocalClustering(values, reports - (lower + upper) / 2, (lower + upper) / 2,
-                                 upper - lower,
-                                 np.array([step]), np.array([report_variance]), None)
-        estimate = local.estimate(centres, rng)
+                                 np.array([step]), None)
+        estimate = _demix_local(local.statistics(centres, rng), (lower + upper) / 2,
+                                upper - lower, np.array([step]), np.array([report_variance]))
         means[trial], stated[trial] = estimate.means, estimate.noise_variance
     standard_error = means.std(axis=0) / np.sqrt(n_trials)
     assert np.all(np.abs(means.mean(axis=0) - truth) < 4 * standard_error)
@@ -303,7 +305,7 @@ def test_demixing_inverts_the_probabilities_the_responses_are_drawn_with(epsilon
     the expected reported counts and sums under them (1e9 users), it gives back the
     true sizes and means to float rounding; the other grid's are 2**-16 off, which is
     1e9 x 2**-16 users here."""
-    from skhybrid.cluster._k_means_statistics import _demix_local, _LocalStatistics
+    from skhybrid.cluster._k_means_statistics import _LocalStatistics
     from skhybrid.mechanisms._randomized_response import (
         randomized_response_drawn_probabilities,
         response_bits,
@@ -333,9 +335,10 @@ def test_tcm_cluster_means_are_unbiased_with_the_stated_noise_variance():
     rng, values, centres, truth = _clustered_values(7)
     lower, upper = np.zeros(2), np.ones(2)
     mechanism = central_iteration_mechanism(upper - lower, 3, 2.0)
-    central = _CentralClustering(values, lower, upper, mechanism)
+    central = _CentralClustering(values, lower, upper)
     n_trials = 4000
-    draws = [central.estimate(centres, rng) for _ in range(n_trials)]
+    draws = [_release_central(central.statistics(centres), lower, upper, mechanism, rng)
+             for _ in range(n_trials)]
     means = np.array([draw.means for draw in draws])
     stated = np.array([draw.noise_variance for draw in draws]).mean(axis=0)
     standard_error = means.std(axis=0) / np.sqrt(n_trials)

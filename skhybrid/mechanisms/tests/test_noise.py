@@ -461,10 +461,9 @@ def test_small_default_releases_read_the_operating_systems_randomness(monkeypatc
 @pytest.mark.parametrize("shape", [(33,), (110,), (3, 40), (70_000,)])
 @pytest.mark.parametrize("overwrite", [False, True])
 def test_scalar_laplace_release_equals_the_per_release_arrays_path(shape, overwrite):
-    """More than _FEW_DRAWS coordinates with scalar sensitivity and epsilon: the scale is
-    computed once in Python floats; given as arrays of one value per release (numpy's
-    path), the same generator must give the same released values bit for bit, as must
-    a values array far from zero."""
+    """More than _FEW_DRAWS coordinates with scalar sensitivity and epsilon: given as
+    arrays of one value per release, the same generator must give the same released
+    values bit for bit, as must a values array far from zero."""
     from skhybrid.mechanisms._noise import _FEW_DRAWS, laplace_release
 
     assert np.prod(shape) > _FEW_DRAWS

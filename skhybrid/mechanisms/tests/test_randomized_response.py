@@ -5,7 +5,8 @@ import pytest
 
 from skhybrid.audit import audit_mechanism
 from skhybrid.mechanisms._randomized_response import (
-    RandomizedResponse,
+    DRAW_BITS,
+    SHORT_DRAW_BITS,
     randomized_response_change_probability,
     randomized_response_drawn_probabilities,
     randomized_response_keep_probability,
@@ -13,9 +14,23 @@ from skhybrid.mechanisms._randomized_response import (
     response_bits,
     response_draws,
 )
-from skhybrid.utils._responses import DRAW_BITS, SHORT_DRAW_BITS, respond
 
 N_AUDIT = 200_000  # releases per side for the vectorised mechanism audits
+
+
+def respond(category, draw, width, n_categories):
+    """A numpy reference of the K-means pass's ``respond`` (``_k_means_lloyd.pyx``, which
+    says why the float quotient's floor is the exact slot)."""
+    slot = np.intp(np.float64(draw) / width)
+    moved = category + (slot + 1) * np.intp(slot < n_categories - 1)
+    return moved - n_categories * np.intp(moved >= n_categories)
+
+
+def privatize(categories, epsilon, k, rng):
+    """Each category through k-ary randomized response at its epsilon, as the pass draws it."""
+    categories = np.asarray(categories, dtype=np.intp)
+    widths = randomized_response_widths(np.broadcast_to(epsilon, categories.shape), k)
+    return respond(categories, response_draws(rng, categories.size), widths, k)
 
 
 def test_keep_probability_is_algorithm_1_line_7():
@@ -31,21 +46,20 @@ def test_keep_probability_is_algorithm_1_line_7():
 
 def test_randomized_response_keeps_the_truth_with_probability_e_eps_over_e_eps_plus_k_minus_1():
     k, epsilon, n = 5, 0.8, 400_000
-    response = RandomizedResponse(n_categories=k, epsilon=epsilon)
-    reports = response.privatize(np.full(n, 2), random_state=0)
+    reports = privatize(np.full(n, 2), epsilon, k, np.random.default_rng(0))
     frequencies = np.bincount(reports, minlength=k) / n
     keep = np.exp(epsilon) / (np.exp(epsilon) + k - 1)
     expected = np.where(np.arange(k) == 2, keep, (1 - keep) / (k - 1))
     standard_error = np.sqrt(expected * (1 - expected) / n)
     assert np.all(np.abs(frequencies - expected) < 4 * standard_error)
-    np.testing.assert_allclose(response.probabilities(2), expected, rtol=1e-12)
+    np.testing.assert_allclose(randomized_response_keep_probability(epsilon, k), keep,
+                               rtol=1e-12)
 
 
 def test_randomized_response_uses_each_users_own_epsilon():
     n = 200_000
     epsilon = np.where(np.arange(n) < n // 2, 0.1, 6.0)
-    reports = RandomizedResponse(n_categories=3).privatize(np.zeros(n, dtype=int), epsilon=epsilon,
-                                                           random_state=1)
+    reports = privatize(np.zeros(n, dtype=int), epsilon, 3, np.random.default_rng(1))
     for members, level in ((slice(None, n // 2), 0.1), (slice(n // 2, None), 6.0)):
         kept = np.mean(reports[members] == 0)
         keep = randomized_response_keep_probability(level, 3)
@@ -53,8 +67,7 @@ def test_randomized_response_uses_each_users_own_epsilon():
 
 
 def test_one_category_is_always_reported():
-    response = RandomizedResponse(n_categories=1, epsilon=0.01)
-    reports = response.privatize(np.zeros(50, int), random_state=0)
+    reports = privatize(np.zeros(50, int), 0.01, 1, np.random.default_rng(0))
     assert np.all(reports == 0)
 
 
@@ -174,35 +187,24 @@ def test_short_response_draws_are_four_per_word_of_the_generator():
 
 
 
-@pytest.mark.parametrize(
-    "categories, message",
-    [(np.array([0, 4]), r"in \[0, 4\); got 4 at index 1"), (np.array([0.0, 1.0]), "integers")],
-)
-def test_randomized_response_rejects_bad_categories(categories, message):
-    with pytest.raises(ValueError, match=message):
-        RandomizedResponse(n_categories=4).privatize(categories)
-
-
-def _response_release(response, category, epsilon):
+def _response_release(category, epsilon):
     def release(n, rng):
-        return response.privatize(np.full(n, category), epsilon=epsilon, random_state=rng)
+        return privatize(np.full(n, category), epsilon, 4, rng)
 
     return release
 
 
 def test_randomized_response_passes_the_categorical_audit_at_its_epsilon():
-    response = RandomizedResponse(n_categories=4)
     result = audit_mechanism(
-        _response_release(response, 0, 1.0), _response_release(response, 2, 1.0), 1.0,
+        _response_release(0, 1.0), _response_release(2, 1.0), 1.0,
         n_samples=N_AUDIT, random_state=31,
     )
     assert result.n_bins == 4 and result.passed, str(result)
 
 
 def test_randomized_response_audit_fails_when_run_at_1_4_times_the_epsilon():
-    response = RandomizedResponse(n_categories=4)
     result = audit_mechanism(
-        _response_release(response, 0, 1.4), _response_release(response, 2, 1.4), 1.0,
+        _response_release(0, 1.4), _response_release(2, 1.4), 1.0,
         n_samples=N_AUDIT, random_state=32,
     )
     assert not result.passed, str(result)
