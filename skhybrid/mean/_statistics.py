@@ -99,7 +99,7 @@ class LevelStatistics:
 
     @classmethod
     def from_users(cls, X, epsilon, local, lower=None, upper=None, reports=None,
-                   check_finite=False, squares=False):
+                   check_finite=False, squares=False, groups=None):
         """Group users by level and add up their values.
 
         Parameters
@@ -119,6 +119,9 @@ class LevelStatistics:
         squares : bool, default=False
             Also the sums of squared distances to the midpoint (``square_sums`` and
             ``report_square_sums``), for a private variance.
+        groups : LevelIndex, default=None
+            The users' levels already grouped (``LevelIndex(epsilon)``), when every user
+            is tcm: not grouped again.
 
         Returns
         -------
@@ -136,7 +139,10 @@ class LevelStatistics:
         else:
             epsilon = np.broadcast_to(epsilon, local.shape)
             # epsilon > 0, so a negated level marks lm without colliding with a tcm level.
-            index = LevelIndex(np.where(local, -epsilon, epsilon) if any_local else epsilon)
+            if groups is not None and not any_local:
+                index = groups
+            else:
+                index = LevelIndex(np.where(local, -epsilon, epsilon) if any_local else epsilon)
             levels, counts = index.levels, index.counts
             # lm rows get the label one past the last level: left out of the sums.
             labels = np.where(local, levels.size, index.labels) if any_local else index.labels

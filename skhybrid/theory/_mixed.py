@@ -48,8 +48,11 @@ __all__ = [
     "sample_mechanism_thresholds",
 ]
 
-# Grid points per interval between consecutive distinct epsilons in the threshold search.
+# Grid points per interval between consecutive distinct epsilons in the threshold search,
+# fewer when there are many intervals (then each is narrow, and the refinement between the
+# best point's neighbours finds the minimum): at most about _MAX_GRID_POINTS in all.
 _GRID_POINTS_PER_INTERVAL = 16
+_MAX_GRID_POINTS = 2**16
 
 
 def _check_array(values, name, *, allow_zero=False, allow_inf=False):
@@ -187,6 +190,8 @@ def sample_mechanism_probabilities(epsilon, threshold):
 
 
 def _keep_probability(epsilon, threshold):
+    # Unvalidated core of sample_mechanism_probabilities (PDPSampleEstimator calls it on
+    # its validated distinct levels, which need no grouping).
     # (e^eps - 1) / (e^t - 1) = e^(eps - t) (1 - e^-eps) / (1 - e^-t): no overflow for
     # large eps or t, and 0 for finite eps when t = inf. Only users below t need it.
     probabilities = np.ones(np.broadcast(epsilon, threshold).shape)
@@ -381,7 +386,8 @@ def _optimal_threshold_grouped(epsilon_values, counts, data_range, variance, mea
         return _sample_mse(expected_count, threshold, data_range, variance, mean_offset)
 
     # Candidates in increasing order: the kinks and log-spaced points between them ...
-    fractions = np.arange(1, _GRID_POINTS_PER_INTERVAL + 1) / (_GRID_POINTS_PER_INTERVAL + 1)
+    points = max(1, min(_GRID_POINTS_PER_INTERVAL, _MAX_GRID_POINTS // max(finite.size - 1, 1)))
+    fractions = np.arange(1, points + 1) / (points + 1)
     log_kinks = np.log(finite)
     between = log_kinks[:-1, np.newaxis] + np.diff(log_kinks)[:, np.newaxis] * fractions
     candidates = np.sort(np.concatenate([finite, np.exp(between.ravel())]))

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
+from skhybrid.theory import _mixed as mixed_theory
 from skhybrid.theory._mixed import (
     group_mean_noise_scale,
     group_mean_variance,
@@ -335,6 +336,19 @@ def test_optimal_threshold_is_fast_when_every_user_has_their_own_epsilon():
     grid = np.geomspace(1e-3, 10.0, 5000)
     best = _brute_force_minimum(epsilon, 1.0, 0.1, grid)
     assert sample_mechanism_mse(epsilon, t_opt, data_range=1.0, variance=0.1) <= best
+
+
+@pytest.mark.parametrize("variance", [0.0, 0.01, 0.08])
+def test_optimal_threshold_with_many_levels_matches_the_dense_grid(monkeypatch, variance):
+    # Past _MAX_GRID_POINTS the grid thins to a point per interval; the refinement must
+    # still land on the 16-points-per-interval search's threshold.
+    rng = np.random.default_rng(1)
+    levels = np.unique(np.round(rng.uniform(0.05, 5.0, 20_000), 7))
+    counts = rng.integers(1, 20, levels.size).astype(float)
+    kwargs = {"data_range": 1.0, "variance": variance, "counts": counts, "mean_offset": 0.2}
+    thinned = optimal_sample_threshold(levels, **kwargs)
+    monkeypatch.setattr(mixed_theory, "_MAX_GRID_POINTS", 10**9)
+    assert thinned == optimal_sample_threshold(levels, **kwargs)
 
 
 @pytest.mark.parametrize("n", [100, 1000, 10000])
