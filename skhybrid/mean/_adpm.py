@@ -104,13 +104,9 @@ def _private_variance_of_levels(statistics, lower, upper, rng):
             centred_sums(statistics.square_sums[central], zero, square_range,
                          n_users=largest),
             weights, n, square_range, share * (1.0 - FIRST_MOMENT_SHARE), rng)
-        # Sampling variance of a weighted mean: sum_i w_i^2 times the value's spread
-        # (at most range**2 / 4, a squared distance's at most range**4 / 64).
-        sampling = float(np.sum(n * weights * weights))
-        tcm = {"tcm_first": first + lower - centre,
-               "tcm_first_variance": first_noise + squared_ranges / 4.0 * sampling,
-               "tcm_second": second,
-               "tcm_second_variance": second_noise + squared_ranges ** 2 / 64.0 * sampling}
+        # The variances of the noise: the moments' sampling errors cancel in the variance.
+        tcm = {"tcm_first": first + lower - centre, "tcm_first_variance": first_noise,
+               "tcm_second": second, "tcm_second_variance": second_noise}
     reports = {"report_first": None, "report_second": None, "n_reports": 0,
                "report_noise_variance": None}
     n_lm = int(counts[local].sum())
