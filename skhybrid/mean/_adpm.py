@@ -523,7 +523,7 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
         ) / share
         self.expected_mse_ = self._expected_mse(solution, error_variance(self, feature_variance),
                                                 report_variance, feature_weights, lower, upper,
-                                                counts)
+                                                counts, estimate)
         return estimate
 
     def _noise(self, solution, statistics, lower, upper):
@@ -636,19 +636,19 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
                                          counts=counts)
 
     def _expected_mse(self, solution, feature_variance, report_variance, feature_weights, lower,
-                      upper, counts):
+                      upper, counts, estimate):
         if solution.trivial:
             return (upper - lower) ** 2 / 4.0
         if self.strategy == "stretching":
-            # Biased: the bound puts the data's mean at a bound, half a range from the
-            # centre the values shrink to (the largest bias). The noise scale is linear in
-            # the data range: feature j's is the scaled release's times its weight.
+            # Biased by (1 - W) times the mean's offset from the centre the values shrink
+            # to. The noise scale is linear in the data range: feature j's is the scaled
+            # release's times its weight.
+            offsets = self._stretching_offsets(feature_variance, lower, upper, counts, estimate)
             return np.array([
                 stretching_mse(self.level_epsilons_, mean_offset=offset, variance=variance,
                                data_range=float(np.sum(upper - lower)) * weight,
                                empirical=True, counts=counts)
-                for offset, variance, weight in zip((upper - lower) / 2.0, feature_variance,
-                                                    feature_weights)
+                for offset, variance, weight in zip(offsets, feature_variance, feature_weights)
             ])
         level_scales = solution.level_noise_scales
         population = np.array([
@@ -663,3 +663,23 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
         ])
         return mse_about_empirical_mean(population, n_samples=int(counts.sum()),
                                         variance=feature_variance)
+
+    def _stretching_offsets(self, feature_variance, lower, upper, counts, estimate):
+        """The mean's offset from the centre of the bounds that stretching's bias scales.
+
+        Post-processing of the release ``R = centre + W (mean_w - centre) + noise``
+        (``W`` the weights' total): ``((R - centre) / W)**2`` less its noise's and
+        sampling's part, ``(2 eta**2 + variance sum_i w_i**2) / W**2``, estimates the
+        squared offset without bias (clipped to ``[0, (range / 2)**2]``). The bound,
+        half a range (the mean at a bound), as a design (:func:`~skhybrid.mean.
+        expected_mse` has no mean to read) or with lm or public levels.
+        """
+        half_ranges = (upper - lower) / 2.0
+        weights, local = self.level_weights_, self.level_local_
+        if (getattr(self, "_design_variance", None) is not None or local.any()
+                or np.isinf(self.level_epsilons_).any()):
+            return half_ranges
+        total = float(weights @ counts)
+        spread = 2.0 * self.noise_scale_ ** 2 + feature_variance * float(weights ** 2 @ counts)
+        squared = ((estimate - (lower + upper) / 2.0) ** 2 - spread) / total ** 2
+        return np.sqrt(np.clip(squared, 0.0, half_ranges ** 2))
