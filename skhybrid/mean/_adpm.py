@@ -202,9 +202,9 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
         Alaggan et al. (``"stretching"``, Example 2 in Appendix D): each value is shrunk
         towards the middle of the bounds by ``epsilon_i / max(epsilon)`` (the paper's
         rule on its domain [-0.5, 0.5], on any interval) and the mean released at
-        ``max(epsilon)``. Stretching is biased (its weights sum to less than 1 and its
-        ``expected_mse_`` is an upper bound); it is here to show why ADPM is not. The
-        baselines need tcm users only.
+        ``max(epsilon)``. Stretching is biased (its weights sum to less than 1; its
+        ``expected_mse_`` reads the bias from the release); it is here to show why ADPM
+        is not. The baselines need tcm users only.
     local_reports : bool, default=False
         Whether lm rows of ``X`` are already reports privatized on the users' devices by
         :class:`~skhybrid.mechanisms.LocalLaplaceRandomizer` with the same bounds and
@@ -670,14 +670,14 @@ class ADPMEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator):
         Post-processing of the release ``R = centre + W (mean_w - centre) + noise``
         (``W`` the weights' total): ``((R - centre) / W)**2`` less its noise's and
         sampling's part, ``(2 eta**2 + variance sum_i w_i**2) / W**2``, estimates the
-        squared offset without bias (clipped to ``[0, (range / 2)**2]``). The bound,
-        half a range (the mean at a bound), as a design (:func:`~skhybrid.mean.
-        expected_mse` has no mean to read) or with lm or public levels.
+        squared offset without bias (clipped to ``[0, (range / 2)**2]``; where the offset
+        is within its noise of 0 the clipping makes the figure high). The bound, half a
+        range (the mean at a bound), as a design: :func:`~skhybrid.mean.expected_mse`
+        has no mean to read.
         """
         half_ranges = (upper - lower) / 2.0
-        weights, local = self.level_weights_, self.level_local_
-        if (getattr(self, "_design_variance", None) is not None or local.any()
-                or np.isinf(self.level_epsilons_).any()):
+        weights = self.level_weights_
+        if getattr(self, "_design_variance", None) is not None:
             return half_ranges
         total = float(weights @ counts)
         spread = 2.0 * self.noise_scale_ ** 2 + feature_variance * float(weights ** 2 @ counts)
