@@ -77,17 +77,35 @@ def _draw_deviation(X, is_tcm):
     return deviation - values.var(ddof=1) * n / (k * (n - k))
 
 
-def _real_mse(squared, control):
-    """Each strategy's mean squared error over the runs, less its regression on the
-    draw's control variate (mean zero exactly): the same expectation, with the
-    draws' luck (which tcm users happen to be far from the mean) taken out."""
+def _real_errors(squared, control):
+    """Each run's squared error less its regression on the draw's control variate (mean
+    zero exactly): the same expectation, with the draws' luck (which tcm users happen
+    to be far from the mean) taken out."""
     control = np.asarray(control)
     real = {}
-    for strategy, values in squared.items():
+    for name, values in squared.items():
         values = np.asarray(values)
-        slope = np.cov(values, control)[0, 1] / control.var(ddof=1)
-        real[strategy] = float(np.mean(values - slope * control))
+        real[name] = values - np.cov(values, control)[0, 1] / control.var(ddof=1) * control
     return real
+
+
+def _ranks_with_ties(errors):
+    """The strategies' ranks by mean error, in order; a strategy whose paired difference
+    from each of the tie before it (run by run, on the same draws) is within two of its
+    standard errors shares their average rank: their order is the runs' noise."""
+    order = sorted(errors, key=lambda name: errors[name].mean())
+    groups = [[order[0]]]
+    for name in order[1:]:
+        differences = [errors[name] - errors[other] for other in groups[-1]]
+        if all(abs(d.mean()) < 2 * d.std(ddof=1) / np.sqrt(d.size) for d in differences):
+            groups[-1].append(name)
+        else:
+            groups.append([name])
+    ranks, position = {}, 0
+    for group in groups:
+        ranks.update({name: position + (len(group) + 1) / 2 for name in group})
+        position += len(group)
+    return [ranks[name] for name in errors]
 
 
 @pytest.mark.slow
@@ -99,8 +117,11 @@ def test_the_default_is_within_1_2_and_expected_mse_ranks_the_strategies(shape):
     stream as uniform data, run 7's tcm users were exactly the smallest values. The
     strategies nearest the best are within a few percent of each other, less than 50
     runs' noise: the real errors are over 200 runs, each strategy's corrected by the
-    draw's control variate (:func:`_real_mse`), so that the order is measured rather
-    than the runs' luck.
+    draw's control variate (:func:`_real_errors`). At 10% tcm users kvh, pwh and
+    tcm_only are within half a percent of each other (theory and measurement): no
+    number of runs orders them, so strategies whose paired difference is within two
+    standard errors share a rank (:func:`_ranks_with_ties`); the others' order is
+    measured.
     """
     rng = np.random.default_rng(7)
     if shape == "salaries":
@@ -132,8 +153,10 @@ def test_the_default_is_within_1_2_and_expected_mse_ranks_the_strategies(shape):
                 fitted = HybridMeanEstimator(bounds=bounds, random_state=run).fit(
                     X, trust_group=trust)
                 squared["default"].append((fitted.mean_[0] - truth) ** 2)
-        real = _real_mse(squared, control)
-        rmse = [np.sqrt(real[strategy]) for strategy in STRATEGIES]
-        assert np.sqrt(real["default"]) <= 1.2 * min(rmse), (shape, tcm_share, rmse)
-        expected = [np.sqrt(np.mean(figures[strategy])) for strategy in STRATEGIES]
-        assert spearmanr(expected, rmse).statistic >= 0.8, (shape, tcm_share, expected, rmse)
+        real = _real_errors(squared, control)
+        rmse = [np.sqrt(real[strategy].mean()) for strategy in STRATEGIES]
+        assert np.sqrt(real["default"].mean()) <= 1.2 * min(rmse), (shape, tcm_share, rmse)
+        expected = [np.mean(figures[strategy]) for strategy in STRATEGIES]
+        ranks = _ranks_with_ties({strategy: real[strategy] for strategy in STRATEGIES})
+        assert spearmanr(expected, ranks).statistic >= 0.8, (shape, tcm_share, expected,
+                                                             rmse, ranks)
