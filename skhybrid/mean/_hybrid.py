@@ -107,7 +107,7 @@ def _at_most(values, high):
 
 def private_variance_estimate(*, ranges, tcm_first, tcm_first_variance, tcm_second,
                               tcm_second_variance, report_first, report_second, n_reports,
-                              report_noise_variance, lower_z=None):
+                              report_noise_variance, lower_z=None, both=False):
     """The data variance from private releases only: each group's second moment minus
     its squared mean, mixed.
 
@@ -149,6 +149,8 @@ def private_variance_estimate(*, ranges, tcm_first, tcm_first_variance, tcm_seco
     lower_z : float, default=None
         How many standard errors to lower by; None is ``PRIVATE_VARIANCE_LOWER_Z``
         (KVH's). ``ADPMEstimator`` takes ``ADPM_VARIANCE_LOWER_Z``.
+    both : bool, default=False
+        Also return the estimate not lowered (clipped alike), second.
 
     Every argument may also be a numpy float64 scalar (one feature): the same float64
     operations (squares written as products: numpy's scalar power may round otherwise
@@ -159,6 +161,7 @@ def private_variance_estimate(*, ranges, tcm_first, tcm_first_variance, tcm_seco
     variance : ndarray of shape (n_features,), or a numpy float64 scalar
     """
     squared_ranges = ranges * ranges
+    highest = squared_ranges / 4.0
     tcm_variance = tcm_error = report_variance = report_error = None
     if tcm_first is not None:
         tcm_variance = tcm_second - tcm_first * tcm_first
@@ -171,8 +174,10 @@ def private_variance_estimate(*, ranges, tcm_first, tcm_first_variance, tcm_seco
                                             [tcm_error, report_error])
     if lower_z is None:
         lower_z = PRIVATE_VARIANCE_LOWER_Z
-    lowered = variance - lower_z * np.sqrt(error)
-    return _at_most(_at_least(lowered, 0.0), squared_ranges / 4.0)  # np.clip's values
+    lowered = _at_most(_at_least(variance - lower_z * np.sqrt(error), 0.0), highest)
+    if both:  # np.clip's values
+        return lowered, _at_most(_at_least(variance, 0.0), highest)
+    return lowered
 
 
 def _group_sums(X, is_tcm, lower, upper, *, squares, reports, report_squares,
@@ -529,9 +534,9 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
     def _weight_and_mse(self, tcm, n_tcm, n_lm, variance, s_L2, weight_variance=None):
         """Weight on the tcm estimate and the expected MSE, from the theory module.
 
-        ``variance`` sets KVH's weight; the MSE is for data of that variance, or of the
-        design's variance when :func:`~skhybrid.mean.expected_mse` evaluates the
-        candidate.
+        ``weight_variance`` (default ``variance``) sets KVH's weight; the MSE is for data
+        of ``variance``, or of the design's variance when
+        :func:`~skhybrid.mean.expected_mse` evaluates the candidate.
         """
         n = n_tcm + n_lm
         if n_lm == 0:
@@ -734,13 +739,12 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
                 lm = reported_group_mean(statistics.lm_sum, n_lm, lm_variance)
             weight_variance = variance
             if self._private_variance():
-                # KVH's weight at the lowered estimate; the errors at the unlowered one
-                # (PRIVATE_VARIANCE_LOWER_Z). Evaluated as a design (expected_mse), the
-                # estimate is the design's variance.
-                weight_variance = error_variance(self, self._estimate_variance(
-                    statistics, tcm, tcm_second, lm, context))
-                variance = error_variance(self, self._estimate_variance(
-                    statistics, tcm, tcm_second, lm, context, lower_z=0.0))
+                # KVH's weight at the lowered estimate, the errors at the estimate
+                # (PRIVATE_VARIANCE_LOWER_Z). Evaluated as a design (expected_mse), both
+                # are the design's variance.
+                weight_variance, variance = (error_variance(self, estimate) for estimate in
+                                             self._estimate_variance(statistics, tcm,
+                                                                     tcm_second, lm, context))
             weight, mse = self._weight_and_mse(tcm, n_tcm, n_lm, variance, lm_variance,
                                                weight_variance)
             if lm is None:
@@ -792,8 +796,9 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
             delta=0.0, ranges=square_range, rng=rng, noise=noise,
         )
 
-    def _estimate_variance(self, statistics, tcm, tcm_second, lm, context, lower_z=None):
-        """``variance="private"``: :func:`private_variance_estimate` of this fit's releases.
+    def _estimate_variance(self, statistics, tcm, tcm_second, lm, context):
+        """``variance="private"``: :func:`private_variance_estimate` of this fit's releases,
+        lowered and not.
 
         One feature's arrays enter it as numpy float64 scalars (the same operations, a
         tenth of the cost: about 8 us of a 75 us fit).
@@ -824,10 +829,11 @@ class HybridMeanEstimator(StatisticsFitMixin, MeanEstimatorMixin, BaseEstimator)
             }
         if tcm_second is None and lm is None:
             # No private moment to read (the Gaussian mechanism without lm reports).
-            return resolve_variance(None, context["lower"], context["upper"])
-        variance = private_variance_estimate(ranges=ranges, **tcm_moments, **report_moments,
-                                             lower_z=lower_z)
-        return np.array([variance]) if one else variance
+            worst = resolve_variance(None, context["lower"], context["upper"])
+            return worst, worst
+        estimates = private_variance_estimate(ranges=ranges, **tcm_moments, **report_moments,
+                                              both=True)
+        return tuple(np.array([variance]) if one else variance for variance in estimates)
 
     def _amplification(self, lower, upper, epsilon_tcm, epsilon_lm):
         """Theorem 8.1's amplified epsilon of each group, never above the nominal one.
