@@ -1,9 +1,10 @@
-"""The search over the default HybridMeanEstimator's strategies on the bundled salaries.
+"""The search over the default HybridMeanEstimator's strategies on the bundled salaries,
+and the default and its figures on the shapes of the choosing guide.
 
-50 seeded runs per tcm share, each with its own draw of who trusts the curator (the
-expected errors are expectations over that draw and the noise). Each strategy is fit
-once per run, alone, at the whole epsilon: its RMSE over the runs is its real error,
-and the best of them the best in hindsight.
+Seeded runs per tcm share (50 for the search, 200 for the figures' order), each with
+its own draw of who trusts the curator (the expected errors are expectations over that
+draw and the noise). Each strategy is fit once per run, alone, at the whole epsilon:
+its RMSE over the runs is its real error, and the best of them the best in hindsight.
 """
 
 import warnings
