@@ -127,7 +127,7 @@ def rank_by_expected_mse(candidates, *, variance, trust_group=None, epsilon=None
     default :class:`~skhybrid.HybridMeanEstimator` fit, the first of the hybrid
     strategies measured within 1.1 times the best one's error from a 2% tcm share up
     on the salaries, uniform, lognormal, exponential and arcsine data, within 1.15
-    times at 0.5%, and within 1.26 times at 0.1%, where the measurement's noise is of
+    times at 0.5%, and within 1.25 times at 0.1%, where the measurement's noise is of
     that order (the table is in "The default strategy" in
     docs/user_guide/choosing.rst); the slow selection test checks 1.2 times on other
     data.

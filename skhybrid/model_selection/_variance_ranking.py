@@ -36,7 +36,7 @@ from ..utils._validation import check_epsilon, check_trust_group
 #: rest, whose noise variance grows by ``1 / (1 - share)**2`` (11% at 0.05) where the
 #: noise dominates. 0.05, as ``PRIVATE_VARIANCE_SHARE`` inside a fit; with it, on the
 #: bundled salaries at 0.5%, 2% and 10% tcm users (50 runs each), every pick is within
-#: 1.2x of the best strategy in hindsight and the search's answer within 1.17x
+#: 1.2x of the best strategy in hindsight and the search's answer within 1.06x
 #: (skhybrid/model_selection/tests/test_variance_ranking_slow.py). Other shares were
 #: not measured.
 VARIANCE_RELEASE_SHARE = 0.05

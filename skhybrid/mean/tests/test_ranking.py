@@ -133,10 +133,49 @@ def test_private_variance_estimates_the_variance_without_exceeding_popoviciu():
     trust = np.where(rng.random(200_000) < 0.2, "tcm", "lm")
     estimates = [HybridMeanEstimator(bounds=(0, 1), random_state=seed)
                  .fit(X, trust_group=trust).variance_[0] for seed in range(20)]
-    # The estimate is lowered by about one standard error: below the truth on average,
-    # and within a few standard errors of it.
+    # Not lowered (only KVH's weight is): the tcm group's variance (its noise is a
+    # hundredth of the reports'), within the noise's standard error.
     assert 0.0 <= min(estimates) and max(estimates) <= 0.25
-    assert 1 / 12 - 0.02 < np.mean(estimates) < 1 / 12
+    standard_error = np.std(estimates) / np.sqrt(len(estimates))
+    assert abs(np.mean(estimates) - X[trust == "tcm"].var()) < 4 * standard_error
+
+
+def test_private_variance_on_wide_bounds_is_the_tcm_groups_variance_plus_its_noise():
+    # Data spread thinly over wide bounds, as the salaries: the worst-case sampling error
+    # of a squared distance to the midpoint (range**4 / 64 / n_tcm: a standard error of
+    # 6.25 here) and the lm reports' mean (a squared-mean error of about 1.7) are each
+    # larger than the variance, 4. Each group's own second moment minus its own squared
+    # mean cancels both: what is left is the noise (a standard error of about 0.2).
+    rng = np.random.default_rng(5)
+    X = np.clip(rng.normal(20.0, 2.0, size=(200_000, 1)), 0, 100)
+    trust = np.where(rng.random(200_000) < 0.2, "tcm", "lm")
+    estimates = np.array([
+        HybridMeanEstimator(bounds=(0, 100), epsilon=10.0, random_state=seed)
+        .fit(X, trust_group=trust).variance_[0] for seed in range(20)])
+    assert np.all(estimates > 0.0)
+    assert abs(estimates.mean() - X[trust == "tcm"].var()) < 0.2
+
+
+def test_kvh_weight_is_at_the_lowered_variance_and_expected_mse_at_the_estimate(monkeypatch):
+    import skhybrid.mean._hybrid as hybrid_module
+
+    rng = np.random.default_rng(11)
+    X = rng.uniform(0, 1, size=(20_000, 1))
+    trust = np.where(rng.random(20_000) < 0.02, "tcm", "lm")
+    fitted = HybridMeanEstimator(bounds=(0, 1), random_state=0).fit(X, trust_group=trust)
+    n, c = trust.size, fitted.n_tcm_ / trust.size
+    group = {"n": n, "c": c, "s_T2": fitted.noise_variance_tcm_[0],
+             "s_L2": fitted.noise_variance_lm_[0]}
+    variance = fitted.variance_[0]
+    lemma = hybrid_mse(fitted.weight_[0], **group, sigma_T2=variance, sigma_L2=variance)
+    assert fitted.expected_mse_[0] == pytest.approx(lemma, rel=1e-12)
+    # Lowered: the weight is KVH's at a smaller variance, nearer the noise's optimum.
+    assert fitted.weight_[0] > kvh_weight(**group, sigma2=variance)
+    monkeypatch.setattr(hybrid_module, "PRIVATE_VARIANCE_LOWER_Z", 0.0)
+    unlowered = HybridMeanEstimator(bounds=(0, 1), random_state=0).fit(X, trust_group=trust)
+    assert unlowered.variance_[0] == variance
+    assert unlowered.weight_[0] == pytest.approx(kvh_weight(**group, sigma2=variance),
+                                                 rel=1e-12)
 
 
 def test_private_variance_spends_the_stated_share_of_the_tcm_users_epsilon():

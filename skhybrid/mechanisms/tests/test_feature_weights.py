@@ -46,12 +46,12 @@ def test_private_variance_estimate_is_the_lowered_second_moment_minus_the_square
 
     ranges = np.array([1.0])
     # The tcm group alone: E[(x - mid)^2] = 0.1, E[x - mid] = 0.2, so 0.1 - 0.04 = 0.06,
-    # lowered by one standard error of the second moment (sqrt(1e-4)).
+    # lowered by one standard error of its noise (1e-4 + 4 * 0.2**2 * 1e-6).
     tcm_only = private_variance_estimate(
         ranges=ranges, tcm_first=np.array([0.2]), tcm_first_variance=np.array([1e-6]),
         tcm_second=np.array([0.1]), tcm_second_variance=np.array([1e-4]),
         report_first=None, report_second=None, n_reports=0, report_noise_variance=None)
-    assert tcm_only[0] == pytest.approx(0.06 - PRIVATE_VARIANCE_LOWER_Z * 1e-2)
+    assert tcm_only[0] == pytest.approx(0.06 - PRIVATE_VARIANCE_LOWER_Z * np.sqrt(1.0016e-4))
     # Reports alone: their second moment minus their noise variance s2.
     reports = private_variance_estimate(
         ranges=ranges, tcm_first=None, tcm_first_variance=None, tcm_second=None,

@@ -1,9 +1,10 @@
-"""The search over the default HybridMeanEstimator's strategies on the bundled salaries.
+"""The search over the default HybridMeanEstimator's strategies on the bundled salaries,
+and the default and its figures on the shapes of the choosing guide.
 
-50 seeded runs per tcm share, each with its own draw of who trusts the curator (the
-expected errors are expectations over that draw and the noise). Each strategy is fit
-once per run, alone, at the whole epsilon: its RMSE over the runs is its real error,
-and the best of them the best in hindsight.
+Seeded runs per tcm share (50 for the search, 200 for the figures' order), each with
+its own draw of who trusts the curator (the expected errors are expectations over that
+draw and the noise). Each strategy is fit once per run, alone, at the whole epsilon:
+its RMSE over the runs is its real error, and the best of them the best in hindsight.
 """
 
 import warnings
@@ -20,6 +21,7 @@ from skhybrid.model_selection import PrivateGridSearchCV, search_cost
 STRATEGIES = ["kvh", "pwh", "naive", "tcm_only", "full_lm", "lm_only"]
 LOCAL_ONLY = {"full_lm", "lm_only"}
 N_RUNS = 50
+N_RANKING_RUNS = 200
 
 
 @pytest.mark.slow
@@ -63,15 +65,65 @@ def test_the_search_picks_within_1_2_of_the_best_in_hindsight_for_one_fit(tcm_sh
     assert np.sqrt(np.mean(search_squared)) <= 1.2 * best
 
 
+def _draw_deviation(X, is_tcm):
+    """The trust draw's own deviation and its exact expectation (a control variate).
+
+    ``(mean_tcm - mean_lm)**2`` has, over a draw of ``k`` tcm users out of ``n``
+    without replacement, expectation ``S**2 n / (k (n - k))`` (``S**2`` the data's
+    variance with ``n - 1``): a fact about the data and the draw, not the library's.
+    """
+    values, k = X[:, 0], int(np.count_nonzero(is_tcm))
+    n = values.size
+    deviation = (values[is_tcm].mean() - values[~is_tcm].mean()) ** 2
+    return deviation - values.var(ddof=1) * n / (k * (n - k))
+
+
+def _real_errors(squared, control):
+    """Each run's squared error less its regression on the draw's control variate (mean
+    zero exactly): the same expectation, with the draws' luck (which tcm users happen
+    to be far from the mean) taken out."""
+    control = np.asarray(control)
+    real = {}
+    for name, values in squared.items():
+        values = np.asarray(values)
+        real[name] = values - np.cov(values, control)[0, 1] / control.var(ddof=1) * control
+    return real
+
+
+def _ranks_with_ties(errors):
+    """The strategies' ranks by mean error, in order; a strategy whose paired difference
+    from each of the tie before it (run by run, on the same draws) is within two of its
+    standard errors shares their average rank: their order is the runs' noise."""
+    order = sorted(errors, key=lambda name: errors[name].mean())
+    groups = [[order[0]]]
+    for name in order[1:]:
+        differences = [errors[name] - errors[other] for other in groups[-1]]
+        if all(abs(d.mean()) < 2 * d.std(ddof=1) / np.sqrt(d.size) for d in differences):
+            groups[-1].append(name)
+        else:
+            groups.append([name])
+    ranks, position = {}, 0
+    for group in groups:
+        ranks.update({name: position + (len(group) + 1) / 2 for name in group})
+        position += len(group)
+    return [ranks[name] for name in errors]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("shape", [
-    # Measured gaps of the current default (issue 50, item 2, not done): at 10% tcm the
-    # figures at a near-zero private variance rank kvh, pwh and tcm_only out of order
-    # on the salaries; on uniform data at 2% tcm the default is 1.9x naive's error.
-    pytest.param("salaries", marks=pytest.mark.xfail(strict=True, reason="Spearman < 0.8")),
-    pytest.param("uniform", marks=pytest.mark.xfail(strict=True, reason="default 1.9x")),
-    "lognormal", "exponential"])
+@pytest.mark.parametrize("shape", ["salaries", "uniform", "lognormal", "exponential"])
 def test_the_default_is_within_1_2_and_expected_mse_ranks_the_strategies(shape):
+    """The default within 1.2x of the best strategy, and the figures' order the real one.
+
+    The trust draws use seeds apart from the data's (seed 7): drawn from the same
+    stream as uniform data, run 7's tcm users were exactly the smallest values. The
+    strategies nearest the best are within a few percent of each other, less than 50
+    runs' noise: the real errors are over 200 runs, each strategy's corrected by the
+    draw's control variate (:func:`_real_errors`). At 10% tcm users kvh, pwh and
+    tcm_only are within half a percent of each other (theory and measurement): no
+    number of runs orders them, so strategies whose paired difference is within two
+    standard errors share a rank (:func:`_ranks_with_ties`); the others' order is
+    measured.
+    """
     rng = np.random.default_rng(7)
     if shape == "salaries":
         salaries = load_salaries()
@@ -85,13 +137,15 @@ def test_the_default_is_within_1_2_and_expected_mse_ranks_the_strategies(shape):
     n = X.shape[0]
     truth = X.mean()
     for tcm_share in (0.02, 0.10):
-        squared = {strategy: [] for strategy in STRATEGIES}
+        squared = {strategy: [] for strategy in STRATEGIES + ["default"]}
         figures = {strategy: [] for strategy in STRATEGIES}
-        default = []
+        control = []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            for run in range(N_RUNS):
-                trust = np.where(np.random.default_rng(run).random(n) < tcm_share, "tcm", "lm")
+            for run in range(N_RANKING_RUNS):
+                is_tcm = np.random.default_rng(10_000 + run).random(n) < tcm_share
+                trust = np.where(is_tcm, "tcm", "lm")
+                control.append(_draw_deviation(X, is_tcm))
                 for strategy in STRATEGIES:
                     fitted = HybridMeanEstimator(strategy, bounds=bounds,
                                                  random_state=run).fit(X, trust_group=trust)
@@ -99,8 +153,11 @@ def test_the_default_is_within_1_2_and_expected_mse_ranks_the_strategies(shape):
                     figures[strategy].append(fitted.expected_mse_[0])
                 fitted = HybridMeanEstimator(bounds=bounds, random_state=run).fit(
                     X, trust_group=trust)
-                default.append((fitted.mean_[0] - truth) ** 2)
-        rmse = [np.sqrt(np.mean(squared[strategy])) for strategy in STRATEGIES]
-        assert np.sqrt(np.mean(default)) <= 1.2 * min(rmse), (shape, tcm_share, rmse)
-        expected = [np.sqrt(np.mean(figures[strategy])) for strategy in STRATEGIES]
-        assert spearmanr(expected, rmse).statistic >= 0.8, (shape, tcm_share, expected, rmse)
+                squared["default"].append((fitted.mean_[0] - truth) ** 2)
+        real = _real_errors(squared, control)
+        rmse = [np.sqrt(real[strategy].mean()) for strategy in STRATEGIES]
+        assert np.sqrt(real["default"].mean()) <= 1.2 * min(rmse), (shape, tcm_share, rmse)
+        expected = [np.mean(figures[strategy]) for strategy in STRATEGIES]
+        ranks = _ranks_with_ties({strategy: real[strategy] for strategy in STRATEGIES})
+        assert spearmanr(expected, ranks).statistic >= 0.8, (shape, tcm_share, expected,
+                                                             rmse, ranks)
