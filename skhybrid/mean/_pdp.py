@@ -19,9 +19,9 @@ from ..base import (
 from ..mechanisms._families import LAPLACE
 from ..mechanisms._feature_weights import feature_noise_weights, noise_ranges
 from ..theory._mixed import (
-    _keep_probability,
     mse_about_empirical_mean,
     optimal_sample_threshold,
+    sample_mechanism_probabilities,
     sample_mechanism_mse,
     sample_mechanism_thresholds,
 )
@@ -476,7 +476,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
             finite = sample_levels[np.isfinite(sample_levels)]
             # The widest noise of the thresholds between the smallest level and the bound.
             for threshold in {float(finite.min()) if finite.size else np.inf, bound}:
-                self._check_noise(threshold, _keep_probability(
+                self._check_noise(threshold, sample_mechanism_probabilities(
                     sample_levels, threshold) @ counts, counts, lower, upper)
             return {"levels": sample_levels, "threshold": None, "probability": None,
                     "bound": bound}
@@ -501,7 +501,7 @@ class PDPSampleEstimator(MeanEstimatorMixin, BaseEstimator):
     def _sampling(self, levels, counts, ranges, variance, cap=np.inf):
         """The threshold t (at most ``cap``) and each level's keep probability."""
         threshold = min(self._resolve_threshold(levels, counts, ranges, variance), cap)
-        probability = _keep_probability(levels, threshold)
+        probability = sample_mechanism_probabilities(levels, threshold)
         if float(probability @ counts) == 0.0:
             raise ValueError(
                 f"threshold={self.threshold!r} keeps no user: every keep probability "

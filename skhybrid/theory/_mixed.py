@@ -182,16 +182,15 @@ def sample_mechanism_probabilities(epsilon, threshold):
     """
     epsilon = _check_user_epsilon(epsilon)
     threshold = _check_array(threshold, "threshold", allow_inf=True)
-    if threshold.ndim == 0 and epsilon.size > 1024:
-        # Millions of users on far fewer levels: one formula per level, then spread.
+    if threshold.ndim == 0 and epsilon.size > 1024 and not np.all(epsilon[1:] > epsilon[:-1]):
+        # Millions of users on far fewer levels: one formula per level, then spread
+        # (distinct sorted levels, the estimators' per-level form, need no grouping).
         index = LevelIndex(epsilon)
         return index.spread(_keep_probability(index.levels, threshold))
     return _keep_probability(*np.broadcast_arrays(epsilon, threshold))
 
 
 def _keep_probability(epsilon, threshold):
-    # Unvalidated core of sample_mechanism_probabilities (PDPSampleEstimator calls it on
-    # its validated distinct levels, which need no grouping).
     # (e^eps - 1) / (e^t - 1) = e^(eps - t) (1 - e^-eps) / (1 - e^-t): no overflow for
     # large eps or t, and 0 for finite eps when t = inf. Only users below t need it.
     probabilities = np.ones(np.broadcast(epsilon, threshold).shape)
