@@ -93,12 +93,13 @@ def _real_errors(squared, control):
 def _ranks_with_ties(errors):
     """The strategies' ranks by mean error, in order; a strategy whose paired difference
     from each of the tie before it (run by run, on the same draws) is within two of its
-    standard errors shares their average rank: their order is the runs' noise."""
+    standard errors (or exactly 0: the same estimates) shares their average rank: their
+    order is the runs' noise."""
     order = sorted(errors, key=lambda name: errors[name].mean())
     groups = [[order[0]]]
     for name in order[1:]:
         differences = [errors[name] - errors[other] for other in groups[-1]]
-        if all(abs(d.mean()) < 2 * d.std(ddof=1) / np.sqrt(d.size) for d in differences):
+        if all(abs(d.mean()) <= 2 * d.std(ddof=1) / np.sqrt(d.size) for d in differences):
             groups[-1].append(name)
         else:
             groups.append([name])
