@@ -35,3 +35,20 @@ def pytest_collection_modifyitems(config, items):
         config.hook.pytest_deselected(items=deselected)
         items[:] = kept
 
+
+@pytest.fixture(autouse=True)
+def _forget_remembered_plans():
+    """Every test starts and ends with empty memories of public computations (the
+    central noise's plans, :func:`skhybrid._group_estimates.planned_central_noise`, the
+    bounds' widths and their grids): a test double that
+    replaces a mechanism (an audit's control with too little noise) must be asked for
+    every plan made while it is in place, and none of its plans may outlive its test."""
+    from skhybrid import _group_estimates
+    from skhybrid.utils import _sums
+
+    memories = (_group_estimates._PLANS, _sums._WIDTHS, _sums._GRIDS)
+    for memory in memories:
+        memory.clear()
+    yield
+    for memory in memories:
+        memory.clear()

@@ -18,6 +18,7 @@ from .mechanisms import GaussianMechanism, LaplaceMechanism
 from .mechanisms._families import LAPLACE
 from .mechanisms._feature_weights import feature_noise_weights, scaled_ranges
 from .mechanisms._noise import laplace_release, laplace_variance
+from .utils._memory import remember
 from .utils._sums import float_column_sums, per_feature, rounding_slack
 from .utils._validation import masked_rows
 
@@ -126,14 +127,37 @@ class PlannedNoise(NamedTuple):
     variance: float
 
 
+#: Recent plans of :func:`planned_central_noise`, by their public arguments.
+_PLANS = {}
+_MAX_PLANS = 256
+_PLAN_SCALARS = (int, float, np.integer, np.floating)
+
+
 def planned_central_noise(size, *, mechanism, epsilon, delta, ranges, n_features,
                           magnitude=None):
     """:func:`central_group_noise` and its variance for a release of ``n_features``
     coordinates: computed before the charge (the variance refuses a noise too wide to
-    draw) and passed to :func:`central_group_mean`."""
+    draw) and passed to :func:`central_group_mean`.
+
+    Remembered by its public arguments (a grid search plans the same release again
+    and again); a plan holds no randomness, and a refused one is not remembered.
+    """
+    key = None
+    if (isinstance(size, _PLAN_SCALARS) and isinstance(epsilon, _PLAN_SCALARS)
+            and isinstance(delta, _PLAN_SCALARS)):
+        ranges = np.asarray(ranges, dtype=np.float64)
+        key = (size, mechanism, epsilon, delta, n_features, ranges.shape, ranges.tobytes(),
+               None if magnitude is None
+               else np.asarray(magnitude, dtype=np.float64).tobytes())
+        plan = _PLANS.get(key)
+        if plan is not None:
+            return plan
     noise = central_group_noise(size, mechanism=mechanism, epsilon=epsilon, delta=delta,
                                 ranges=ranges, magnitude=magnitude)
-    return PlannedNoise(noise, noise.variance(n_features))
+    plan = PlannedNoise(noise, noise.variance(n_features))
+    if key is not None:
+        remember(_PLANS, key, plan, _MAX_PLANS)
+    return plan
 
 
 def _scaled(values, weights):

@@ -9,7 +9,7 @@ from skhybrid._group_estimates import (
     planned_central_noise,
 )
 from skhybrid.mechanisms import LaplaceMechanism
-from skhybrid.mechanisms._families import LAPLACE
+from skhybrid.mechanisms._families import GAUSSIAN, LAPLACE
 from skhybrid.mechanisms._feature_weights import feature_noise_weights, scaled_ranges
 from skhybrid.mechanisms._noise import grid_step
 from skhybrid.utils._sums import rounding_slack
@@ -90,3 +90,46 @@ def test_a_planned_noise_releases_what_the_unplanned_release_would(ranges):
     # Each feature's noise variance in proportion to its squared range.
     np.testing.assert_allclose(planned.noise_variance / ranges**2,
                                planned.noise_variance[0] / ranges[0] ** 2)
+
+
+def test_a_plan_is_remembered_by_all_its_public_arguments(monkeypatch):
+    # planned_central_noise remembers recent plans: the same arguments give the same
+    # plan (the one a fresh computation gives), any other argument its own, a refused
+    # plan is refused again, and the memory is emptied when full.
+    from skhybrid import _group_estimates
+
+    monkeypatch.setattr(_group_estimates, "_PLANS", {})
+    monkeypatch.setattr(_group_estimates, "_MAX_PLANS", 4)
+    ranges = np.array([2.0, 0.5])
+    arguments = {"mechanism": LAPLACE, "epsilon": 0.7, "delta": 0.0, "ranges": ranges,
+                 "n_features": 2}
+    plan = planned_central_noise(500, **arguments)
+    assert planned_central_noise(500, **{**arguments, "ranges": ranges.copy()}) is plan
+    fresh = _group_estimates.central_group_noise(500, mechanism=LAPLACE, epsilon=0.7,
+                                                 delta=0.0, ranges=ranges)
+    assert plan.mechanism.sensitivity == fresh.sensitivity
+    assert plan.variance == fresh.variance(2)
+    variants = [
+        {"size": 501},
+        {"epsilon": 0.8},
+        {"ranges": np.array([2.0, 0.25])},
+        {"n_features": 3},
+        {"magnitude": ranges / 2.0},
+        {"mechanism": GAUSSIAN, "delta": 1e-6},
+    ]
+    for variant in variants:
+        given = {"size": 500, **arguments, **variant}
+        other = planned_central_noise(given.pop("size"), **given)
+        assert other is not plan
+        n_features = given.pop("n_features")
+        expected = _group_estimates.central_group_noise(**{"size": variant.get("size", 500),
+                                                           **given})
+        assert type(other.mechanism) is type(expected)
+        assert other.mechanism.sensitivity == expected.sensitivity
+        assert other.mechanism.epsilon == expected.epsilon
+        assert other.variance == expected.variance(n_features)
+    assert len(_group_estimates._PLANS) <= 4
+    for _ in range(2):
+        with pytest.raises(ValueError, match="too small to draw"):
+            planned_central_noise(500, **{**arguments, "epsilon": 1e-20})
+    assert all(key[2] != 1e-20 for key in _group_estimates._PLANS)

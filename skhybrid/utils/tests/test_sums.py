@@ -251,11 +251,71 @@ def test_fixed_point_range_is_the_float64_width_or_a_named_error(n_features):
                 check_fixed_point_range(lower, upper)
 
 
-def test_moment_grids_refuse_bounds_whose_squares_overflow_only_for_squares():
+def test_remembered_widths_are_the_bounds_own_and_read_only(monkeypatch):
+    """The widths of recent bounds are remembered by the bounds' bytes: the same bounds
+    give the same read-only widths, other bounds (one bit apart) their own, bad bounds
+    are refused every time, and the memory is emptied when full."""
+    from skhybrid.utils import _sums
+
+    monkeypatch.setattr(_sums, "_WIDTHS", {})
+    monkeypatch.setattr(_sums, "_MAX_WIDTHS", 3)
+    lower, upper = np.array([0.0, -2.0]), np.array([1.0, 5.0])
+    width = _sums.check_fixed_point_range(lower, upper)
+    assert _sums.check_fixed_point_range(lower.copy(), upper.copy()) is width
+    np.testing.assert_array_equal(width, [1.0, 7.0])
+    with pytest.raises(ValueError, match="read-only"):
+        width[0] = 2.0
+    nudged = np.array([1.0, np.nextafter(5.0, 6.0)])
+    np.testing.assert_array_equal(_sums.check_fixed_point_range(lower, nudged),
+                                  nudged - lower)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="feature 1 has lower="):
+            _sums.check_fixed_point_range(lower, np.array([1.0, -2.0]))
+    for top in (2.0, 3.0, 4.0):
+        _sums.check_fixed_point_range(lower, np.array([top, 5.0]))
+    assert len(_sums._WIDTHS) <= 3
+    np.testing.assert_array_equal(_sums.check_fixed_point_range(lower, upper), [1.0, 7.0])
+
+
+def test_remembered_moment_grids_equal_a_fresh_computation_and_keep_their_bounds(monkeypatch):
+    """fixed_point_moments' grids are remembered by the bounds' bytes and whether squares
+    are asked: each equals its computation from scratch, a caller's later change of its
+    bounds changes nothing remembered, bounds one bit apart get their own grid, and
+    bounds whose squares overflow are refused every time they are asked for squares
+    (and accepted without them)."""
+    from skhybrid.utils import _sums
+
+    def fresh(lower, upper, squares):
+        lower, upper, scale = _sums._bounds_and_scale(lower, upper, lower.shape[0])
+        if not squares:
+            return lower, upper, scale, None
+        return lower, upper, scale, _sums.square_grid(lower, upper)[0]
+
+    def same(grid, expected):
+        assert len(grid) == len(expected)
+        for got, want in zip(grid, expected):
+            if want is None:
+                assert got is None
+            else:
+                np.testing.assert_array_equal(got, want)
+
+    monkeypatch.setattr(_sums, "_GRIDS", {})
+    lower, upper = np.array([0.0, -2.0]), np.array([1.0, 5.0])
+    for squares in (False, True):
+        first = _sums._moment_grid(lower, upper, 2, squares)
+        same(first, fresh(lower, upper, squares))
+        assert _sums._moment_grid(lower.copy(), upper.copy(), 2, squares) is first
+    kept = _sums._moment_grid(lower, upper, 2, True)
+    upper[1] = 9.0  # the caller's array, changed after the call
+    same(kept, fresh(np.array([0.0, -2.0]), np.array([1.0, 5.0]), True))
+    same(_sums._moment_grid(lower, upper, 2, True), fresh(lower, upper, True))
+    nudged = np.array([1.0, np.nextafter(9.0, 10.0)])
+    same(_sums._moment_grid(lower, nudged, 2, True), fresh(lower, nudged, True))
     huge = (np.array([-1e200]), np.array([1e200]))  # its squared half-range overflows
-    assert _sums._moment_grid(*huge, 1, False)[3] is None
-    with pytest.raises(ValueError, match="finite width"), np.errstate(over="ignore"):
-        _sums._moment_grid(*huge, 1, True)
+    same(_sums._moment_grid(*huge, 1, False), fresh(*huge, False))
+    for _ in range(2):
+        with pytest.raises(ValueError, match="finite width"), np.errstate(over="ignore"):
+            _sums._moment_grid(*huge, 1, True)
 
 
 def test_no_release_of_code_sums_over_more_users_than_int64_holds():
