@@ -5,6 +5,8 @@
 audits; ``python -m pytest --slow -m slow`` runs only those. CI runs both.
 """
 
+import pytest
+
 try:
     from hypothesis import settings
 except ImportError:  # pragma: no cover - hypothesis comes with the test extras
