@@ -89,6 +89,8 @@ def _levels_and_counts(epsilon, counts):
             f"counts must have one entry per entry of epsilon ({epsilon.shape}); got "
             f"shape {counts.shape}"
         )
+    if np.all(epsilon[1:] > epsilon[:-1]):  # already distinct and sorted (the estimators')
+        return epsilon, counts
     levels, inverse = np.unique(epsilon, return_inverse=True)
     return levels, np.bincount(inverse.ravel(), weights=counts, minlength=levels.size)
 
@@ -389,7 +391,10 @@ def _optimal_threshold_grouped(epsilon_values, counts, data_range, variance, mea
     fractions = np.arange(1, points + 1) / (points + 1)
     log_kinks = np.log(finite)
     between = log_kinks[:-1, np.newaxis] + np.diff(log_kinks)[:, np.newaxis] * fractions
-    candidates = np.sort(np.concatenate([finite, np.exp(between.ravel())]))
+    # Each kink, then the points after it (clipped into their interval against the
+    # rounding of exp and log): non-decreasing by construction, no sort needed.
+    between = np.clip(np.exp(between), finite[:-1, np.newaxis], finite[1:, np.newaxis])
+    candidates = np.append(np.column_stack([finite[:-1], between]).ravel(), finite[-1])
     if has_public:
         # ... and beyond the largest finite epsilon, up to t = inf, evenly in 1/t.
         inverse_tail = np.append((1.0 - fractions) / finite[-1], 0.0)
