@@ -5,7 +5,7 @@ import pytest
 from sklearn.model_selection import KFold, cross_validate
 
 import skhybrid.mean._adpm as adpm_module
-from skhybrid import ADPMEstimator, MixedMeanEstimator
+from skhybrid import ADPMEstimator, MixedMeanEstimator, PDPSampleEstimator
 from skhybrid.audit import audit_mechanism, estimator_release
 from skhybrid.theory import adpm_weights
 
@@ -283,7 +283,6 @@ def test_table_2_sample_mechanism_is_worse_than_adpm(log_range):
     for skhybrid's release c + (sum_i B_i (x_i - c) + Laplace(R / t)) / D with D = sum p_i:
     (sigma^2 D + (mu - c)^2 sum p_i (1 - p_i) + 2 (R / t)^2) / D^2, after checking the
     estimator against that formula by Monte Carlo."""
-    from skhybrid import PDPSampleEstimator
     from skhybrid.theory import affine_mse
 
     rng = np.random.default_rng(41)
@@ -371,8 +370,8 @@ def test_private_variance_over_a_stream_adds_the_chunks_square_sums():
 
 def _audit_private_variance(seed, attribute, Estimator=ADPMEstimator):
     """1,000 users at epsilon 1 and 2; the one at the midpoint (level 1) moves to 1e6,
-    the largest change of its squared distance to the midpoint. MixedMeanEstimator
-    releases its private variance with the same function."""
+    the largest change of its squared distance to the midpoint. MixedMeanEstimator and
+    PDPSampleEstimator release their private variance with the same function."""
     X = np.linspace(0.0, 1.0, 1000).reshape(-1, 1)
     X[250, 0] = 0.5
     epsilon = np.repeat([1.0, 2.0], 500)
@@ -395,7 +394,7 @@ def test_private_variance_and_the_mean_at_it_pass_the_audit(attribute, Estimator
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("Estimator", [ADPMEstimator, MixedMeanEstimator])
+@pytest.mark.parametrize("Estimator", [ADPMEstimator, MixedMeanEstimator, PDPSampleEstimator])
 def test_private_variance_audit_fails_when_the_moments_get_four_times_the_budget(monkeypatch,
                                                                                  Estimator):
     from skhybrid.mean._hybrid import PRIVATE_VARIANCE_SHARE

@@ -409,24 +409,6 @@ def test_private_variance_and_the_mean_at_it_pass_the_audit(attribute):
     assert result.passed, str(result)
 
 
-@pytest.mark.slow
-def test_private_variance_audit_fails_when_the_moments_get_four_times_the_budget(monkeypatch):
-    import skhybrid.mean._adpm as adpm_module
-    from skhybrid.mean._hybrid import PRIVATE_VARIANCE_SHARE
-
-    original = adpm_module._released_level_mean
-
-    def overspent(level_sums, weights, counts, ranges, epsilon, rng):
-        second = np.all(ranges == 0.25)  # the square codes' range, (1 / 2)**2
-        part = 1.0 - adpm_module.FIRST_MOMENT_SHARE if second else adpm_module.FIRST_MOMENT_SHARE
-        return original(level_sums, weights, counts, ranges,
-                        epsilon / (PRIVATE_VARIANCE_SHARE * part) * 4.0, rng)
-
-    monkeypatch.setattr(adpm_module, "_released_level_mean", overspent)
-    result = _audit_private(seed=36, attribute="variance_")
-    assert not result.passed, str(result)
-
-
 # -- edge cases -------------------------------------------------------------------------------
 
 
