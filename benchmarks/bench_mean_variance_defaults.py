@@ -24,10 +24,10 @@ import warnings
 import numpy as np
 from scipy.stats import spearmanr
 
-from skhybrid import ADPMEstimator, MixedMeanEstimator
-from skhybrid.datasets import load_salaries
+from bench_default_strategy import distributions  # benchmarks/ is on the path
 
-N_USERS = 252_540  # as many as the salaries
+from skhybrid import ADPMEstimator, MixedMeanEstimator
+
 #: name -> (levels, their shares): the issue's wage survey, a milder mix, a few strict.
 MIXES = {
     "70% at 0.1, 25% at 1, 5% at 5": ((0.1, 1.0, 5.0), (0.70, 0.25, 0.05)),
@@ -37,17 +37,9 @@ MIXES = {
 
 
 def shapes():
-    """Name -> (X, bounds): the salaries and three other shapes (as the hybrid's table)."""
-    rng = np.random.default_rng(12345)
-    salaries = load_salaries()
-    return {
-        "salaries": (salaries.data, salaries.bounds),
-        "uniform(0, 1)": (rng.uniform(0, 1, (N_USERS, 1)), (0.0, 1.0)),
-        "lognormal(0, 1) in [0, 20]": (np.clip(rng.lognormal(0, 1, (N_USERS, 1)), 0, 20),
-                                       (0.0, 20.0)),
-        "exponential(1) in [0, 10]": (np.clip(rng.exponential(1, (N_USERS, 1)), 0, 10),
-                                      (0.0, 10.0)),
-    }
+    """Name -> (X, bounds): the salaries and three other shapes, the hybrid table's
+    (bench_default_strategy.py) without its arcsine law."""
+    return {name: data for name, data in distributions().items() if name != "beta(0.5, 0.5)"}
 
 
 #: ADPM's strategies, each at its default (variance="private"): the ranking's candidates.
